@@ -1,0 +1,60 @@
+/* --metrics-json: the run summary as one JSON object, built with jansson. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apps/metrics.h"
+
+/* JSON has no NaN: an undefined figure (e.g. AUC of a one-class eval set) becomes null. */
+static json_t *num(double x) {
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static const char *data_name(np_data_kind k) {
+    return k == NP_DATA_SYNTHETIC ? "synthetic" : k == NP_DATA_CRITEO ? "criteo" : "bin";
+}
+
+int np_metrics_write(const char *path, const np_config *cfg, const np_run_metrics *r,
+                     np_error *err) {
+    json_t *o = json_object();
+    json_t *bottom = json_array(), *top = json_array();
+    for (int i = 0; i < cfg->n_bottom; i++)
+        json_array_append_new(bottom, json_integer(cfg->bottom[i]));
+    for (int i = 0; i < cfg->n_top; i++)
+        json_array_append_new(top, json_integer(cfg->top[i]));
+    json_object_set_new(o, "steps", json_integer(r->steps));
+    json_object_set_new(o, "global_batch", json_integer(r->global_batch));
+    json_object_set_new(o, "samples_per_s", num(r->samples_per_s));
+    json_object_set_new(o, "train_seconds", num(r->seconds));
+    json_object_set_new(o, "train_loss", num(r->train_loss));
+    json_object_set_new(o, "train_loss_first", num(r->train_loss_first));
+    json_object_set_new(o, "eval_samples", json_integer(r->eval.n));
+    json_object_set_new(o, "eval_logloss", num(r->eval.logloss));
+    json_object_set_new(o, "eval_auc", num(r->eval.auc));
+    json_object_set_new(o, "engine",
+                        json_string(cfg->engine == NP_ENGINE_REFERENCE ? "reference" : "starpu"));
+    json_object_set_new(o, "pipeline", json_string("none"));
+    json_object_set_new(o, "ranks", json_integer(1));
+    json_object_set_new(o, "data", json_string(data_name(cfg->data)));
+    json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
+    json_object_set_new(o, "data_ended", json_boolean(r->data_ended));
+    json_object_set_new(o, "tables", json_integer(cfg->tables));
+    json_object_set_new(o, "dim", json_integer(cfg->dim));
+    json_object_set_new(o, "bottom", bottom);
+    json_object_set_new(o, "top", top);
+    json_object_set_new(
+        o, "sparse_optim",
+        json_string(cfg->sparse_optim == NP_SPARSE_SGD ? "sgd" : "rowwise-adagrad"));
+    json_object_set_new(o, "lr", json_real(cfg->lr));
+    json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
+    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(o);
+    if (rc) {
+        snprintf(err->msg, sizeof err->msg, "metrics-json: cannot write %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,24 @@
+/* Run summary of `nestpipe train` and its --metrics-json writer (jansson). */
+#ifndef NP_APPS_METRICS_H
+#define NP_APPS_METRICS_H
+
+#include "nestpipe/nestpipe.h"
+
+typedef struct np_run_metrics {
+    long steps; /* optimizer steps done */
+    long global_batch;
+    double seconds; /* wall time of the training loop (no eval) */
+    double samples_per_s;
+    double train_loss_first; /* mean BCE of the first step's batch */
+    double train_loss;       /* mean BCE over the last max(1, steps/10) steps */
+    np_eval_result eval;
+    long skipped_lines; /* --skip-bad-lines: records dropped */
+    int data_ended;     /* 1 when the data ran out before --steps */
+} np_run_metrics;
+
+/* Writes the metrics (plus engine, pipeline, ranks and the model shape from cfg) as one
+ * JSON object to path; 0 on success, -1 with a message in err. */
+int np_metrics_write(const char *path, const np_config *cfg, const np_run_metrics *r,
+                     np_error *err);
+
+#endif

@@ -1,0 +1,307 @@
+/* The `nestpipe` command: `train` (config + flags -> training run -> report) and
+ * `convert` (Criteo TSV -> binary). Exit codes: 0 ok, 2 bad input of any kind, 1 other
+ * failures. All parsing of values is np_config_set's; this file only maps flags to keys. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/metrics.h"
+#include "nestpipe/nestpipe.h"
+
+#define EXIT_BAD_INPUT 2
+
+static const char *train_help =
+    "usage: nestpipe train [--config FILE] [flags]\n"
+    "\n"
+    "Trains a DLRM and reports loss and eval AUC. Flags override the config file; every\n"
+    "flag is also a config-file key (key = value). Defaults in brackets.\n"
+    "\n"
+    "data:\n"
+    "  --data synthetic|criteo:PATH|bin:PATH   training data [synthetic]\n"
+    "  --skip-bad-lines       skip malformed Criteo lines and count them [stop at the first]\n"
+    "  --eval-every N         hold out every N-th record for eval; 0 = none [10]\n"
+    "  --eval-samples N       cap on held-out records evaluated [16384]\n"
+    "  --zipf A               synthetic key popularity exponent [1.05]\n"
+    "  --hot K                synthetic mean keys per sample and table [1]\n"
+    "model:\n"
+    "  --tables T             embedding tables [26]\n"
+    "  --rows N[,N...]        rows per table, one value or one per table [20000]\n"
+    "  --dim D                embedding dimension [16]\n"
+    "  --bottom 13-64-16      bottom MLP sizes, input first, last = dim [13-64-16]\n"
+    "  --top 64-1             top MLP output sizes, last = 1 [64-1]\n"
+    "training:\n"
+    "  --steps N              optimizer steps; 0 = until file data ends [300]\n"
+    "  --batch G              global batch size [1024]\n"
+    "  --lr X                 learning rate, dense and sparse [0.1]\n"
+    "  --sparse-optim sgd|rowwise-adagrad     [sgd]\n"
+    "  --adagrad-eps X        row-wise Adagrad epsilon [1e-8]\n"
+    "  --seed S               seed of data and initialisation [42]\n"
+    "  --engine reference|starpu              [reference]\n"
+    "output:\n"
+    "  --metrics-json FILE    write the run summary as JSON\n"
+    "  --dump-params FILE     write the trained model (NPPARAMS format, docs/formats.md)\n"
+    "  --log-every N          steps between progress lines when not on a terminal [50]\n"
+    "  --quiet                print only errors\n"
+    "  --help                 this text\n";
+
+static const char *main_help =
+    "usage: nestpipe COMMAND [args]\n"
+    "\n"
+    "commands:\n"
+    "  train [flags]                        train a model (nestpipe train --help)\n"
+    "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
+    "  --version                            print the version\n";
+
+static int fail(np_status st, const np_error *err) {
+    fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));
+    return (st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO || st == NP_STATUS_UNSUPPORTED)
+               ? EXIT_BAD_INPUT
+               : 1;
+}
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "nestpipe: %s '%s' (see nestpipe train --help)\n", msg, arg);
+    return EXIT_BAD_INPUT;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Flags without a value; everything else takes one ("--key value" or "--key=value"). */
+static int is_switch(const char *key) {
+    return !strcmp(key, "quiet") || !strcmp(key, "skip-bad-lines");
+}
+
+/* Applies argv to cfg: --config first (so flags override it wherever they appear), then
+ * every other flag in order. Returns 0 or an exit code. */
+static int parse_train_args(int argc, char **argv, np_config *cfg, int *want_help) {
+    np_error err = {{0}};
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < argc; i++) {
+            const char *a = argv[i];
+            if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+                *want_help = 1;
+                return 0;
+            }
+            if (strncmp(a, "--", 2) || !a[2]) return usage_error("unexpected argument", a);
+            char key[64];
+            const char *eq = strchr(a + 2, '=');
+            size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            if (klen >= sizeof key) return usage_error("unknown flag", a);
+            memcpy(key, a + 2, klen);
+            key[klen] = 0;
+            const char *value;
+            if (eq) {
+                value = eq + 1;
+            } else if (is_switch(key)) {
+                value = "1";
+            } else {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "nestpipe: %s needs a value (see nestpipe train --help)\n", a);
+                    return EXIT_BAD_INPUT;
+                }
+                value = argv[++i];
+            }
+            int is_config = !strcmp(key, "config");
+            if (pass == 0 && is_config) {
+                np_status st = np_config_load(cfg, value, &err);
+                if (st) return fail(st, &err);
+            } else if (pass == 1 && !is_config) {
+                char where[80];
+                snprintf(where, sizeof where, "--%s", key);
+                np_status st = np_config_set(cfg, key, value, where, &err);
+                if (st) {
+                    if (strstr(err.msg, "unknown key")) return usage_error("unknown flag", a);
+                    return fail(st, &err);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static void progress(const np_config *cfg, int tty, long step, long total, double loss, double sps,
+                     double elapsed, int final) {
+    if (cfg->quiet) return;
+    if (tty) {
+        double eta = total > 0 && step > 0 ? elapsed / step * (total - step) : 0;
+        fprintf(stderr, "\rstep %ld/%ld  loss %.5f  %.0f samples/s  ETA %.0fs   ", step, total,
+                loss, sps, eta);
+        if (final) fputc('\n', stderr);
+        fflush(stderr);
+    } else if (final || step % cfg->log_every == 0) {
+        printf("step %ld  loss %.5f  samples/s %.0f\n", step, loss, sps);
+        fflush(stdout);
+    }
+}
+
+static int cmd_train(int argc, char **argv) {
+    np_config cfg;
+    np_config_defaults(&cfg);
+    int help = 0;
+    int rc = parse_train_args(argc, argv, &cfg, &help);
+    if (rc) return rc;
+    if (help) {
+        fputs(train_help, stdout);
+        return 0;
+    }
+    np_error err = {{0}};
+    np_status st = np_config_check(&cfg, &err);
+    if (st) return fail(st, &err);
+
+    np_source_t *train = NULL, *eval = NULL;
+    np_model_t *model = NULL;
+    np_trainer_t *tr = NULL;
+    np_batch batch = {0};
+    np_run_metrics r = {.global_batch = cfg.batch, .train_loss = NAN, .train_loss_first = NAN};
+    double *losses = NULL;
+    if ((st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err)) ||
+        (st = np_source_open(&cfg, NP_SPLIT_EVAL, &eval, &err)) ||
+        (st = np_model_create(&cfg, &model, &err)) ||
+        (st = np_trainer_create(&cfg, model, &tr, &err)))
+        goto done;
+
+    long window = cfg.steps / 10 > 1 ? cfg.steps / 10 : 1; /* steps averaged in train_loss */
+    losses = calloc((size_t)window, sizeof *losses);
+    if (!losses) {
+        st = NP_STATUS_NO_MEMORY;
+        snprintf(err.msg, sizeof err.msg, "out of memory");
+        goto done;
+    }
+    int tty = isatty(fileno(stderr));
+    double t0 = now_s(), last_print = 0, recent = 0;
+    long recent_n = 0;
+    for (long s = 0; cfg.steps == 0 || s < cfg.steps; s++) {
+        st = np_source_next_batch(train, cfg.batch, &batch, &err);
+        if (st == NP_STATUS_END_OF_DATA) {
+            st = NP_OK;
+            r.data_ended = 1;
+            break;
+        }
+        if (st) goto done;
+        double loss;
+        if ((st = np_trainer_step(tr, &batch, &loss, &err))) goto done;
+        if (!isfinite(loss)) {
+            st = NP_STATUS_BAD_INPUT;
+            snprintf(err.msg, sizeof err.msg,
+                     "training diverged: loss is %g at step %ld; lower --lr (now %g)", loss, s + 1,
+                     cfg.lr);
+            goto done;
+        }
+        if (s == 0) r.train_loss_first = loss;
+        losses[s % window] = loss;
+        r.steps = s + 1;
+        recent += loss;
+        recent_n++;
+        double el = now_s() - t0;
+        if (!tty ? (r.steps % cfg.log_every == 0) : (el - last_print > 0.2)) {
+            progress(&cfg, tty, r.steps, cfg.steps, recent / recent_n,
+                     r.steps * (double)cfg.batch / el, el, 0);
+            last_print = el;
+            recent = 0;
+            recent_n = 0;
+        }
+    }
+    r.seconds = now_s() - t0;
+    r.samples_per_s = r.seconds > 0 ? r.steps * (double)cfg.batch / r.seconds : 0;
+    if (r.steps > 0) {
+        long k = r.steps < window ? r.steps : window;
+        double sum = 0;
+        for (long i = 0; i < k; i++)
+            sum += losses[i];
+        r.train_loss = sum / k;
+        if (recent_n || tty)
+            progress(&cfg, tty, r.steps, cfg.steps, r.train_loss, r.samples_per_s, r.seconds, 1);
+    }
+    if (r.data_ended && !cfg.quiet)
+        fprintf(stderr, "nestpipe: the training data ended after %ld steps of %ld samples%s\n",
+                r.steps, cfg.batch, cfg.steps ? " (before --steps)" : "");
+    if (r.steps == 0) {
+        st = NP_STATUS_BAD_INPUT;
+        snprintf(err.msg, sizeof err.msg,
+                 "data: not one full batch of %ld training samples in the data", cfg.batch);
+        goto done;
+    }
+    if ((st = np_evaluate(model, eval, &cfg, &r.eval, &err))) goto done;
+    r.skipped_lines = np_source_skipped(train) + np_source_skipped(eval);
+    if (!cfg.quiet) {
+        printf("done: steps %ld  samples/s %.0f  train_loss %.5f (first %.5f)  eval_logloss "
+               "%.5f  eval_auc %.4f  (eval %ld samples)\n",
+               r.steps, r.samples_per_s, r.train_loss, r.train_loss_first, r.eval.logloss,
+               r.eval.auc, r.eval.n);
+        if (r.skipped_lines)
+            printf("skipped %ld malformed lines (--skip-bad-lines)\n", r.skipped_lines);
+    }
+    if (cfg.dump_params[0] && (st = np_model_dump(model, cfg.dump_params, &err))) goto done;
+    if (cfg.metrics_json[0] && np_metrics_write(cfg.metrics_json, &cfg, &r, &err)) {
+        st = NP_STATUS_IO;
+        goto done;
+    }
+done:
+    free(losses);
+    np_batch_free(&batch);
+    np_trainer_free(tr);
+    np_model_free(model);
+    np_source_free(train);
+    np_source_free(eval);
+    return st ? fail(st, &err) : 0;
+}
+
+static int cmd_convert(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    int skip = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(main_help, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--skip-bad-lines")) {
+            skip = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("unknown flag", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else if (!out) {
+            out = argv[i];
+        } else {
+            return usage_error("unexpected argument", argv[i]);
+        }
+    }
+    if (!in || !out) {
+        fprintf(stderr, "nestpipe: convert needs IN.tsv and OUT.bin\n");
+        return EXIT_BAD_INPUT;
+    }
+    np_error err = {{0}};
+    long written = 0, skipped = 0;
+    np_status st = np_convert_criteo(in, out, skip, &written, &skipped, &err);
+    if (st) return fail(st, &err);
+    printf("converted %ld records to %s", written, out);
+    if (skipped) printf(" (skipped %ld malformed lines)", skipped);
+    printf("\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "nestpipe: no command given; usage: nestpipe train|convert ... "
+                        "(try nestpipe --help)\n");
+        return EXIT_BAD_INPUT;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(main_help, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("nestpipe 0.1.0\n");
+        return 0;
+    }
+    if (!strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
+    fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);
+    return EXIT_BAD_INPUT;
+}

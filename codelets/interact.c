@@ -1,0 +1,56 @@
+/* DLRM dot interaction: the bottom output followed by the strict lower triangle of pairwise
+ * dot products of the T1 feature vectors of each sample. Not here: the pooling (embbag.c). */
+#include "codelets/kernels.h"
+
+#include <string.h>
+
+static float dot(const float *a, const float *b, int d) { /* a, b: (d) */
+    float acc = 0.0f;
+    for (int k = 0; k < d; k++)
+        acc += a[k] * b[k];
+    return acc;
+}
+
+void np_interact_fwd(const float *F,                      /* (B, T1, d) */
+                     long B, int T1, int d, float *out) { /* (B, d + T1*(T1-1)/2) */
+    size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2;
+    for (long s = 0; s < B; s++) {
+        const float *f = F + (size_t)s * (size_t)T1 * (size_t)d; /* (T1, d) */
+        float *o = out + (size_t)s * width;                      /* (width) */
+        memcpy(o, f, (size_t)d * sizeof *o);
+        size_t p = (size_t)d;
+        for (int i = 1; i < T1; i++)
+            for (int j = 0; j < i; j++)
+                o[p++] = dot(f + (size_t)i * (size_t)d, f + (size_t)j * (size_t)d, d);
+    }
+}
+
+void np_interact_bwd(const float *F,                     /* (B, T1, d) */
+                     const float *dout,                  /* (B, d + T1*(T1-1)/2) */
+                     long B, int T1, int d, float *dF) { /* (B, T1, d) */
+    size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2;
+    size_t fsz = (size_t)T1 * (size_t)d;
+    for (long s = 0; s < B; s++) {
+        const float *f = F + (size_t)s * fsz;      /* (T1, d) */
+        const float *g = dout + (size_t)s * width; /* (width) */
+        float *df = dF + (size_t)s * fsz;          /* (T1, d) */
+        /* F[s,0] also passes straight through to the output, so its gradient starts there. */
+        memcpy(df, g, (size_t)d * sizeof *df);
+        memset(df + d, 0, (fsz - (size_t)d) * sizeof *df);
+        /* Pairs in output order: each dF row sums its contributions in a fixed order. */
+        size_t p = (size_t)d;
+        for (int i = 1; i < T1; i++) {
+            const float *fi = f + (size_t)i * (size_t)d; /* (d) */
+            float *dfi = df + (size_t)i * (size_t)d;     /* (d) */
+            for (int j = 0; j < i; j++) {
+                float gp = g[p++];
+                const float *fj = f + (size_t)j * (size_t)d; /* (d) */
+                float *dfj = df + (size_t)j * (size_t)d;     /* (d) */
+                for (int k = 0; k < d; k++) {
+                    dfi[k] += gp * fj[k];
+                    dfj[k] += gp * fi[k];
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+/* CPU kernels of every DLRM layer and op: plain functions over raw float buffers.
+ * They know only their buffers (no model, no StarPU); the reference trainer calls them in
+ * loops and the StarPU codelets wrap them. Shapes are row-major, in comments.
+ * Backward kernels OVERWRITE their gradient outputs unless stated otherwise, so a caller
+ * that splits a batch into chunks reduces the chunk results itself in a fixed order.
+ * Other backends (CUDA later) that must match bit for bit follow the same operation order:
+ * linear adds the bias after the product; Adagrad forms one step lr/(sqrt(state)+eps) per
+ * row. Batch sizes are passed to BLAS as 32-bit ints: B < 2^31. */
+#ifndef NP_CODELETS_KERNELS_H
+#define NP_CODELETS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- linear: y = x W^T + b  (cblas_sgemm) */
+void np_linear_fwd(const float *x, /* (B, in) */
+                   const float *W, /* (out, in) */
+                   const float *b, /* (out) */
+                   float *y,       /* (B, out) */
+                   long B, int in, int out);
+
+/* dx = dy W (skipped when dx is NULL), dW = dy^T x, db = column sums of dy. */
+void np_linear_bwd(const float *x,  /* (B, in) */
+                   const float *W,  /* (out, in) */
+                   const float *dy, /* (B, out) */
+                   float *dx,       /* (B, in) or NULL */
+                   float *dW,       /* (out, in) */
+                   float *db,       /* (out) */
+                   long B, int in, int out);
+
+/* ---- ReLU, in place allowed (y may equal x) */
+void np_relu_fwd(const float *x, float *y, size_t n);
+/* dx = dy where y > 0 else 0; dx may equal dy. */
+void np_relu_bwd(const float *y, const float *dy, float *dx, size_t n);
+
+/* ---- embedding bag, sum pooling
+ * Bag i holds idx[off[i] .. off[i+1]) (off is absolute into idx); each idx is a row of
+ * `rows`. out row i is written at out + i*out_stride (d floats); an empty bag gives 0. */
+void np_embbag_fwd(const float *rows,                           /* (U, d) */
+                   const uint32_t *off,                         /* (n+1) */
+                   const int64_t *idx,                          /* (nnz) */
+                   long n, int d, float *out, long out_stride); /* (n, out_stride) */
+
+/* ACCUMULATES: drows[idx[k]] += dout[i] for every key k of bag i, in bag then key order. */
+void np_embbag_bwd(const float *dout, long dout_stride, /* (n, dout_stride) */
+                   const uint32_t *off, const int64_t *idx, long n, int d,
+                   float *drows); /* (U, d) */
+
+/* ---- dot interaction (T1 >= 1)
+ * F holds the T1 = T+1 vectors of each sample: F[s, 0, :] is the bottom MLP output,
+ * F[s, 1+t, :] the pooled table t. out[s] = [F[s,0,:], dot(F[s,i],F[s,j]) for i=1..T1-1,
+ * j=0..i-1 (strict lower triangle, row by row)], width d + T1(T1-1)/2. */
+void np_interact_fwd(const float *F,                     /* (B, T1, d) */
+                     long B, int T1, int d, float *out); /* (B, d + T1*(T1-1)/2) */
+void np_interact_bwd(const float *F,                     /* (B, T1, d) */
+                     const float *dout,                  /* (B, d + T1*(T1-1)/2) */
+                     long B, int T1, int d, float *dF);  /* (B, T1, d) */
+
+/* ---- sigmoid + binary cross-entropy on logits
+ * p[s] = sigmoid(z[s]) (p may be NULL). Returns the SUM over s of the stable BCE
+ * max(z,0) - z*y + log1p(exp(-|z|)), accumulated in double. */
+double np_sigmoid_bce_fwd(const float *z, const float *y, float *p, long B);
+/* dz[s] = (sigmoid(z[s]) - y[s]) * scale; scale = 1/G for a mean over the global batch. */
+void np_sigmoid_bce_bwd(const float *z, const float *y, float scale, float *dz, long B);
+
+/* ---- optimizers */
+/* w -= lr * g, elementwise. */
+void np_sgd_dense(float *w, const float *g, size_t n, float lr);
+/* Row-wise SGD on U gathered rows. */
+void np_sparse_sgd(float *rows, const float *g, long U, int d, float lr); /* (U,d), (U,d) */
+/* Row-wise Adagrad: state[u] += mean_j g[u,j]^2; rows[u,:] -= lr*g[u,:]/(sqrt(state[u])+eps). */
+void np_sparse_rowwise_adagrad(float *rows,    /* (U, d) */
+                               float *state,   /* (U) */
+                               const float *g, /* (U, d) */
+                               long U, int d, float lr, float eps);
+
+/* ---- gather / scatter of table rows */
+/* out[u, :] = table[idx[u], :] */
+void np_rows_gather(const float *table, const int64_t *idx, long U, int d, float *out);
+/* table[idx[u], :] = in[u, :]; with a repeated index the last copy wins. */
+void np_rows_scatter(const float *in, const int64_t *idx, long U, int d, float *table);
+
+/* ---- key dedup (route)
+ * uniq gets the sorted distinct values of keys[0..n) and *n_uniq their count; pos[k] gets
+ * the index in uniq of keys[k]. uniq and pos have room for n values. Scratch (32 bytes a
+ * key) is allocated inside. Returns 0, or -1 if that allocation fails. */
+#if defined(__GNUC__)
+__attribute__((warn_unused_result))
+#endif
+int np_keys_dedup(const int64_t *keys, size_t n, int64_t *uniq, size_t *n_uniq, int64_t *pos);
+
+#endif

@@ -1,0 +1,362 @@
+/* Configuration: defaults, the one parser for every key (shared by config files and
+ * command-line flags), INI loading through libinih, and cross-field checks.
+ * Not here: what the values mean to training (model/, data/, graph/). */
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+
+void np_config_defaults(np_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->data = NP_DATA_SYNTHETIC;
+    cfg->skip_bad_lines = 0;
+    cfg->eval_every = 10;
+    cfg->eval_samples = 16384;
+    cfg->zipf = 1.05;
+    cfg->hot = 1;
+    cfg->tables = 26;
+    cfg->n_rows = 1;
+    cfg->rows[0] = 20000;
+    cfg->dim = 16;
+    cfg->n_bottom = 3;
+    cfg->bottom[0] = 13;
+    cfg->bottom[1] = 64;
+    cfg->bottom[2] = 16;
+    cfg->n_top = 2;
+    cfg->top[0] = 64;
+    cfg->top[1] = 1;
+    cfg->steps = 300;
+    cfg->batch = 1024;
+    cfg->lr = 0.1;
+    cfg->sparse_optim = NP_SPARSE_SGD;
+    cfg->adagrad_eps = 1e-8;
+    cfg->seed = 42;
+    cfg->engine = NP_ENGINE_REFERENCE;
+    cfg->quiet = 0;
+    cfg->log_every = 50;
+}
+
+int np_config_top_input(const np_config *cfg) {
+    int t1 = cfg->tables + 1;
+    return cfg->dim + t1 * (t1 - 1) / 2;
+}
+
+int64_t np_config_rows(const np_config *cfg, int t) {
+    return cfg->n_rows == 1 ? cfg->rows[0] : cfg->rows[t];
+}
+
+/* ---------------------------------------------------------------- value parsers */
+
+static np_status bad(np_error *err, const char *where, const char *key, const char *value,
+                     const char *expect) {
+    return np_err(err, NP_STATUS_BAD_INPUT, "%s: bad value '%s' for %s: expected %s", where, value,
+                  key, expect);
+}
+
+static int parse_i64(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!*s) return -1;
+    long long v = strtoll(s, &end, 10);
+    while (isspace((unsigned char)*end))
+        end++;
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!*s || *s == '-') return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    while (isspace((unsigned char)*end))
+        end++;
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_f64(const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!*s) return -1;
+    double v = strtod(s, &end);
+    while (isspace((unsigned char)*end))
+        end++;
+    if (errno || *end || !isfinite(v) || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out) {
+    if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")) {
+        *out = 1;
+        return 0;
+    }
+    if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")) {
+        *out = 0;
+        return 0;
+    }
+    return -1;
+}
+
+/* "13-512-256-64-16" -> sizes; each in [1, 65536]; count in [min_n, max_n]. */
+static int parse_sizes(const char *s, int *out, int min_n, int max_n, int *n_out) {
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        if (!isdigit((unsigned char)*p)) return -1;
+        long v = strtol(p, &end, 10);
+        if (errno || v < 1 || v > 65536 || n >= max_n) return -1;
+        out[n++] = (int)v;
+        if (*end == '-') {
+            p = end + 1;
+            if (!*p) return -1;
+        } else if (*end) {
+            return -1;
+        } else {
+            p = end;
+        }
+    }
+    if (n < min_n) return -1;
+    *n_out = n;
+    return 0;
+}
+
+static int copy_path(char *dst, const char *src) {
+    size_t n = strlen(src);
+    if (n == 0 || n >= NP_PATH_MAX) return -1;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+np_status np_config_set(np_config *cfg, const char *key, const char *value, const char *where,
+                        np_error *err) {
+    np_config c = *cfg; /* work on a copy so cfg is unchanged on failure */
+    long long i;
+    double f;
+    if (!value) return np_err(err, NP_STATUS_BAD_INPUT, "%s: %s needs a value", where, key);
+
+    if (!strcmp(key, "data")) {
+        if (!strcmp(value, "synthetic")) {
+            c.data = NP_DATA_SYNTHETIC;
+            c.data_path[0] = 0;
+        } else if (!strncmp(value, "criteo:", 7) && !copy_path(c.data_path, value + 7)) {
+            c.data = NP_DATA_CRITEO;
+        } else if (!strncmp(value, "bin:", 4) && !copy_path(c.data_path, value + 4)) {
+            c.data = NP_DATA_BIN;
+        } else {
+            return bad(err, where, key, value, "synthetic, criteo:PATH or bin:PATH");
+        }
+    } else if (!strcmp(key, "skip-bad-lines")) {
+        if (parse_bool(value, &c.skip_bad_lines)) return bad(err, where, key, value, "0 or 1");
+    } else if (!strcmp(key, "eval-every")) {
+        if (parse_i64(value, 0, LONG_MAX, &i) || i == 1)
+            return bad(err, where, key, value,
+                       "0 (no held-out split) or an integer >= 2 (every N-th record held out)");
+        c.eval_every = (long)i;
+    } else if (!strcmp(key, "eval-samples")) {
+        if (parse_i64(value, 0, 1L << 30, &i))
+            return bad(err, where, key, value, "an integer in [0, 2^30]");
+        c.eval_samples = (long)i;
+    } else if (!strcmp(key, "zipf")) {
+        if (parse_f64(value, 0.0, 10.0, &f))
+            return bad(err, where, key, value, "a number in [0, 10]");
+        c.zipf = f;
+    } else if (!strcmp(key, "hot")) {
+        if (parse_i64(value, 0, 4096, &i))
+            return bad(err, where, key, value, "an integer in [0, 4096]");
+        c.hot = (int)i;
+    } else if (!strcmp(key, "tables")) {
+        if (parse_i64(value, 1, NP_MAX_TABLES, &i))
+            return bad(err, where, key, value, "an integer in [1, 1024]");
+        c.tables = (int)i;
+    } else if (!strcmp(key, "rows")) {
+        int n = 0;
+        const char *p = value;
+        char buf[32];
+        while (*p) {
+            size_t len = strcspn(p, ",");
+            if (len == 0 || len >= sizeof buf || n >= NP_MAX_TABLES)
+                return bad(err, where, key, value, "a row count or a comma list, one per table");
+            memcpy(buf, p, len);
+            buf[len] = 0;
+            if (parse_i64(buf, 1, 1LL << 40, &i))
+                return bad(err, where, key, value, "row counts in [1, 2^40]");
+            c.rows[n++] = i;
+            p += len;
+            if (*p == ',' && !*++p) return bad(err, where, key, value, "no trailing comma");
+        }
+        if (n == 0) return bad(err, where, key, value, "a row count");
+        c.n_rows = n;
+    } else if (!strcmp(key, "dim")) {
+        if (parse_i64(value, 1, 4096, &i))
+            return bad(err, where, key, value, "an integer in [1, 4096]");
+        c.dim = (int)i;
+    } else if (!strcmp(key, "bottom")) {
+        if (parse_sizes(value, c.bottom, 2, NP_MAX_LAYERS + 1, &c.n_bottom))
+            return bad(
+                err, where, key, value,
+                "layer sizes like 13-512-256-64-16 (input first, 2 to 17 sizes in [1, 65536])");
+    } else if (!strcmp(key, "top")) {
+        if (parse_sizes(value, c.top, 1, NP_MAX_LAYERS, &c.n_top))
+            return bad(err, where, key, value,
+                       "output sizes like 512-256-1 (1 to 16 sizes in [1, 65536], last 1)");
+    } else if (!strcmp(key, "steps")) {
+        if (parse_i64(value, 0, LONG_MAX, &i))
+            return bad(err, where, key, value, "an integer >= 0");
+        c.steps = (long)i;
+    } else if (!strcmp(key, "batch")) {
+        if (parse_i64(value, 1, 1L << 24, &i))
+            return bad(err, where, key, value, "an integer in [1, 2^24]");
+        c.batch = (long)i;
+    } else if (!strcmp(key, "lr")) {
+        if (parse_f64(value, 0.0, 1e6, &f) || f <= 0)
+            return bad(err, where, key, value, "a positive number");
+        c.lr = f;
+    } else if (!strcmp(key, "sparse-optim")) {
+        if (!strcmp(value, "sgd"))
+            c.sparse_optim = NP_SPARSE_SGD;
+        else if (!strcmp(value, "rowwise-adagrad"))
+            c.sparse_optim = NP_SPARSE_ROWWISE_ADAGRAD;
+        else
+            return bad(err, where, key, value, "sgd or rowwise-adagrad");
+    } else if (!strcmp(key, "adagrad-eps")) {
+        if (parse_f64(value, 0.0, 1.0, &f) || f <= 0)
+            return bad(err, where, key, value, "a number in (0, 1]");
+        c.adagrad_eps = f;
+    } else if (!strcmp(key, "seed")) {
+        if (parse_u64(value, &c.seed)) return bad(err, where, key, value, "an unsigned integer");
+    } else if (!strcmp(key, "engine")) {
+        if (!strcmp(value, "reference"))
+            c.engine = NP_ENGINE_REFERENCE;
+        else if (!strcmp(value, "starpu"))
+            c.engine = NP_ENGINE_STARPU;
+        else
+            return bad(err, where, key, value, "reference or starpu");
+    } else if (!strcmp(key, "metrics-json")) {
+        if (copy_path(c.metrics_json, value)) return bad(err, where, key, value, "a file path");
+    } else if (!strcmp(key, "dump-params")) {
+        if (copy_path(c.dump_params, value)) return bad(err, where, key, value, "a file path");
+    } else if (!strcmp(key, "quiet")) {
+        if (parse_bool(value, &c.quiet)) return bad(err, where, key, value, "0 or 1");
+    } else if (!strcmp(key, "log-every")) {
+        if (parse_i64(value, 1, LONG_MAX, &i))
+            return bad(err, where, key, value, "an integer >= 1");
+        c.log_every = (long)i;
+    } else {
+        return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (see nestpipe train --help)",
+                      where, key);
+    }
+    *cfg = c;
+    return NP_OK;
+}
+
+/* ---------------------------------------------------------------- INI files */
+
+typedef struct load_ctx {
+    np_config *cfg;
+    const char *path;
+    np_error first; /* message of the first failing line, without its line number */
+    int failed;
+} load_ctx;
+
+static int ini_handler_fn(void *user, const char *section, const char *name, const char *value) {
+    load_ctx *ctx = user;
+    if (ctx->failed) return 0;
+    if (section[0] && strcmp(section, "nestpipe")) {
+        np_err(&ctx->first, NP_STATUS_BAD_INPUT,
+               "unknown section [%s] (keys go at the top or under [nestpipe])", section);
+        ctx->failed = 1;
+        return 0;
+    }
+    np_error e;
+    if (np_config_set(ctx->cfg, name, value, "", &e) != NP_OK) {
+        /* drop the empty "where" prefix ": " that np_config_set put in front */
+        snprintf(ctx->first.msg, sizeof ctx->first.msg, "%s", e.msg + 2);
+        ctx->failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
+    np_config c = *cfg;
+    load_ctx ctx = {.cfg = &c, .path = path};
+    int rc = ini_parse(path, ini_handler_fn, &ctx);
+    if (rc == -1)
+        return np_err(err, NP_STATUS_IO, "cannot open config file %s: %s", path, strerror(errno));
+    if (rc == -2) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory reading %s", path);
+    if (rc > 0) {
+        if (ctx.failed)
+            return np_err(err, NP_STATUS_BAD_INPUT, "%s:%d: %s", path, rc, ctx.first.msg);
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s:%d: syntax error: expected 'key = value', '[nestpipe]' or a comment",
+                      path, rc);
+    }
+    *cfg = c;
+    return NP_OK;
+}
+
+/* ---------------------------------------------------------------- cross-field checks */
+
+np_status np_config_check(const np_config *cfg, np_error *err) {
+    const np_config *c = cfg;
+    int last_bottom = c->bottom[c->n_bottom - 1];
+    if (last_bottom != c->dim)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "bottom: last size %d must equal dim %d (the bottom output meets the "
+                      "embeddings in the interaction)",
+                      last_bottom, c->dim);
+    if (c->top[c->n_top - 1] != 1)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "top: last size is %d, must be 1 (one logit per sample)",
+                      c->top[c->n_top - 1]);
+    if (c->n_rows != 1 && c->n_rows != c->tables)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "rows: %d values given for %d tables; give one value or one per table",
+                      c->n_rows, c->tables);
+    if (np_config_top_input(c) > 1 << 20)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "tables %d with dim %d make an interaction of %d features; too large",
+                      c->tables, c->dim, np_config_top_input(c));
+    if (c->data == NP_DATA_CRITEO && (c->tables != 26 || c->bottom[0] != 13))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "data criteo:%s: Criteo records have 13 dense and 26 categorical "
+                      "features, but bottom starts with %d and tables is %d",
+                      c->data_path, c->bottom[0], c->tables);
+    if (c->data == NP_DATA_SYNTHETIC && c->steps == 0)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "steps: 0 means 'until the data ends', but synthetic data never ends; "
+                      "give a step count");
+    /* memory: the tables (and Adagrad state) must fit in this machine's RAM */
+    double bytes = 0;
+    for (int t = 0; t < c->tables; t++) {
+        double r = (double)np_config_rows(c, t);
+        bytes += r * c->dim * 4.0;
+        if (c->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD) bytes += r * 4.0;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && bytes > (double)pages * (double)page * 0.9)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "rows/dim: the embedding tables need %.1f GiB but this machine has %.1f "
+                      "GiB of memory; reduce rows or dim",
+                      bytes / (1 << 30), (double)pages * page / (1 << 30));
+    return NP_OK;
+}

@@ -1,0 +1,82 @@
+/* Error formatting, checked allocation and the RNG's normal draw (see util.h). */
+#include "core/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+np_status np_err(np_error *err, np_status status, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+const char *np_status_name(np_status s) {
+    switch (s) {
+    case NP_OK:
+        return "ok";
+    case NP_STATUS_BAD_INPUT:
+        return "bad input";
+    case NP_STATUS_IO:
+        return "i/o error";
+    case NP_STATUS_NO_MEMORY:
+        return "out of memory";
+    case NP_STATUS_END_OF_DATA:
+        return "end of data";
+    case NP_STATUS_INTERNAL:
+        return "internal error";
+    case NP_STATUS_UNSUPPORTED:
+        return "unsupported";
+    }
+    return "unknown status";
+}
+
+static void *alloc_impl(size_t n, size_t size, int zero, const char *what, np_error *err) {
+    if (size && n > SIZE_MAX / size) {
+        np_err(err, NP_STATUS_NO_MEMORY, "size overflow allocating %s (%zu x %zu bytes)", what, n,
+               size);
+        return NULL;
+    }
+    size_t bytes = (n * size != 0) ? n * size : 1;
+    void *p = zero ? calloc(1, bytes) : malloc(bytes);
+    if (!p)
+        np_err(err, NP_STATUS_NO_MEMORY, "out of memory allocating %s (%zu bytes)", what, bytes);
+    return p;
+}
+
+void *np_alloc(size_t n, size_t size, const char *what, np_error *err) {
+    return alloc_impl(n, size, 0, what, err);
+}
+
+void *np_zalloc(size_t n, size_t size, const char *what, np_error *err) {
+    return alloc_impl(n, size, 1, what, err);
+}
+
+np_status np_grow(void **p, size_t *cap, size_t n, size_t size, const char *what, np_error *err) {
+    if (n <= *cap && *p) return NP_OK;
+    size_t want = *cap ? *cap : 16;
+    while (want < n)
+        want = want > SIZE_MAX / 2 ? n : want * 2;
+    if (size && want > SIZE_MAX / size)
+        return np_err(err, NP_STATUS_NO_MEMORY, "size overflow growing %s", what);
+    void *q = realloc(*p, (want * size != 0) ? want * size : 1);
+    if (!q)
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory growing %s to %zu bytes", what,
+                      want * size);
+    *p = q;
+    *cap = want;
+    return NP_OK;
+}
+
+double np_rng_normal(uint64_t seed, uint64_t stream, uint64_t counter) {
+    /* u1 in (0, 1] so log() is finite */
+    double u1 = 1.0 - np_rng_uniform(seed, stream, 2 * counter);
+    double u2 = np_rng_uniform(seed, stream, 2 * counter + 1);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}

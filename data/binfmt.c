@@ -1,0 +1,322 @@
+/* The NPSAMPLE binary data format: a validating streaming reader and np_convert_criteo,
+ * which writes it from a Criteo TSV through the TSV parser. Byte layout: docs/data.md.
+ * Not here: the split or batching (source.c). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/data.h"
+
+static const char bin_magic[8] = {'N', 'P', 'S', 'A', 'M', 'P', 'L', 'E'};
+
+/* stdio buffer for both directions: records are small, so read and write in big chunks */
+#define BIN_IO_CHUNK (1 << 20)
+
+int np_host_is_little_endian(void) {
+    const uint32_t one = 1;
+    unsigned char c;
+    memcpy(&c, &one, 1);
+    return c == 1;
+}
+
+static uint32_t get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64(const unsigned char *p) {
+    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+    for (int k = 0; k < 4; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static void put_u64(unsigned char *p, uint64_t v) {
+    for (int k = 0; k < 8; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static np_status need_little_endian(np_error *err) {
+    if (np_host_is_little_endian()) return NP_OK;
+    return np_err(err, NP_STATUS_UNSUPPORTED,
+                  "the nestpipe binary data format is little-endian and this host is not");
+}
+
+/* ---------------------------------------------------------------- reader */
+
+struct np_bin_reader {
+    FILE *f;
+    char *path; /* owned copy for messages */
+    uint32_t n_dense, n_tables;
+    uint64_t n_records, n_keys;
+    uint64_t record;    /* index of the next record */
+    uint64_t keys_read; /* keys in the records read so far */
+    uint64_t offset;    /* byte offset of the next record */
+    uint64_t *keys;     /* (keys_cap) the current record's keys */
+    size_t keys_cap;
+};
+
+void np_bin_close(np_bin_reader *r) {
+    if (!r) return;
+    if (r->f) fclose(r->f);
+    free(r->path);
+    free(r->keys);
+    free(r);
+}
+
+/* Exact file size from the header, or 0 with *overflow set when it exceeds 64 bits. */
+static uint64_t expected_size(uint64_t n_records, uint32_t n_dense, uint32_t n_tables,
+                              uint64_t n_keys, int *overflow) {
+    uint64_t per = 4 + 4 * (uint64_t)n_dense + 4 * (uint64_t)n_tables; /* < 2^35 */
+    *overflow = 0;
+    if (n_records > (UINT64_MAX - NP_BIN_HEADER_BYTES) / per) goto over;
+    uint64_t size = NP_BIN_HEADER_BYTES + n_records * per;
+    if (n_keys > (UINT64_MAX - size) / 8) goto over;
+    return size + 8 * n_keys;
+over:
+    *overflow = 1;
+    return 0;
+}
+
+np_status np_bin_open(const char *path, int n_dense, int n_tables, np_bin_reader **out,
+                      np_error *err) {
+    *out = NULL;
+    np_status st = need_little_endian(err);
+    if (st) return st;
+    np_bin_reader *r = np_zalloc(1, sizeof *r, "binary reader", err);
+    if (!r) return NP_STATUS_NO_MEMORY;
+    size_t plen = strlen(path);
+    if (!(r->path = np_alloc(plen + 1, 1, "binary data path", err))) {
+        st = NP_STATUS_NO_MEMORY;
+        goto fail;
+    }
+    memcpy(r->path, path, plen + 1);
+    if (!(r->f = fopen(path, "rb"))) {
+        st = np_err(err, NP_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    setvbuf(r->f, NULL, _IOFBF, BIN_IO_CHUNK);
+    struct stat sb;
+    if (fstat(fileno(r->f), &sb)) {
+        st = np_err(err, NP_STATUS_IO, "%s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    unsigned char h[NP_BIN_HEADER_BYTES];
+    if (size < NP_BIN_HEADER_BYTES) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "%s: %llu bytes, too short for the %d-byte header of a nestpipe binary data "
+                    "file",
+                    path, (unsigned long long)size, NP_BIN_HEADER_BYTES);
+        goto fail;
+    }
+    if (fread(h, 1, sizeof h, r->f) != sizeof h) {
+        st = np_err(err, NP_STATUS_IO, "%s: cannot read the header: %s", path,
+                    ferror(r->f) ? strerror(errno) : "unexpected end of file");
+        goto fail;
+    }
+    if (memcmp(h, bin_magic, sizeof bin_magic)) {
+        st = np_err(err, NP_STATUS_BAD_INPUT, "%s: not a nestpipe binary data file (bad magic)",
+                    path);
+        goto fail;
+    }
+    uint32_t version = get_u32(h + 8), flags = get_u32(h + 20);
+    r->n_dense = get_u32(h + 12);
+    r->n_tables = get_u32(h + 16);
+    r->n_records = get_u64(h + 24);
+    r->n_keys = get_u64(h + 32);
+    if (version != NP_BIN_VERSION) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "%s: binary format version %u is not supported (this build reads version %d)",
+                    path, version, NP_BIN_VERSION);
+        goto fail;
+    }
+    if (flags) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "%s: header flags 0x%x are not supported (this build reads flags 0)", path,
+                    flags);
+        goto fail;
+    }
+    int over;
+    uint64_t want = expected_size(r->n_records, r->n_dense, r->n_tables, r->n_keys, &over);
+    if (over || want != size) {
+        char want_s[32];
+        if (over)
+            snprintf(want_s, sizeof want_s, "more than 2^64");
+        else
+            snprintf(want_s, sizeof want_s, "%llu", (unsigned long long)want);
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "%s: file is %llu bytes but its header (%llu records, %u dense, %u tables, "
+                    "%llu keys) implies %s bytes: the file is %s",
+                    path, (unsigned long long)size, (unsigned long long)r->n_records, r->n_dense,
+                    r->n_tables, (unsigned long long)r->n_keys, want_s,
+                    !over && size > want ? "longer than its records (extra bytes)"
+                                         : "truncated or its header is corrupt");
+        goto fail;
+    }
+    if (r->n_dense != (uint32_t)n_dense) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "%s: records have %u dense features but the model's bottom input is %d "
+                    "(bottom must start with %u)",
+                    path, r->n_dense, n_dense, r->n_dense);
+        goto fail;
+    }
+    if (r->n_tables != (uint32_t)n_tables) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "%s: records have %u tables but the model has %d (set tables to %u)", path,
+                    r->n_tables, n_tables, r->n_tables);
+        goto fail;
+    }
+    r->offset = NP_BIN_HEADER_BYTES;
+    *out = r;
+    return NP_OK;
+fail:
+    np_bin_close(r);
+    return st;
+}
+
+static np_status read_exact(np_bin_reader *r, void *p, size_t n, np_error *err) {
+    if (fread(p, 1, n, r->f) == n) return NP_OK;
+    if (ferror(r->f))
+        return np_err(err, NP_STATUS_IO, "%s: record %llu: read error: %s", r->path,
+                      (unsigned long long)r->record, strerror(errno));
+    return np_err(err, NP_STATUS_BAD_INPUT,
+                  "%s: record %llu (byte %llu): unexpected end of file (was it changed while "
+                  "being read?)",
+                  r->path, (unsigned long long)r->record, (unsigned long long)r->offset);
+}
+
+np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *count,
+                      const uint64_t **keys, np_error *err) {
+    if (r->record >= r->n_records) {
+        if (r->keys_read != r->n_keys)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "%s: the records hold %llu keys but the header says %llu", r->path,
+                          (unsigned long long)r->keys_read, (unsigned long long)r->n_keys);
+        return NP_STATUS_END_OF_DATA;
+    }
+    const uint64_t rec = r->record, at = r->offset;
+    np_status st;
+    if ((st = read_exact(r, label, sizeof(float), err)) ||
+        (st = read_exact(r, dense, (size_t)r->n_dense * sizeof(float), err)) ||
+        (st = read_exact(r, count, (size_t)r->n_tables * sizeof(uint32_t), err)))
+        return st;
+    if (*label != 0.0f && *label != 1.0f)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s: record %llu (byte %llu): label %g is not 0 or 1", r->path,
+                      (unsigned long long)rec, (unsigned long long)at, (double)*label);
+    uint64_t nk = 0;
+    for (uint32_t t = 0; t < r->n_tables; t++) {
+        nk += count[t];
+        if (r->keys_read + nk > r->n_keys)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "%s: record %llu (byte %llu): key counts exceed the header's total of "
+                          "%llu keys (table %u count %u)",
+                          r->path, (unsigned long long)rec, (unsigned long long)at,
+                          (unsigned long long)r->n_keys, t, count[t]);
+    }
+    if ((st = np_grow((void **)&r->keys, &r->keys_cap, (size_t)nk, sizeof(uint64_t),
+                      "binary record keys", err)) ||
+        (st = read_exact(r, r->keys, (size_t)nk * sizeof(uint64_t), err)))
+        return st;
+    r->keys_read += nk;
+    r->offset += 4 + 4 * (uint64_t)r->n_dense + 4 * (uint64_t)r->n_tables + 8 * nk;
+    r->record++;
+    *keys = r->keys;
+    return NP_OK;
+}
+
+/* ---------------------------------------------------------------- convert */
+
+static void encode_header(unsigned char *h, uint64_t n_records, uint64_t n_keys) {
+    memcpy(h, bin_magic, sizeof bin_magic);
+    put_u32(h + 8, NP_BIN_VERSION);
+    put_u32(h + 12, NP_CRITEO_DENSE);
+    put_u32(h + 16, NP_CRITEO_TABLES);
+    put_u32(h + 20, 0);
+    put_u64(h + 24, n_records);
+    put_u64(h + 32, n_keys);
+}
+
+np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip_bad_lines,
+                            long *n_written, long *n_skipped, np_error *err) {
+    long written = 0, skipped = 0;
+    np_tsv_reader *in = NULL;
+    FILE *f = NULL;
+    char *tmp = NULL;
+    int created = 0; /* tmp exists and is ours to remove */
+    np_status st = need_little_endian(err);
+    if (st) goto done;
+    if ((st = np_tsv_open(tsv_path, &in, err))) goto done;
+    /* write beside the target and rename at the end: a failed convert leaves no half file */
+    size_t blen = strlen(bin_path);
+    if (!(tmp = np_alloc(blen + 5, 1, "temporary file name", err))) {
+        st = NP_STATUS_NO_MEMORY;
+        goto done;
+    }
+    memcpy(tmp, bin_path, blen);
+    memcpy(tmp + blen, ".tmp", 5);
+    if (!(f = fopen(tmp, "wb"))) {
+        st = np_err(err, NP_STATUS_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        goto done;
+    }
+    created = 1;
+    setvbuf(f, NULL, _IOFBF, BIN_IO_CHUNK);
+    unsigned char h[NP_BIN_HEADER_BYTES];
+    encode_header(h, 0, 0); /* placeholder; counts are patched at the end */
+    if (fwrite(h, 1, sizeof h, f) != sizeof h) goto write_fail;
+
+    /* one record: label, dense (13), count (26) all 1, keys (26) */
+    enum { REC_BYTES = 4 + 4 * NP_CRITEO_DENSE + 4 * NP_CRITEO_TABLES + 8 * NP_CRITEO_TABLES };
+    unsigned char rec[REC_BYTES];
+    const uint32_t ones[NP_CRITEO_TABLES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                             1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    memcpy(rec + 4 + 4 * NP_CRITEO_DENSE, ones, sizeof ones);
+    for (;;) {
+        const char *line;
+        size_t len;
+        long line_no;
+        st = np_tsv_next_line(in, &line, &len, &line_no, err);
+        if (st == NP_STATUS_END_OF_DATA) break;
+        if (st) goto done;
+        np_criteo_record cr;
+        st = np_criteo_parse_line(tsv_path, line_no, line, len, &cr, err);
+        if (st == NP_STATUS_BAD_INPUT && skip_bad_lines) {
+            skipped++;
+            continue;
+        }
+        if (st) goto done;
+        memcpy(rec, &cr.label, 4);
+        memcpy(rec + 4, cr.dense, sizeof cr.dense);
+        memcpy(rec + 4 + 4 * NP_CRITEO_DENSE + 4 * NP_CRITEO_TABLES, cr.cat, sizeof cr.cat);
+        if (fwrite(rec, 1, sizeof rec, f) != sizeof rec) goto write_fail;
+        written++;
+    }
+    st = NP_OK;
+    encode_header(h, (uint64_t)written, (uint64_t)written * NP_CRITEO_TABLES);
+    if (fseek(f, 0, SEEK_SET) || fwrite(h, 1, sizeof h, f) != sizeof h) goto write_fail;
+    int rc = fclose(f);
+    f = NULL;
+    if (rc) goto write_fail;
+    if (rename(tmp, bin_path)) {
+        st = np_err(err, NP_STATUS_IO, "%s: cannot rename to %s: %s", tmp, bin_path,
+                    strerror(errno));
+        goto done;
+    }
+    created = 0;
+    goto done;
+write_fail:
+    st = np_err(err, NP_STATUS_IO, "%s: cannot write: %s", tmp, strerror(errno));
+done:
+    if (f) fclose(f);
+    if (created) remove(tmp); /* only on failure: success renamed it */
+    free(tmp);
+    np_tsv_close(in);
+    if (n_written) *n_written = written;
+    if (n_skipped) *n_skipped = skipped;
+    return st;
+}

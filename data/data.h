@@ -1,0 +1,109 @@
+/* Private to data/: the split rule, batch growth, and the three record producers
+ * (synthetic generator, Criteo TSV reader, binary reader) that source.c drives.
+ * Not public API (see include/nestpipe/nestpipe.h); nothing here knows the model. */
+#ifndef NP_DATA_DATA_H
+#define NP_DATA_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/util.h"
+
+/* ---------------------------------------------------------------- split rule
+ * Records are numbered i = 0, 1, 2, ... in the underlying stream (synthetic sample index,
+ * file line or record index, bad lines included). Record i is held out for evaluation when
+ * every > 0 and i % every == every - 1; everything else is training data. */
+
+/* 1 when stream record i belongs to split. */
+static inline int np_split_holds(np_split split, long every, uint64_t i) {
+    int held = every > 0 && i % (uint64_t)every == (uint64_t)every - 1;
+    return split == NP_SPLIT_EVAL ? held : !held;
+}
+
+/* Stream index of the j-th record (0-based) of split. For the eval split every must be > 0
+ * (with every == 0 the eval split is empty and has no j-th record). */
+static inline uint64_t np_split_index(np_split split, long every, uint64_t j) {
+    if (every <= 0) return j;
+    uint64_t e = (uint64_t)every;
+    if (split == NP_SPLIT_EVAL) return j * e + (e - 1);
+    return j + j / (e - 1); /* every (e-1) training records skip one held-out record */
+}
+
+/* ---------------------------------------------------------------- batches (batch.c) */
+
+/* Makes b hold n samples of n_dense features and n_tables tables: sets b->n, b->n_dense,
+ * b->n_tables and grows dense, label and offsets (cap_n). Contents are not kept when the
+ * shape (n_dense, n_tables) changes. b->nnz and the keys are left alone. */
+NP_NODISCARD np_status np_batch_reserve(np_batch *b, long n, int n_dense, int n_tables,
+                                        np_error *err);
+
+/* Grows b->keys to hold nnz keys (cap_nnz); offsets are uint32, so nnz must fit in 32 bits. */
+NP_NODISCARD np_status np_batch_reserve_keys(np_batch *b, size_t nnz, np_error *err);
+
+/* ---------------------------------------------------------------- synthetic (synthetic.c) */
+
+typedef struct np_syn np_syn;
+
+/* Precomputes what every sample needs (Zipf CDFs per distinct row count, teacher weights
+ * of the dense features). cfg is copied; the tables' row counts must be >= 1. */
+NP_NODISCARD np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err);
+
+/* Writes records j0 .. j0+n-1 of split (stream indices from np_split_index) into b. */
+NP_NODISCARD np_status np_syn_fill(const np_syn *s, np_split split, long every, uint64_t j0, long n,
+                                   np_batch *b, np_error *err);
+void np_syn_free(np_syn *s);
+
+/* ---------------------------------------------------------------- Criteo TSV (criteo.c) */
+
+#define NP_CRITEO_DENSE 13
+#define NP_CRITEO_TABLES 26
+#define NP_CRITEO_FIELDS (1 + NP_CRITEO_DENSE + NP_CRITEO_TABLES)
+
+/* One parsed Criteo line: transformed dense values and raw categorical values. */
+typedef struct np_criteo_record {
+    float label;                    /* 0 or 1 */
+    float dense[NP_CRITEO_DENSE];   /* log1p(max(x, 0)); missing -> 0 */
+    uint64_t cat[NP_CRITEO_TABLES]; /* hex value; missing -> 0; not reduced modulo rows */
+} np_criteo_record;
+
+/* Parses one line (without its '\n' or trailing '\r'; len bytes, may hold NUL bytes).
+ * Errors are NP_STATUS_BAD_INPUT with "path:line:col: what". */
+NP_NODISCARD np_status np_criteo_parse_line(const char *path, long line_no, const char *line,
+                                            size_t len, np_criteo_record *rec, np_error *err);
+
+/* A line reader over a TSV file (getline; the file is never loaded whole). */
+typedef struct np_tsv_reader np_tsv_reader;
+
+/* NP_STATUS_IO "path: cannot open: strerror" when the file cannot be opened. */
+NP_NODISCARD np_status np_tsv_open(const char *path, np_tsv_reader **out, np_error *err);
+
+/* Next line with '\n' and one trailing '\r' stripped: *line stays valid until the next
+ * call, *len its length, *line_no its 1-based number. NP_STATUS_END_OF_DATA at the end. */
+NP_NODISCARD np_status np_tsv_next_line(np_tsv_reader *r, const char **line, size_t *len,
+                                        long *line_no, np_error *err);
+const char *np_tsv_path(const np_tsv_reader *r);
+void np_tsv_close(np_tsv_reader *r);
+
+/* ---------------------------------------------------------------- binary (binfmt.c) */
+
+#define NP_BIN_HEADER_BYTES 40
+#define NP_BIN_VERSION 1
+
+typedef struct np_bin_reader np_bin_reader;
+
+/* Opens and validates a binary data file (header, exact size, n_dense and n_tables against
+ * the model's). Streams it afterwards: records are read one at a time through stdio. */
+NP_NODISCARD np_status np_bin_open(const char *path, int n_dense, int n_tables, np_bin_reader **out,
+                                   np_error *err);
+
+/* Reads the next record: label, dense (n_dense), count (n_tables), and *keys pointing at
+ * the record's sum(count) raw keys (table-major within the record; valid until the next
+ * call). NP_STATUS_END_OF_DATA after the header's n_records records. */
+NP_NODISCARD np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *count,
+                                   const uint64_t **keys, np_error *err);
+void np_bin_close(np_bin_reader *r);
+
+/* 1 on a little-endian host (the binary format is read and written with memcpy). */
+int np_host_is_little_endian(void);
+
+#endif

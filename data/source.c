@@ -1,0 +1,319 @@
+/* np_source: opens the configured data for one split, applies the train/eval split rule and
+ * cuts records into table-major CSR batches. Not here: parsing (criteo.c, binfmt.c) or the
+ * generator (synthetic.c). Split and end-of-data rules: docs/data.md "Splits". */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/data.h"
+
+struct np_source {
+    np_data_kind kind;
+    np_split split;
+    long every;    /* cfg->eval_every: record i is held out when i % every == every-1 */
+    long eval_cap; /* cfg->eval_samples: most records the eval split yields */
+    int skip_bad;  /* cfg->skip_bad_lines */
+    int n_dense, T;
+    int64_t *rows;      /* (T) rows per table: file keys are reduced modulo these */
+    uint64_t delivered; /* records of this split handed out in batches so far */
+    long skipped;       /* bad lines of this split skipped */
+    np_status failed;   /* sticky: once a read fails, every later call fails the same way */
+    np_error failure;
+
+    np_syn *syn;         /* NP_DATA_SYNTHETIC */
+    np_tsv_reader *tsv;  /* NP_DATA_CRITEO */
+    np_bin_reader *bin;  /* NP_DATA_BIN */
+    uint64_t next_index; /* files: stream index of the next record to read */
+    int eof;             /* files: no more records of this split */
+
+    /* files: records read but not yet delivered, sample-major; kept across an END_OF_DATA
+     * so a partial train batch is not consumed */
+    long st_n, st_cap;
+    uint64_t *st_index; /* (st_cap) stream index of each staged record */
+    float *st_label;    /* (st_cap) */
+    float *st_dense;    /* (st_cap, n_dense) */
+    uint32_t *st_count; /* (st_cap, T) keys per table */
+    size_t *st_kpos;    /* (st_cap) where each record's keys start in st_keys */
+    int64_t *st_keys;   /* (st_nnz) reduced keys, record by record, table-major inside */
+    size_t st_nnz, st_keys_cap;
+    float *rec_dense;    /* (n_dense) binary read scratch */
+    uint32_t *rec_count; /* (T) binary read scratch */
+};
+
+void np_source_free(np_source_t *src) {
+    if (!src) return;
+    np_syn_free(src->syn);
+    np_tsv_close(src->tsv);
+    np_bin_close(src->bin);
+    free(src->rows);
+    free(src->st_label);
+    free(src->st_dense);
+    free(src->st_count);
+    free(src->st_kpos);
+    free(src->st_index);
+    free(src->st_keys);
+    free(src->rec_dense);
+    free(src->rec_count);
+    free(src);
+}
+
+long np_source_skipped(const np_source_t *src) {
+    return src ? src->skipped : 0;
+}
+
+np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out, np_error *err) {
+    *out = NULL;
+    np_source_t *s = np_zalloc(1, sizeof *s, "data source", err);
+    if (!s) return NP_STATUS_NO_MEMORY;
+    s->kind = cfg->data;
+    s->split = split;
+    s->every = cfg->eval_every > 0 ? cfg->eval_every : 0;
+    s->eval_cap = cfg->eval_samples > 0 ? cfg->eval_samples : 0;
+    s->skip_bad = cfg->skip_bad_lines;
+    s->n_dense = cfg->bottom[0];
+    s->T = cfg->tables;
+    np_status st;
+    if (s->every == 1) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "eval-every: 1 would hold out every record; give 0 or an integer >= 2");
+        goto fail;
+    }
+    if (s->T < 1 || s->T > NP_MAX_TABLES || s->n_dense < 1) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "data: need 1..%d tables and >= 1 dense feature, got tables %d and bottom "
+                    "input %d",
+                    NP_MAX_TABLES, s->T, s->n_dense);
+        goto fail;
+    }
+    if (!(s->rows = np_alloc((size_t)s->T, sizeof(int64_t), "source row counts", err))) {
+        st = NP_STATUS_NO_MEMORY;
+        goto fail;
+    }
+    for (int t = 0; t < s->T; t++) {
+        s->rows[t] = np_config_rows(cfg, t);
+        if (s->rows[t] < 1) {
+            st = np_err(err, NP_STATUS_BAD_INPUT,
+                        "rows: table %d has %lld rows; give one row count (>= 1) or one per "
+                        "table",
+                        t, (long long)s->rows[t]);
+            goto fail;
+        }
+    }
+    switch (cfg->data) {
+    case NP_DATA_SYNTHETIC:
+        if ((st = np_syn_create(cfg, &s->syn, err))) goto fail;
+        break;
+    case NP_DATA_CRITEO:
+        if (s->T != NP_CRITEO_TABLES || s->n_dense != NP_CRITEO_DENSE) {
+            st = np_err(err, NP_STATUS_BAD_INPUT,
+                        "data criteo:%s: Criteo records have %d dense and %d categorical "
+                        "features, but bottom starts with %d and tables is %d",
+                        cfg->data_path, NP_CRITEO_DENSE, NP_CRITEO_TABLES, s->n_dense, s->T);
+            goto fail;
+        }
+        if ((st = np_tsv_open(cfg->data_path, &s->tsv, err))) goto fail;
+        break;
+    case NP_DATA_BIN:
+        if ((st = np_bin_open(cfg->data_path, s->n_dense, s->T, &s->bin, err))) goto fail;
+        s->rec_dense = np_alloc((size_t)s->n_dense, sizeof(float), "record dense", err);
+        s->rec_count = np_alloc((size_t)s->T, sizeof(uint32_t), "record counts", err);
+        if (!s->rec_dense || !s->rec_count) {
+            st = NP_STATUS_NO_MEMORY;
+            goto fail;
+        }
+        break;
+    default:
+        st =
+            np_err(err, NP_STATUS_INTERNAL, "np_source_open: unknown data kind %d", (int)cfg->data);
+        goto fail;
+    }
+    /* an eval split with nothing held out is empty from the start */
+    if (split == NP_SPLIT_EVAL && (s->every == 0 || s->eval_cap == 0)) s->eof = 1;
+    *out = s;
+    return NP_OK;
+fail:
+    np_source_free(s);
+    return st;
+}
+
+/* ---------------------------------------------------------------- staging (files) */
+
+/* Room for one more staged record with nk keys. */
+static np_status stage_reserve(np_source_t *s, size_t nk, np_error *err) {
+    if (s->st_n == s->st_cap) {
+        size_t cap = s->st_cap ? (size_t)s->st_cap * 2 : 64;
+        void *p;
+        if (!(p = realloc(s->st_label, cap * sizeof(float)))) goto oom;
+        s->st_label = p;
+        if (!(p = realloc(s->st_dense, cap * (size_t)s->n_dense * sizeof(float)))) goto oom;
+        s->st_dense = p;
+        if (!(p = realloc(s->st_count, cap * (size_t)s->T * sizeof(uint32_t)))) goto oom;
+        s->st_count = p;
+        if (!(p = realloc(s->st_kpos, cap * sizeof(size_t)))) goto oom;
+        s->st_kpos = p;
+        if (!(p = realloc(s->st_index, cap * sizeof(uint64_t)))) goto oom;
+        s->st_index = p;
+        s->st_cap = (long)cap;
+    }
+    return np_grow((void **)&s->st_keys, &s->st_keys_cap, s->st_nnz + nk, sizeof(int64_t),
+                   "staged keys", err);
+oom:
+    return np_err(err, NP_STATUS_NO_MEMORY, "out of memory staging %ld records", s->st_cap * 2);
+}
+
+/* Stages stream record i: keys are raw, count[t] per table in table order. */
+static np_status stage(np_source_t *s, uint64_t i, float label, const float *dense,
+                       const uint32_t *count, const uint64_t *keys, np_error *err) {
+    size_t nk = 0;
+    for (int t = 0; t < s->T; t++)
+        nk += count[t];
+    np_status st = stage_reserve(s, nk, err);
+    if (st) return st;
+    long r = s->st_n;
+    s->st_index[r] = i;
+    s->st_label[r] = label;
+    memcpy(s->st_dense + (size_t)r * (size_t)s->n_dense, dense, (size_t)s->n_dense * sizeof(float));
+    memcpy(s->st_count + (size_t)r * (size_t)s->T, count, (size_t)s->T * sizeof(uint32_t));
+    s->st_kpos[r] = s->st_nnz;
+    int64_t *dst = s->st_keys + s->st_nnz;
+    size_t q = 0;
+    for (int t = 0; t < s->T; t++)
+        for (uint32_t k = 0; k < count[t]; k++, q++)
+            dst[q] = (int64_t)(keys[q] % (uint64_t)s->rows[t]);
+    s->st_nnz += nk;
+    s->st_n++;
+    return NP_OK;
+}
+
+/* Reads records of this split until n are staged or the split ends (sets s->eof). */
+static np_status fill_stage(np_source_t *s, long n, np_error *err) {
+    static const uint32_t ones[NP_CRITEO_TABLES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    np_status st;
+    while (s->st_n < n && !s->eof) {
+        if (s->split == NP_SPLIT_EVAL &&
+            s->delivered + (uint64_t)s->st_n >= (uint64_t)s->eval_cap) {
+            s->eof = 1; /* held-out set is full: no need to read further */
+            break;
+        }
+        uint64_t i = s->next_index;
+        int member = np_split_holds(s->split, s->every, i);
+        if (s->tsv) {
+            const char *line;
+            size_t len;
+            long line_no;
+            st = np_tsv_next_line(s->tsv, &line, &len, &line_no, err);
+            if (st == NP_STATUS_END_OF_DATA) {
+                s->eof = 1;
+                break;
+            }
+            if (st) return st;
+            s->next_index++;
+            if (!member) continue; /* the other split's line: counted, not parsed */
+            np_criteo_record rec;
+            st = np_criteo_parse_line(np_tsv_path(s->tsv), line_no, line, len, &rec, err);
+            if (st == NP_STATUS_BAD_INPUT && s->skip_bad) {
+                s->skipped++;
+                continue;
+            }
+            if (st) return st;
+            if ((st = stage(s, i, rec.label, rec.dense, ones, rec.cat, err))) return st;
+        } else {
+            float label;
+            const uint64_t *keys;
+            st = np_bin_next(s->bin, &label, s->rec_dense, s->rec_count, &keys, err);
+            if (st == NP_STATUS_END_OF_DATA) {
+                s->eof = 1;
+                break;
+            }
+            if (st) return st;
+            s->next_index++;
+            if (!member) continue;
+            if ((st = stage(s, i, label, s->rec_dense, s->rec_count, keys, err))) return st;
+        }
+    }
+    return NP_OK;
+}
+
+/* Moves the first m staged records into b as table-major CSR; the rest stay staged. */
+static np_status emit_stage(np_source_t *s, long m, np_batch *b, np_error *err) {
+    const long left = s->st_n - m;
+    const int T = s->T, D = s->n_dense;
+    const size_t n1 = (size_t)m + 1;
+    const size_t nnz = left ? s->st_kpos[m] : s->st_nnz; /* records are staged in order */
+    np_status st;
+    if ((st = np_batch_reserve(b, m, D, T, err)) || (st = np_batch_reserve_keys(b, nnz, err)))
+        return st;
+    memcpy(b->label, s->st_label, (size_t)m * sizeof(float));
+    memcpy(b->dense, s->st_dense, (size_t)m * (size_t)D * sizeof(float));
+    /* st_kpos walks each record's keys table by table: the transpose to table-major */
+    size_t at = 0;
+    for (int t = 0; t < T; t++) {
+        for (long r = 0; r < m; r++) {
+            uint32_t c = s->st_count[(size_t)r * (size_t)T + (size_t)t];
+            b->offsets[(size_t)t * n1 + (size_t)r] = (uint32_t)at;
+            memcpy(b->keys + at, s->st_keys + s->st_kpos[r], c * sizeof(int64_t));
+            s->st_kpos[r] += c;
+            at += c;
+        }
+        b->offsets[(size_t)t * n1 + (size_t)m] = (uint32_t)at;
+    }
+    b->nnz = at;
+    b->first = s->st_index[0];
+    s->delivered += (uint64_t)m;
+    if (left) { /* a later call asked for fewer records than an earlier one staged */
+        memmove(s->st_label, s->st_label + m, (size_t)left * sizeof(float));
+        memmove(s->st_dense, s->st_dense + (size_t)m * (size_t)D,
+                (size_t)left * (size_t)D * sizeof(float));
+        memmove(s->st_count, s->st_count + (size_t)m * (size_t)T,
+                (size_t)left * (size_t)T * sizeof(uint32_t));
+        memmove(s->st_index, s->st_index + m, (size_t)left * sizeof(uint64_t));
+        memmove(s->st_keys, s->st_keys + nnz, (s->st_nnz - nnz) * sizeof(int64_t));
+        for (long r = 0; r < left; r++)
+            s->st_kpos[r] = s->st_kpos[r + m] - nnz;
+    }
+    s->st_n = left;
+    s->st_nnz -= nnz;
+    return NP_OK;
+}
+
+/* ---------------------------------------------------------------- batches */
+
+static np_status next_synthetic(np_source_t *s, long n, np_batch *b, np_error *err) {
+    long m = n;
+    if (s->split == NP_SPLIT_EVAL) {
+        if (s->eof || s->delivered >= (uint64_t)s->eval_cap) return NP_STATUS_END_OF_DATA;
+        uint64_t left = (uint64_t)s->eval_cap - s->delivered;
+        if (left < (uint64_t)m) m = (long)left; /* the eval split's last, partial batch */
+    }
+    np_status st = np_syn_fill(s->syn, s->split, s->every, s->delivered, m, b, err);
+    if (st) return st;
+    s->delivered += (uint64_t)m;
+    return NP_OK;
+}
+
+np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *err) {
+    if (src->failed) {
+        if (err) *err = src->failure;
+        return src->failed;
+    }
+    if (n < 1) return np_err(err, NP_STATUS_BAD_INPUT, "batch size %ld: need at least 1 sample", n);
+    np_error e; /* kept for the sticky failure even when the caller passes no err */
+    np_status st;
+    if (src->syn) {
+        st = next_synthetic(src, n, b, &e);
+    } else {
+        st = fill_stage(src, n, &e);
+        if (st == NP_OK) {
+            /* train: only full batches; eval: also the last partial one */
+            if (src->st_n == 0 || (src->st_n < n && src->split == NP_SPLIT_TRAIN))
+                return NP_STATUS_END_OF_DATA;
+            st = emit_stage(src, src->st_n < n ? src->st_n : n, b, &e);
+        }
+    }
+    if (st == NP_OK || st == NP_STATUS_END_OF_DATA) return st;
+    src->failed = st;
+    src->failure = e;
+    if (err) *err = e;
+    return st;
+}

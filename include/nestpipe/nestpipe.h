@@ -1,0 +1,225 @@
+/* nestpipe public API: configuration, data sources, model parameters and trainers.
+ * Opaque handles here; their definitions live in the private headers of each module.
+ *
+ * Usage (one process, reference engine):
+ *
+ *     np_config cfg;
+ *     np_error err = {0};
+ *     np_config_defaults(&cfg);
+ *     if (np_config_set(&cfg, "steps", "100", "example", &err) ||
+ *         np_config_check(&cfg, &err)) { fprintf(stderr, "%s\n", err.msg); return 2; }
+ *     np_source_t *train, *eval;
+ *     np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err);   // checked the same way
+ *     np_source_open(&cfg, NP_SPLIT_EVAL, &eval, &err);
+ *     np_model_t *model;
+ *     np_model_create(&cfg, &model, &err);
+ *     np_trainer_t *tr;
+ *     np_trainer_create(&cfg, model, &tr, &err);
+ *     np_batch batch = {0};
+ *     for (long s = 0; s < cfg.steps; s++) {
+ *         if (np_source_next_batch(train, cfg.batch, &batch, &err) != NP_OK) break;
+ *         double loss;
+ *         np_trainer_step(tr, &batch, &loss, &err);
+ *     }
+ *     np_eval_result ev;
+ *     np_evaluate(model, eval, &cfg, &ev, &err);
+ *     np_batch_free(&batch); np_trainer_free(tr); np_model_free(model);
+ *     np_source_free(train); np_source_free(eval);
+ */
+#ifndef NESTPIPE_NESTPIPE_H
+#define NESTPIPE_NESTPIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define NP_NODISCARD __attribute__((warn_unused_result))
+#else
+#define NP_NODISCARD
+#endif
+
+/* Status codes: 0 is success, failures are negative. */
+typedef enum np_status {
+    NP_OK = 0,
+    NP_STATUS_BAD_INPUT = -1,   /* a config value, flag, file content or size is wrong */
+    NP_STATUS_IO = -2,          /* a file could not be opened, read or written */
+    NP_STATUS_NO_MEMORY = -3,   /* an allocation failed */
+    NP_STATUS_END_OF_DATA = -4, /* a source has no full batch left (not an error for callers) */
+    NP_STATUS_INTERNAL = -5,    /* a bug: an invariant of nestpipe itself was broken */
+    NP_STATUS_UNSUPPORTED = -6, /* valid request that this build cannot serve */
+} np_status;
+
+/* Filled by every fallible function: one line saying what and where. */
+typedef struct np_error {
+    char msg[512];
+} np_error;
+
+/* Returns a static name for a status code ("ok", "bad input", ...). */
+const char *np_status_name(np_status s);
+
+/* ---------------------------------------------------------------- configuration */
+
+#define NP_MAX_LAYERS 16
+#define NP_MAX_TABLES 1024
+#define NP_PATH_MAX 1024
+
+typedef enum np_data_kind { NP_DATA_SYNTHETIC, NP_DATA_CRITEO, NP_DATA_BIN } np_data_kind;
+typedef enum np_sparse_optim { NP_SPARSE_SGD, NP_SPARSE_ROWWISE_ADAGRAD } np_sparse_optim;
+typedef enum np_engine { NP_ENGINE_REFERENCE, NP_ENGINE_STARPU } np_engine;
+
+/* Every field has a config-file key and a flag of the same name (see docs/cli.md);
+ * np_config_set() is the single place that parses and validates a value. */
+typedef struct np_config {
+    /* data */
+    np_data_kind data; /* key "data": synthetic | criteo:PATH | bin:PATH */
+    char data_path[NP_PATH_MAX];
+    int skip_bad_lines; /* key "skip-bad-lines": 0|1 */
+    long
+        eval_every; /* key "eval-every": record i is held out when i % eval_every == eval_every-1 */
+    long eval_samples; /* key "eval-samples": size cap of the held-out set */
+    double zipf;       /* key "zipf": synthetic key popularity exponent (>= 0) */
+    int hot;           /* key "hot": mean keys per sample and table (synthetic) */
+    /* model */
+    int tables;                    /* key "tables" */
+    int n_rows;                    /* values given for "rows": 1 (all tables alike) or tables */
+    int64_t rows[NP_MAX_TABLES];   /* key "rows": one value for all tables or a comma list */
+    int dim;                       /* key "dim": embedding dimension */
+    int n_bottom;                  /* number of sizes in bottom (input size included) */
+    int bottom[NP_MAX_LAYERS + 1]; /* key "bottom": e.g. 13-512-256-64-16; last == dim */
+    int n_top;                     /* number of sizes in top (input size excluded) */
+    int top[NP_MAX_LAYERS];        /* key "top": e.g. 512-256-1; last == 1 */
+    /* training */
+    long steps;                   /* key "steps": optimizer steps (global batches) */
+    long batch;                   /* key "batch": global batch size G */
+    double lr;                    /* key "lr": learning rate, dense and sparse */
+    np_sparse_optim sparse_optim; /* key "sparse-optim": sgd | rowwise-adagrad */
+    double adagrad_eps;           /* key "adagrad-eps" */
+    uint64_t seed;                /* key "seed" */
+    np_engine engine;             /* key "engine": reference | starpu */
+    /* output */
+    char metrics_json[NP_PATH_MAX]; /* key "metrics-json" */
+    char dump_params[NP_PATH_MAX];  /* key "dump-params" */
+    int quiet;                      /* key "quiet": 0|1 */
+    long log_every;                 /* key "log-every": steps between plain progress lines */
+} np_config;
+
+/* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
+void np_config_defaults(np_config *cfg);
+
+/* Sets one key from its text value. `where` names the origin for error messages
+ * ("config.ini:12", "--batch"). Unknown key or bad value -> NP_STATUS_BAD_INPUT with
+ * err filled. cfg is unchanged on failure. */
+NP_NODISCARD np_status np_config_set(np_config *cfg, const char *key, const char *value,
+                                     const char *where, np_error *err);
+
+/* Reads an INI file of `key = value` lines (keys as in np_config_set, no sections or a
+ * [nestpipe] section). Stops at the first bad line and names it. */
+NP_NODISCARD np_status np_config_load(np_config *cfg, const char *path, np_error *err);
+
+/* Cross-field checks (sizes that must agree, data layout vs model). */
+NP_NODISCARD np_status np_config_check(const np_config *cfg, np_error *err);
+
+/* Number of inputs of the first top layer: dim + (T+1)T/2. */
+int np_config_top_input(const np_config *cfg);
+
+/* Rows of table t (handles the single-value form of "rows"). */
+int64_t np_config_rows(const np_config *cfg, int t);
+
+/* ---------------------------------------------------------------- data */
+
+/* A batch of samples; embedding keys are table-major CSR.
+ * For table t, the bag of sample i holds keys[offsets[t*(n+1)+i] .. offsets[t*(n+1)+i+1]),
+ * already reduced to row indices of table t (0 <= key < rows[t]). Bags may be empty. */
+typedef struct np_batch {
+    long n;            /* samples */
+    int n_dense;       /* dense features per sample */
+    int n_tables;      /* T */
+    float *dense;      /* (n, n_dense) */
+    float *label;      /* (n) 0 or 1 */
+    uint32_t *offsets; /* (T, n+1) into keys */
+    int64_t *keys;     /* (nnz) */
+    size_t nnz;        /* keys in the batch */
+    uint64_t first;    /* stream index of the first sample (diagnostics, slicing) */
+    /* capacities, owned by the batch */
+    long cap_n;
+    size_t cap_nnz;
+} np_batch;
+
+/* Frees the arrays of a batch and zeroes it; NULL-safe. */
+void np_batch_free(np_batch *b);
+
+typedef enum np_split { NP_SPLIT_TRAIN, NP_SPLIT_EVAL } np_split;
+
+typedef struct np_source np_source_t;
+
+/* Opens the configured data (synthetic, Criteo TSV or binary) for one split.
+ * Files are streamed, never loaded whole. */
+NP_NODISCARD np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out,
+                                      np_error *err);
+
+/* Reads the next n samples into b (reallocating it as needed).
+ * TRAIN split: NP_STATUS_END_OF_DATA when fewer than n samples remain; nothing is consumed
+ * (a later, smaller request still gets them). EVAL split: the last batch may be partial
+ * (b->n < n), then END_OF_DATA. Malformed records: NP_STATUS_BAD_INPUT with
+ * file:line:column. Errors stick: after a failure every later call fails the same way, so
+ * a bad line is never silently passed over on retry. */
+NP_NODISCARD np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *err);
+
+/* Records skipped so far with --skip-bad-lines. */
+long np_source_skipped(const np_source_t *src);
+
+void np_source_free(np_source_t *src);
+
+/* Converts a Criteo TSV file to the binary format (docs/data.md), through OUT.tmp and a
+ * rename, so a failed convert leaves no file. *n_written / *n_skipped (each may be NULL)
+ * get the records written and lines skipped, partial counts on failure. */
+NP_NODISCARD np_status np_convert_criteo(const char *tsv_path, const char *bin_path,
+                                         int skip_bad_lines, long *n_written, long *n_skipped,
+                                         np_error *err);
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct np_model np_model_t;
+
+/* Allocates and initialises all parameters deterministically from cfg->seed. */
+NP_NODISCARD np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err);
+void np_model_free(np_model_t *m);
+
+/* Writes the logical model in the NPPARAMS format (docs/formats.md). */
+NP_NODISCARD np_status np_model_dump(const np_model_t *m, const char *path, np_error *err);
+
+/* ---------------------------------------------------------------- training */
+
+typedef struct np_trainer np_trainer_t;
+
+/* Creates the configured engine over model m (borrowed, must outlive the trainer). */
+NP_NODISCARD np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
+                                         np_error *err);
+
+/* One optimizer step on a global batch; *loss is the batch's mean BCE before the update. */
+NP_NODISCARD np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,
+                                       np_error *err);
+void np_trainer_free(np_trainer_t *tr);
+
+typedef struct np_eval_result {
+    long n;         /* samples evaluated */
+    double logloss; /* mean BCE */
+    double auc;     /* exact ROC AUC, ties averaged; NaN if one class is absent */
+} np_eval_result;
+
+/* Evaluates m on every remaining batch of src (forward only). */
+NP_NODISCARD np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cfg,
+                                   np_eval_result *out, np_error *err);
+
+/* Exact AUC of scores against 0/1 labels: Mann-Whitney U with tied scores averaged.
+ * Returns NaN when all labels are equal. Sorts a private copy. */
+double np_auc(const float *score, const float *label, long n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Command-line tests of `nestpipe`: exit codes, one-line errors naming what and where,
+# Criteo and binary data end to end, --dump-params determinism and --metrics-json keys.
+# usage: test_cli.sh PATH/TO/nestpipe
+set -u
+NP=$1
+W=$(mktemp -d /tmp/np_cli_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+pass=0
+failed=0
+
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+# expect_fail NAME WANT_EXIT STDERR_FRAGMENT -- CMD...: exit code, one stderr line, fragment
+expect_fail() {
+  local name=$1 want=$2 frag=$3
+  shift 4
+  "$@" >"$W/out" 2>"$W/err"
+  local rc=$? lines
+  lines=$(wc -l <"$W/err")
+  if [[ $rc -ne $want ]]; then
+    bad "$name: exit $rc, want $want; stderr: $(cat "$W/err")"
+  elif [[ $lines -ne 1 ]]; then
+    bad "$name: stderr has $lines lines, want 1: $(cat "$W/err")"
+  elif ! grep -qF -- "$frag" "$W/err"; then
+    bad "$name: stderr lacks '$frag': $(cat "$W/err")"
+  else
+    ok "$name"
+  fi
+}
+
+expect_ok() {
+  local name=$1
+  shift
+  if "$@" >"$W/out" 2>"$W/err"; then ok "$name"; else bad "$name: exit $?: $(cat "$W/err")"; fi
+}
+
+# A Criteo-format file: label, 13 ints, 26 hex categoricals; some fields missing, some
+# ints negative. Labels follow I1 so that there is something to learn.
+gen_criteo() {
+  awk -v n="$1" 'BEGIN {
+    srand(7);
+    for (i = 0; i < n; i++) {
+      x = int(rand() * 20) - 2;
+      line = (x > 8 ? 1 : 0);
+      for (j = 1; j <= 13; j++) {
+        v = (j == 1) ? x : int(rand() * 1000) - 3;
+        if (rand() < 0.1) line = line "\t"; else line = line "\t" v;
+      }
+      for (j = 1; j <= 26; j++) {
+        if (rand() < 0.1) line = line "\t";
+        else line = line "\t" sprintf("%08x", int(rand() * 4294967295));
+      }
+      print line;
+    }
+  }' >"$2"
+}
+
+gen_criteo 700 "$W/good.tsv"
+SMALL=(--rows 1000 --bottom 13-16-16 --top 16-1 --batch 64 --quiet)
+
+expect_ok "help" "$NP" --help
+expect_ok "train help" "$NP" train --help
+grep -q -- "--sparse-optim" "$W/out" && ok "train help lists flags" || bad "train help lists flags"
+expect_fail "no command" 2 "usage" -- "$NP"
+expect_fail "unknown command" 2 "unknown command 'trian'" -- "$NP" trian
+expect_fail "unknown flag" 2 "unknown flag '--bogus'" -- "$NP" train --bogus 3
+expect_fail "flag without value" 2 "--steps needs a value" -- "$NP" train --steps
+expect_fail "bad value" 2 "--batch: bad value 'zero' for batch" -- "$NP" train --batch zero
+expect_fail "sizes disagree" 2 "must equal dim 8" -- "$NP" train --dim 8
+expect_fail "missing config" 2 "cannot open config file $W/none.ini" -- "$NP" train --config "$W/none.ini"
+printf 'steps = 3\nstpes = 4\n' >"$W/typo.ini"
+expect_fail "config typo" 2 "$W/typo.ini:2: unknown key 'stpes'" -- "$NP" train --config "$W/typo.ini"
+expect_fail "missing data" 2 "$W/nope.tsv" -- "$NP" train --data "criteo:$W/nope.tsv"
+expect_fail "criteo needs 26 tables" 2 "26 categorical" -- "$NP" train --data "criteo:$W/good.tsv" --tables 8
+head -c 100 /dev/urandom >"$W/junk.bin"
+expect_fail "foreign binary" 2 "$W/junk.bin" -- "$NP" train --data "bin:$W/junk.bin" "${SMALL[@]}"
+expect_fail "starpu not built" 2 "engine" -- "$NP" train --engine starpu --steps 1
+
+# Criteo with missing fields trains to the end of the data, and reports a real eval
+expect_ok "criteo trains" "$NP" train --data "criteo:$W/good.tsv" --steps 0 "${SMALL[@]}" \
+  --dump-params "$W/tsv.params" --metrics-json "$W/tsv.json"
+for k in steps global_batch samples_per_s train_loss eval_logloss eval_auc engine pipeline ranks; do
+  grep -q "\"$k\"" "$W/tsv.json" 2>/dev/null || bad "metrics key $k"
+done
+grep -q '"steps": 9,' "$W/tsv.json" && ok "criteo: 630 train records = 9 steps of 64" \
+  || bad "criteo step count: $(grep steps "$W/tsv.json")"
+
+# A malformed line stops training with file:line:column and exit 2...
+cp "$W/good.tsv" "$W/bad.tsv"
+sed -i '5s/^\([01]\)\t[^\t]*/\1\t12x/' "$W/bad.tsv"
+expect_fail "malformed line" 2 "$W/bad.tsv:5:3:" -- "$NP" train --data "criteo:$W/bad.tsv" --steps 0 "${SMALL[@]}"
+printf '1\t2\t3\n' >>"$W/bad.tsv"
+# ...and --skip-bad-lines skips and counts such lines
+"$NP" train --data "criteo:$W/bad.tsv" --steps 0 --skip-bad-lines --rows 1000 --bottom 13-16-16 \
+  --top 16-1 --batch 64 >"$W/out" 2>"$W/err"
+if [[ $? -eq 0 ]] && grep -q "skipped 2 malformed lines" "$W/out"; then ok "skip-bad-lines"; else
+  bad "skip-bad-lines: $(cat "$W/out" "$W/err")"; fi
+
+# The binary format gives the very same model as the TSV it came from
+expect_ok "convert" "$NP" convert "$W/good.tsv" "$W/good.bin"
+expect_ok "bin trains" "$NP" train --data "bin:$W/good.bin" --steps 0 "${SMALL[@]}" --dump-params "$W/bin.params"
+cmp -s "$W/tsv.params" "$W/bin.params" && ok "bin == tsv params" || bad "bin and tsv params differ"
+expect_fail "convert malformed" 2 "$W/bad.tsv:5:3:" -- "$NP" convert "$W/bad.tsv" "$W/bad.bin"
+[[ ! -e "$W/bad.bin" ]] && ok "failed convert leaves no file" || bad "failed convert left $W/bad.bin"
+
+# Same config, same bytes
+expect_ok "synthetic run 1" "$NP" train --steps 5 "${SMALL[@]}" --sparse-optim rowwise-adagrad --dump-params "$W/s1"
+expect_ok "synthetic run 2" "$NP" train --steps 5 "${SMALL[@]}" --sparse-optim rowwise-adagrad --dump-params "$W/s2"
+cmp -s "$W/s1" "$W/s2" && ok "dump-params deterministic" || bad "dump-params differ between runs"
+expect_ok "synthetic run 3" "$NP" train --steps 5 "${SMALL[@]}" --seed 7 --dump-params "$W/s3"
+cmp -s "$W/s1" "$W/s3" && bad "other seed gave the same model" || ok "seed changes the model"
+
+echo "$pass passed, $failed failed"
+[[ $failed -eq 0 ]]

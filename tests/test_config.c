@@ -1,0 +1,207 @@
+/* Config tests: every key's parser, INI loading with line numbers, cross-field checks.
+ * Error texts are checked, not only status codes: they are the user interface. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nestpipe/nestpipe.h"
+
+static char tmpdir[64];
+
+static const char *write_file(const char *name, const char *text) {
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void expect_bad(const char *key, const char *value, const char *fragment) {
+    np_config c, before;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    before = c;
+    assert_int_equal(np_config_set(&c, key, value, "--x", &e), NP_STATUS_BAD_INPUT);
+    if (!strstr(e.msg, fragment)) fail_msg("message '%s' lacks '%s'", e.msg, fragment);
+    assert_non_null(strstr(e.msg, "--x"));
+    assert_memory_equal(&c, &before, sizeof c); /* unchanged on failure */
+}
+
+static void test_defaults_valid(void **state) {
+    (void)state;
+    np_config c;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    assert_int_equal(np_config_check(&c, &e), NP_OK);
+    assert_int_equal(np_config_top_input(&c), 16 + 27 * 26 / 2);
+    assert_int_equal(np_config_rows(&c, 25), 20000);
+}
+
+static void test_set_good_values(void **state) {
+    (void)state;
+    np_config c;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    assert_int_equal(np_config_set(&c, "bottom", "13-512-256-64-16", "t", &e), NP_OK);
+    assert_int_equal(c.n_bottom, 5);
+    assert_int_equal(c.bottom[1], 512);
+    assert_int_equal(c.bottom[4], 16);
+    assert_int_equal(np_config_set(&c, "top", "512-256-1", "t", &e), NP_OK);
+    assert_int_equal(c.n_top, 3);
+    assert_int_equal(np_config_set(&c, "rows", "10,20,30", "t", &e), NP_OK);
+    assert_int_equal(c.n_rows, 3);
+    assert_int_equal(c.rows[2], 30);
+    assert_int_equal(np_config_set(&c, "tables", "3", "t", &e), NP_OK);
+    assert_int_equal(np_config_rows(&c, 1), 20);
+    assert_int_equal(np_config_set(&c, "data", "criteo:/x/y.tsv", "t", &e), NP_OK);
+    assert_int_equal(c.data, NP_DATA_CRITEO);
+    assert_string_equal(c.data_path, "/x/y.tsv");
+    assert_int_equal(np_config_set(&c, "sparse-optim", "rowwise-adagrad", "t", &e), NP_OK);
+    assert_int_equal(c.sparse_optim, NP_SPARSE_ROWWISE_ADAGRAD);
+    assert_int_equal(np_config_set(&c, "lr", "0.05", "t", &e), NP_OK);
+    assert_true(c.lr == 0.05);
+    assert_int_equal(np_config_set(&c, "seed", "18446744073709551615", "t", &e), NP_OK);
+    assert_true(c.seed == UINT64_MAX);
+    assert_int_equal(np_config_set(&c, "quiet", "yes", "t", &e), NP_OK);
+    assert_int_equal(c.quiet, 1);
+}
+
+static void test_set_bad_values(void **state) {
+    (void)state;
+    expect_bad("steps", "-1", "bad value '-1' for steps");
+    expect_bad("steps", "12x", "for steps");
+    expect_bad("batch", "0", "for batch");
+    expect_bad("batch", "", "for batch");
+    expect_bad("lr", "0", "positive");
+    expect_bad("lr", "nan", "for lr");
+    expect_bad("lr", "inf", "for lr");
+    expect_bad("bottom", "13--16", "layer sizes");
+    expect_bad("bottom", "13", "layer sizes");
+    expect_bad("bottom", "13-0-16", "layer sizes");
+    expect_bad("top", "512-256-", "output sizes");
+    expect_bad("rows", "10,,20", "comma list");
+    expect_bad("rows", "0", "row counts");
+    expect_bad("rows", "10,", "trailing comma");
+    expect_bad("data", "criteo:", "synthetic, criteo:PATH or bin:PATH");
+    expect_bad("data", "parquet:x", "synthetic, criteo:PATH or bin:PATH");
+    expect_bad("sparse-optim", "adam", "sgd or rowwise-adagrad");
+    expect_bad("engine", "gpu", "reference or starpu");
+    expect_bad("tables", "1025", "[1, 1024]");
+    expect_bad("seed", "-3", "unsigned");
+    expect_bad("eval-every", "1", "every N-th");
+    expect_bad("zipf", "-0.5", "[0, 10]");
+    expect_bad("quiet", "maybe", "0 or 1");
+    expect_bad("no-such-key", "1", "unknown key 'no-such-key'");
+}
+
+static void test_check_cross_fields(void **state) {
+    (void)state;
+    np_config c;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    assert_int_equal(np_config_set(&c, "dim", "8", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "must equal dim 8"));
+
+    np_config_defaults(&c);
+    assert_int_equal(np_config_set(&c, "top", "64-2", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "must be 1"));
+
+    np_config_defaults(&c);
+    assert_int_equal(np_config_set(&c, "rows", "5,6", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "2 values given for 26 tables"));
+
+    np_config_defaults(&c);
+    assert_int_equal(np_config_set(&c, "tables", "8", "t", &e), NP_OK);
+    assert_int_equal(np_config_set(&c, "data", "criteo:x.tsv", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "26 categorical"));
+
+    np_config_defaults(&c);
+    assert_int_equal(np_config_set(&c, "rows", "1099511627776", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "GiB"));
+
+    np_config_defaults(&c);
+    assert_int_equal(np_config_set(&c, "steps", "0", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "synthetic data never ends"));
+}
+
+static void test_load_file(void **state) {
+    (void)state;
+    np_config c;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    const char *p = write_file("good.ini", "# a comment\n"
+                                           "steps = 7\n"
+                                           "\n"
+                                           "[nestpipe]\n"
+                                           "batch = 64 ; inline comment\n"
+                                           "bottom = 13-32-8\n"
+                                           "dim = 8\n");
+    assert_int_equal(np_config_load(&c, p, &e), NP_OK);
+    assert_int_equal(c.steps, 7);
+    assert_int_equal(c.batch, 64);
+    assert_int_equal(c.dim, 8);
+    assert_int_equal(np_config_check(&c, &e), NP_OK);
+}
+
+static void expect_load_error(const char *name, const char *text, np_status want,
+                              const char *fragment) {
+    np_config c, before;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    before = c;
+    const char *p = write_file(name, text);
+    char path[256];
+    snprintf(path, sizeof path, "%s", p);
+    assert_int_equal(np_config_load(&c, path, &e), want);
+    char want_msg[512];
+    snprintf(want_msg, sizeof want_msg, "%s%s", path, fragment);
+    if (strncmp(e.msg, want_msg, strlen(want_msg)))
+        fail_msg("got '%s', want prefix '%s'", e.msg, want_msg);
+    assert_memory_equal(&c, &before, sizeof c);
+}
+
+static void test_load_errors(void **state) {
+    (void)state;
+    expect_load_error("unknown.ini", "steps = 3\nbatch = 4\nstpes = 9\n", NP_STATUS_BAD_INPUT,
+                      ":3: unknown key 'stpes'");
+    expect_load_error("badval.ini", "steps = 3\n\nbatch = lots\n", NP_STATUS_BAD_INPUT,
+                      ":3: bad value 'lots' for batch");
+    expect_load_error("syntax.ini", "steps = 3\njust words\n", NP_STATUS_BAD_INPUT,
+                      ":2: syntax error");
+    expect_load_error("section.ini", "[model]\ndim = 4\n", NP_STATUS_BAD_INPUT,
+                      ":2: unknown section [model]");
+    np_config c;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    assert_int_equal(np_config_load(&c, "/nonexistent/np.ini", &e), NP_STATUS_IO);
+    assert_non_null(strstr(e.msg, "cannot open config file /nonexistent/np.ini"));
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/np_cfg_XXXXXX");
+    if (!mkdtemp(tmpdir)) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_valid), cmocka_unit_test(test_set_good_values),
+        cmocka_unit_test(test_set_bad_values), cmocka_unit_test(test_check_cross_fields),
+        cmocka_unit_test(test_load_file),      cmocka_unit_test(test_load_errors),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) rc = rc ? rc : 1;
+    return rc;
+}
