@@ -35,7 +35,13 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "eval_auc", num(r->eval.auc));
     json_object_set_new(o, "engine",
                         json_string(cfg->engine == NP_ENGINE_REFERENCE ? "reference" : "starpu"));
-    json_object_set_new(o, "pipeline", json_string("none"));
+    static const char *pipelines[] = {"sequential", "dbp", "async", "fwp", "nestpipe"};
+    json_object_set_new(
+        o, "pipeline",
+        json_string(cfg->engine == NP_ENGINE_REFERENCE ? "none" : pipelines[cfg->pipeline]));
+    json_object_set_new(o, "sched",
+                        cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
+    json_object_set_new(o, "chunks", json_integer(cfg->chunks));
     json_object_set_new(o, "ranks", json_integer(1));
     json_object_set_new(o, "data", json_string(data_name(cfg->data)));
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/compare.h"
 #include "apps/metrics.h"
 #include "nestpipe/nestpipe.h"
 
@@ -53,6 +54,7 @@ static const char *main_help =
     "commands:\n"
     "  train [flags]                        train a model (nestpipe train --help)\n"
     "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
+    "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"
     "  --version                            print the version\n";
 
 static int fail(np_status st, const np_error *err) {
@@ -208,6 +210,7 @@ static int cmd_train(int argc, char **argv) {
             recent_n = 0;
         }
     }
+    if ((st = np_trainer_finish(tr, &err))) goto done;
     r.seconds = now_s() - t0;
     r.samples_per_s = r.seconds > 0 ? r.steps * (double)cfg.batch / r.seconds : 0;
     if (r.steps > 0) {
@@ -302,6 +305,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);
     return EXIT_BAD_INPUT;
 }

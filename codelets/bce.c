@@ -28,3 +28,22 @@ void np_sigmoid_bce_bwd(const float *z, const float *y, float scale, float *dz, 
     for (long s = 0; s < B; s++)
         dz[s] = (float)((sigmoid(z[s]) - (double)y[s]) * (double)scale);
 }
+
+/* ---- StarPU codelets (codelets/cl.h) */
+#include "codelets/cl.h"
+
+static void bce_fwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_bce_args *a = cl_arg;
+    const float *y = NP_BUF(buffers, 1);
+    double *loss = NP_BUF(buffers, 2);
+    *loss = np_sigmoid_bce_fwd(NP_BUF(buffers, 0), y + a->row0, NULL, a->n);
+}
+
+static void bce_bwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_bce_args *a = cl_arg;
+    const float *y = NP_BUF(buffers, 1);
+    np_sigmoid_bce_bwd(NP_BUF(buffers, 0), y + a->row0, a->scale, NP_BUF(buffers, 2), a->n);
+}
+
+NP_CODELET(np_cl_bce_fwd, bce_fwd_cpu, "bce_fwd");
+NP_CODELET(np_cl_bce_bwd, bce_bwd_cpu, "bce_bwd");

@@ -54,3 +54,37 @@ void np_interact_bwd(const float *F,                     /* (B, T1, d) */
         }
     }
 }
+
+/* ---- StarPU codelets (codelets/cl.h) */
+#include <string.h>
+
+#include "codelets/cl.h"
+
+static void interact_fwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_emb_args *a = cl_arg;
+    const float *bot = NP_BUF(buffers, 0); /* (n, d) */
+    const float *P = NP_BUF(buffers, 1);   /* (n, T, d) */
+    float *F = NP_BUF(buffers, 2);         /* (n, T+1, d) */
+    float *Z = NP_BUF(buffers, 3);         /* (n, top_in) */
+    size_t d = (size_t)a->d, T = (size_t)a->T;
+    for (long s = 0; s < a->n; s++) {
+        memcpy(F + s * (T + 1) * d, bot + s * d, d * sizeof(float));
+        memcpy(F + s * (T + 1) * d + d, P + s * T * d, T * d * sizeof(float));
+    }
+    np_interact_fwd(F, a->n, a->T + 1, a->d, Z);
+}
+
+static void interact_bwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_emb_args *a = cl_arg;
+    const float *F = NP_BUF(buffers, 0), *dZ = NP_BUF(buffers, 1);
+    float *dF = NP_BUF(buffers, 2), *dbot = NP_BUF(buffers, 3), *dP = NP_BUF(buffers, 4);
+    size_t d = (size_t)a->d, T = (size_t)a->T;
+    np_interact_bwd(F, dZ, a->n, a->T + 1, a->d, dF);
+    for (long s = 0; s < a->n; s++) {
+        memcpy(dbot + s * d, dF + s * (T + 1) * d, d * sizeof(float));
+        memcpy(dP + s * T * d, dF + s * (T + 1) * d + d, T * d * sizeof(float));
+    }
+}
+
+NP_CODELET(np_cl_interact_fwd, interact_fwd_cpu, "interact_fwd");
+NP_CODELET(np_cl_interact_bwd, interact_bwd_cpu, "interact_bwd");

@@ -74,6 +74,9 @@ void np_sparse_rowwise_adagrad(float *rows,    /* (U, d) */
                                const float *g, /* (U, d) */
                                long U, int d, float lr, float eps);
 
+/* ---- fixed-order reduction: out = in[0] + in[1] + ... + in[k-1], elementwise, k >= 1 */
+void np_sum_ordered(const float *const *in, int k, size_t count, float *out);
+
 /* ---- gather / scatter of table rows */
 /* out[u, :] = table[idx[u], :] */
 void np_rows_gather(const float *table, const int64_t *idx, long U, int d, float *out);

@@ -60,3 +60,25 @@ void np_linear_bwd(const float *x,  /* (B, in) */
             db[j] += dys[j];
     }
 }
+
+/* ---- StarPU codelets (codelets/cl.h) */
+#include "codelets/cl.h"
+
+static void linear_fwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_linear_args *a = cl_arg;
+    const float *x = NP_BUF(buffers, 0), *P = NP_BUF(buffers, 1);
+    float *y = NP_BUF(buffers, 2);
+    np_linear_fwd(x + a->x_off, P + a->w_off, P + a->b_off, y, a->n, a->in, a->out);
+}
+
+static void linear_bwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_linear_args *a = cl_arg;
+    const float *x = NP_BUF(buffers, 0), *P = NP_BUF(buffers, 1), *dy = NP_BUF(buffers, 2);
+    float *g = NP_BUF(buffers, 3);
+    float *dx = starpu_task_get_current()->nbuffers > 4 ? NP_BUF(buffers, 4) : NULL;
+    np_linear_bwd(x + a->x_off, P + a->w_off, dy, dx, g + a->w_off, g + a->b_off, a->n, a->in,
+                  a->out);
+}
+
+NP_CODELET(np_cl_linear_fwd, linear_fwd_cpu, "linear_fwd");
+NP_CODELET(np_cl_linear_bwd, linear_bwd_cpu, "linear_bwd");

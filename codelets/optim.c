@@ -32,3 +32,26 @@ void np_sparse_rowwise_adagrad(float *rows,    /* (U, d) */
             ru[j] -= step * gu[j];
     }
 }
+
+/* ---- StarPU codelets (codelets/cl.h) */
+#include "codelets/cl.h"
+
+static void sparse_update_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_sparse_args *a = cl_arg;
+    float *E = NP_BUF(buffers, 0);
+    const float *g = NP_BUF(buffers, 1);
+    const int64_t *ucnt = NP_BUF(buffers, 2);
+    long U = (long)ucnt[a->T];
+    if (a->adagrad)
+        np_sparse_rowwise_adagrad(E, NP_BUF(buffers, 3), g, U, a->d, a->lr, a->eps);
+    else
+        np_sparse_sgd(E, g, U, a->d, a->lr);
+}
+
+static void dense_update_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_dense_args *a = cl_arg;
+    np_sgd_dense(NP_BUF(buffers, 0), NP_BUF(buffers, 1), a->n, a->lr);
+}
+
+NP_CODELET(np_cl_sparse_update, sparse_update_cpu, "sparse_update");
+NP_CODELET(np_cl_dense_update, dense_update_cpu, "dense_update");

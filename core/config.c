@@ -38,7 +38,10 @@ void np_config_defaults(np_config *cfg) {
     cfg->sparse_optim = NP_SPARSE_SGD;
     cfg->adagrad_eps = 1e-8;
     cfg->seed = 42;
-    cfg->engine = NP_ENGINE_REFERENCE;
+    cfg->engine = NP_ENGINE_STARPU;
+    cfg->pipeline = NP_PIPELINE_SEQUENTIAL;
+    snprintf(cfg->sched, sizeof cfg->sched, "lws");
+    cfg->chunks = 4;
     cfg->quiet = 0;
     cfg->log_every = 50;
 }
@@ -250,6 +253,27 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
             c.engine = NP_ENGINE_STARPU;
         else
             return bad(err, where, key, value, "reference or starpu");
+    } else if (!strcmp(key, "pipeline")) {
+        static const char *names[] = {"sequential", "dbp", "async", "fwp", "nestpipe"};
+        int found = -1;
+        for (int k = 0; k < 5; k++)
+            if (!strcmp(value, names[k])) found = k;
+        if (found < 0)
+            return bad(err, where, key, value, "sequential, dbp, async, fwp or nestpipe");
+        c.pipeline = (np_pipeline)found;
+    } else if (!strcmp(key, "sched")) {
+        size_t n = strlen(value);
+        if (n == 0 || n >= sizeof c.sched ||
+            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789-_") != n)
+            return bad(err, where, key, value,
+                       "a StarPU scheduler name such as lws, eager, prio, dmda");
+        memcpy(c.sched, value, n + 1);
+    } else if (!strcmp(key, "chunks")) {
+        if (parse_i64(value, 1, 64, &i))
+            return bad(err, where, key, value, "an integer in [1, 64]");
+        c.chunks = (int)i;
+    } else if (!strcmp(key, "trace")) {
+        if (copy_path(c.trace, value)) return bad(err, where, key, value, "a file path");
     } else if (!strcmp(key, "metrics-json")) {
         if (copy_path(c.metrics_json, value)) return bad(err, where, key, value, "a file path");
     } else if (!strcmp(key, "dump-params")) {
@@ -341,6 +365,18 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "data criteo:%s: Criteo records have 13 dense and 26 categorical "
                       "features, but bottom starts with %d and tables is %d",
                       c->data_path, c->bottom[0], c->tables);
+    if (c->engine == NP_ENGINE_STARPU && c->chunks > c->batch)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "chunks: %d chunks of a batch of %ld samples leave some empty; use at most "
+                      "%ld",
+                      c->chunks, c->batch, c->batch);
+    if (c->pipeline != NP_PIPELINE_SEQUENTIAL)
+        return np_err(err, NP_STATUS_UNSUPPORTED,
+                      "pipeline: only 'sequential' is built in this version (dbp, async, fwp and "
+                      "nestpipe are on the way)");
+    if (c->engine == NP_ENGINE_REFERENCE && c->trace[0])
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "trace: the reference engine runs no tasks to trace; use --engine starpu");
     if (c->data == NP_DATA_SYNTHETIC && c->steps == 0)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "steps: 0 means 'until the data ends', but synthetic data never ends; "

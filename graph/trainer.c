@@ -1,26 +1,25 @@
 /* Engine dispatch: np_trainer_t runs one optimizer step per global batch with the engine
- * the config names. Today only the reference engine; the StarPU engine and its pipeline
- * modes plug in here. */
+ * the config names: the reference trainer (model/) or the StarPU engine (graph/engine.c). */
 #include <stdlib.h>
 
 #include "core/util.h"
+#include "graph/engine.h"
 #include "model/model.h"
 
 struct np_trainer {
-    np_engine engine;
-    np_reference *ref;
+    int engine;        /* np_engine value from the config */
+    np_reference *ref; /* NP_ENGINE_REFERENCE */
+    np_sp_engine *sp;  /* NP_ENGINE_STARPU */
 };
 
 np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
                             np_error *err) {
     *out = NULL;
-    if (cfg->engine == NP_ENGINE_STARPU)
-        return np_err(err, NP_STATUS_UNSUPPORTED,
-                      "engine: 'starpu' is not built yet in this version; use --engine reference");
     np_trainer_t *tr = np_zalloc(1, sizeof *tr, "trainer", err);
     if (!tr) return NP_STATUS_NO_MEMORY;
-    tr->engine = cfg->engine;
-    np_status st = np_reference_create(cfg, m, &tr->ref, err);
+    tr->engine = (int)cfg->engine;
+    np_status st = cfg->engine == NP_ENGINE_STARPU ? np_engine_create(cfg, m, &tr->sp, err)
+                                                   : np_reference_create(cfg, m, &tr->ref, err);
     if (st) {
         free(tr);
         return st;
@@ -30,11 +29,17 @@ np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **
 }
 
 np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss, np_error *err) {
-    return np_reference_step(tr->ref, batch, loss, err);
+    return tr->sp ? np_engine_step(tr->sp, batch, loss, err)
+                  : np_reference_step(tr->ref, batch, loss, err);
+}
+
+np_status np_trainer_finish(np_trainer_t *tr, np_error *err) {
+    return tr->sp ? np_engine_finish(tr->sp, err) : NP_OK;
 }
 
 void np_trainer_free(np_trainer_t *tr) {
     if (!tr) return;
     np_reference_free(tr->ref);
+    np_engine_free(tr->sp);
     free(tr);
 }

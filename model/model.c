@@ -65,10 +65,11 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
 
     m->dense = np_alloc(m->n_dense, sizeof(float), "dense parameters", err);
     m->rows = np_alloc((size_t)m->T, sizeof(int64_t), "row counts", err);
+    m->row_base = np_alloc((size_t)m->T + 1, sizeof(int64_t), "row offsets", err);
     m->table = np_zalloc((size_t)m->T, sizeof(float *), "table pointers", err);
     if (cfg->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD)
         m->state = np_zalloc((size_t)m->T, sizeof(float *), "adagrad pointers", err);
-    if (!m->dense || !m->rows || !m->table ||
+    if (!m->dense || !m->rows || !m->row_base || !m->table ||
         (cfg->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD && !m->state)) {
         np_model_free(m);
         return NP_STATUS_NO_MEMORY;
@@ -86,16 +87,25 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
                 b[e] = np_model_init_value(cfg, k + 1, 0, L[i].out, 0, e);
         }
     }
+    /* all tables in one block (and all Adagrad state in another): one buffer for the
+     * engines to register, rows of table t start at row_base[t] */
+    int64_t total = 0;
     for (int t = 0; t < m->T; t++) {
         m->rows[t] = np_config_rows(cfg, t);
+        m->row_base[t] = total;
+        total += m->rows[t];
+    }
+    m->row_base[m->T] = total;
+    m->table_mem = np_alloc((size_t)total, (size_t)m->d * sizeof(float), "embedding tables", err);
+    if (m->state) m->state_mem = np_zalloc((size_t)total, sizeof(float), "adagrad state", err);
+    if (!m->table_mem || (m->state && !m->state_mem)) {
+        np_model_free(m);
+        return NP_STATUS_NO_MEMORY;
+    }
+    for (int t = 0; t < m->T; t++) {
         size_t n = (size_t)m->rows[t] * (size_t)m->d;
-        m->table[t] = np_alloc(n, sizeof(float), "embedding table", err);
-        if (m->state)
-            m->state[t] = np_zalloc((size_t)m->rows[t], sizeof(float), "adagrad state", err);
-        if (!m->table[t] || (m->state && !m->state[t])) {
-            np_model_free(m);
-            return NP_STATUS_NO_MEMORY;
-        }
+        m->table[t] = m->table_mem + (size_t)m->row_base[t] * m->d;
+        if (m->state) m->state[t] = m->state_mem + m->row_base[t];
         for (size_t e = 0; e < n; e++)
             m->table[t][e] = np_model_init_value(cfg, k + t, 0, 0, m->rows[t], e);
     }
@@ -105,10 +115,9 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
 
 void np_model_free(np_model_t *m) {
     if (!m) return;
-    for (int t = 0; m->table && t < m->T; t++)
-        free(m->table[t]);
-    for (int t = 0; m->state && t < m->T; t++)
-        free(m->state[t]);
+    free(m->table_mem);
+    free(m->state_mem);
+    free(m->row_base);
     free(m->table);
     free(m->state);
     free(m->rows);

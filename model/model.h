@@ -21,10 +21,13 @@ struct np_model {
     np_layer top[NP_MAX_LAYERS];
     float *dense; /* (n_dense) all MLP parameters: bot W,b..., top W,b... */
     size_t n_dense;
-    int T, d;      /* tables, embedding dim */
-    int64_t *rows; /* (T) rows per table */
-    float **table; /* T x (rows[t], d) */
-    float **state; /* T x (rows[t]) row-wise Adagrad accumulators; NULL for SGD */
+    int T, d;          /* tables, embedding dim */
+    int64_t *rows;     /* (T) rows per table */
+    int64_t *row_base; /* (T+1) first row of table t in table_mem; [T] = total rows */
+    float *table_mem;  /* (row_base[T], d) all tables, table after table */
+    float *state_mem;  /* (row_base[T]) row-wise Adagrad accumulators; NULL for SGD */
+    float **table;     /* T views into table_mem: (rows[t], d) */
+    float **state;     /* T views into state_mem: (rows[t]); NULL for SGD */
 };
 
 /* Number of dense tensors (W and b per layer) and their dump names ("bottom.0.weight"). */

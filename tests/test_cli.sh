@@ -76,7 +76,11 @@ expect_fail "missing data" 2 "$W/nope.tsv" -- "$NP" train --data "criteo:$W/nope
 expect_fail "criteo needs 26 tables" 2 "26 categorical" -- "$NP" train --data "criteo:$W/good.tsv" --tables 8
 head -c 100 /dev/urandom >"$W/junk.bin"
 expect_fail "foreign binary" 2 "$W/junk.bin" -- "$NP" train --data "bin:$W/junk.bin" "${SMALL[@]}"
-expect_fail "starpu not built" 2 "engine" -- "$NP" train --engine starpu --steps 1
+expect_fail "unknown scheduler" 2 "unknown StarPU policy 'fastest'" -- "$NP" train --sched fastest --steps 1
+expect_fail "pipeline not built" 2 "only 'sequential'" -- "$NP" train --pipeline dbp --steps 1
+expect_fail "trace needs starpu" 2 "reference engine runs no tasks" -- "$NP" train --engine reference --trace "$W/t.json"
+
+
 
 # Criteo with missing fields trains to the end of the data, and reports a real eval
 expect_ok "criteo trains" "$NP" train --data "criteo:$W/good.tsv" --steps 0 "${SMALL[@]}" \
@@ -111,6 +115,17 @@ expect_ok "synthetic run 2" "$NP" train --steps 5 "${SMALL[@]}" --sparse-optim r
 cmp -s "$W/s1" "$W/s2" && ok "dump-params deterministic" || bad "dump-params differ between runs"
 expect_ok "synthetic run 3" "$NP" train --steps 5 "${SMALL[@]}" --seed 7 --dump-params "$W/s3"
 cmp -s "$W/s1" "$W/s3" && bad "other seed gave the same model" || ok "seed changes the model"
+
+# The StarPU engine (the default) trains the model the reference trainer trains
+expect_ok "starpu run" "$NP" train --steps 20 "${SMALL[@]}" --sparse-optim rowwise-adagrad \
+  --dump-params "$W/sp.params" --trace "$W/trace.json" --metrics-json "$W/sp.json"
+expect_ok "reference run" "$NP" train --engine reference --steps 20 "${SMALL[@]}" \
+  --sparse-optim rowwise-adagrad --dump-params "$W/ref.params"
+expect_ok "starpu == reference within rel 1e-4" "$NP" compare "$W/sp.params" "$W/ref.params" --rtol 1e-4 --atol 1e-5
+grep -q '"traceEvents"' "$W/trace.json" && ok "trace written" || bad "no trace"
+grep -q '"pipeline": "sequential"' "$W/sp.json" && ok "metrics name the pipeline" || bad "metrics pipeline"
+"$NP" compare "$W/sp.params" "$W/tsv.params" >/dev/null 2>&1
+[[ $? -eq 1 ]] && ok "compare tells different models apart" || bad "compare missed a difference"
 
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]

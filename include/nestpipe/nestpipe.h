@@ -70,6 +70,13 @@ const char *np_status_name(np_status s);
 typedef enum np_data_kind { NP_DATA_SYNTHETIC, NP_DATA_CRITEO, NP_DATA_BIN } np_data_kind;
 typedef enum np_sparse_optim { NP_SPARSE_SGD, NP_SPARSE_ROWWISE_ADAGRAD } np_sparse_optim;
 typedef enum np_engine { NP_ENGINE_REFERENCE, NP_ENGINE_STARPU } np_engine;
+typedef enum np_pipeline {
+    NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
+    NP_PIPELINE_DBP,        /* dual-buffer pipelining (later) */
+    NP_PIPELINE_ASYNC,      /* dbp without the sync: the stale baseline (later) */
+    NP_PIPELINE_FWP,        /* frozen-window pipelining (later) */
+    NP_PIPELINE_NESTPIPE,   /* dbp + fwp (later) */
+} np_pipeline;
 
 /* Every field has a config-file key and a flag of the same name (see docs/cli.md);
  * np_config_set() is the single place that parses and validates a value. */
@@ -100,9 +107,14 @@ typedef struct np_config {
     double adagrad_eps;           /* key "adagrad-eps" */
     uint64_t seed;                /* key "seed" */
     np_engine engine;             /* key "engine": reference | starpu */
+    np_pipeline pipeline;         /* key "pipeline": sequential (dbp, async, fwp, nestpipe later) */
+    char sched[64];               /* key "sched": StarPU scheduling policy */
+    int chunks;                   /* key "chunks": row chunks of a batch computed in parallel;
+                                     fixes the arithmetic, so results never depend on workers */
     /* output */
     char metrics_json[NP_PATH_MAX]; /* key "metrics-json" */
     char dump_params[NP_PATH_MAX];  /* key "dump-params" */
+    char trace[NP_PATH_MAX];        /* key "trace": Chrome trace JSON of every task (starpu) */
     int quiet;                      /* key "quiet": 0|1 */
     long log_every;                 /* key "log-every": steps between plain progress lines */
 } np_config;
@@ -199,6 +211,10 @@ typedef struct np_trainer np_trainer_t;
 /* Creates the configured engine over model m (borrowed, must outlive the trainer). */
 NP_NODISCARD np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
                                          np_error *err);
+
+/* Finishes pending work and writes the outputs the engine owns (--trace). Call once after
+ * the last step; the model is then up to date in memory. */
+NP_NODISCARD np_status np_trainer_finish(np_trainer_t *tr, np_error *err);
 
 /* One optimizer step on a global batch; *loss is the batch's mean BCE before the update. */
 NP_NODISCARD np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,

@@ -1,0 +1,149 @@
+/* `nestpipe compare A B [--rtol R] [--atol A]`: compares two NPPARAMS dumps tensor by
+ * tensor with |a-b| <= atol + rtol*|b| (B is the reference). Prints the worst element per
+ * tensor; exit 0 when all are within tolerance, 1 when not, 2 for unreadable files. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/compare.h"
+
+typedef struct dump {
+    unsigned char *buf;
+    size_t len;
+    size_t pos;
+    const char *path;
+} dump;
+
+static int load(dump *d, const char *path) {
+    FILE *f = fopen(path, "rb");
+    d->path = path;
+    d->buf = NULL;
+    d->pos = 16;
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    d->buf = malloc(n > 0 ? (size_t)n : 1);
+    d->len = d->buf && n > 0 ? fread(d->buf, 1, (size_t)n, f) : 0;
+    fclose(f);
+    return d->len >= 16 && !memcmp(d->buf, "NPPARAMS", 8) ? 0 : -1;
+}
+
+static int rd(dump *d, void *out, size_t n) {
+    if (d->pos + n > d->len) return -1;
+    memcpy(out, d->buf + d->pos, n);
+    d->pos += n;
+    return 0;
+}
+
+/* Reads one tensor header; data pointer and element count out. */
+static int next_tensor(dump *d, char *name, size_t name_cap, const float **data, size_t *count) {
+    uint32_t len, nd;
+    if (rd(d, &len, 4) || len >= name_cap || rd(d, name, len)) return -1;
+    name[len] = 0;
+    if (rd(d, &nd, 4) || nd > 8) return -1;
+    size_t cnt = 1;
+    for (uint32_t i = 0; i < nd; i++) {
+        uint64_t dim;
+        if (rd(d, &dim, 8)) return -1;
+        cnt *= dim;
+    }
+    if (d->pos + cnt * 4 > d->len) return -1;
+    *data = (const float *)(d->buf + d->pos);
+    *count = cnt;
+    d->pos += cnt * 4;
+    return 0;
+}
+
+int np_cmd_compare(int argc, char **argv) {
+    const char *pa = NULL, *pb = NULL;
+    double rtol = 1e-4, atol = 1e-5;
+    for (int i = 0; i < argc; i++) {
+        char *end;
+        if ((!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol")) && i + 1 < argc) {
+            double v = strtod(argv[i + 1], &end);
+            if (*end || !(v >= 0)) {
+                fprintf(stderr, "nestpipe: %s: bad value '%s', expected a number >= 0\n", argv[i],
+                        argv[i + 1]);
+                return 2;
+            }
+            if (argv[i][2] == 'r')
+                rtol = v;
+            else
+                atol = v;
+            i++;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "nestpipe: compare: unknown flag '%s'\n", argv[i]);
+            return 2;
+        } else if (!pa) {
+            pa = argv[i];
+        } else if (!pb) {
+            pb = argv[i];
+        } else {
+            fprintf(stderr, "nestpipe: compare: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!pa || !pb) {
+        fprintf(stderr,
+                "nestpipe: usage: nestpipe compare A.params B.params [--rtol R] [--atol A]\n");
+        return 2;
+    }
+    dump a, b;
+    int la = load(&a, pa), lb = load(&b, pb), rc = 0;
+    if (la || lb) {
+        fprintf(stderr, "nestpipe: %s: not a readable NPPARAMS file\n", la ? pa : pb);
+        free(a.buf);
+        free(b.buf);
+        return 2;
+    }
+    uint32_t na, nb;
+    memcpy(&na, a.buf + 12, 4);
+    memcpy(&nb, b.buf + 12, 4);
+    if (na != nb) {
+        printf("tensor counts differ: %u vs %u\n", na, nb);
+        rc = 1;
+    }
+    size_t bad_total = 0;
+    for (uint32_t k = 0; k < na && k < nb && rc != 2; k++) {
+        char name_a[256], name_b[256];
+        const float *xa, *xb;
+        size_t ca, cb;
+        if (next_tensor(&a, name_a, sizeof name_a, &xa, &ca) ||
+            next_tensor(&b, name_b, sizeof name_b, &xb, &cb)) {
+            fprintf(stderr, "nestpipe: %s or %s: truncated tensor %u\n", pa, pb, k);
+            rc = 2;
+            break;
+        }
+        if (strcmp(name_a, name_b) || ca != cb) {
+            printf("%s (%zu) vs %s (%zu): names or shapes differ\n", name_a, ca, name_b, cb);
+            rc = 1;
+            continue;
+        }
+        double worst = 0, worst_abs = 0;
+        size_t bad = 0, at = 0;
+        for (size_t i = 0; i < ca; i++) {
+            float va, vb;
+            memcpy(&va, xa + i, 4);
+            memcpy(&vb, xb + i, 4);
+            double diff = fabs((double)va - vb), lim = atol + rtol * fabs((double)vb);
+            if (!(diff <= lim)) bad++;
+            if (diff / lim > worst || isnan(diff)) {
+                worst = isnan(diff) ? INFINITY : diff / lim;
+                worst_abs = diff;
+                at = i;
+            }
+        }
+        printf("%-18s %10zu elems  max |a-b| %.3g at %zu (%.3g of tolerance)%s\n", name_a, ca,
+               worst_abs, at, worst, bad ? "  OUT OF TOLERANCE" : "");
+        bad_total += bad;
+    }
+    if (rc == 0 && bad_total) rc = 1;
+    printf("%s: %zu elements out of tolerance (rtol %g, atol %g)\n", rc ? "DIFFER" : "MATCH",
+           bad_total, rtol, atol);
+    free(a.buf);
+    free(b.buf);
+    return rc;
+}

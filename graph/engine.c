@@ -1,0 +1,464 @@
+/* The StarPU engine: owns every buffer of the per-batch graph, registers them as data
+ * handles, and submits each batch's tasks in an order whose access modes encode the
+ * dependencies (DESIGN.md "The training step"). One rank; --pipeline sequential: the
+ * driver waits for batch t before submitting t+1. Not here: the arithmetic (codelets/) or
+ * which modes a node uses (tasks/). */
+#include <cblas.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "graph/engine.h"
+#include "model/model.h"
+#include "tasks/tasks.h"
+
+/* A registered buffer: the handle and the memory behind it. */
+typedef struct np_buf {
+    np_h h;
+    void *mem;
+} np_buf;
+
+/* Buffers of one row chunk of the batch (rows [row0, row0+n)). */
+typedef struct np_chunk {
+    long row0, n;
+    np_buf act_bot[NP_MAX_LAYERS];  /* (n, bot[i].out) post-ReLU */
+    np_buf dact_bot[NP_MAX_LAYERS]; /* (n, bot[i].out) grads; [last] unused (dbot) */
+    np_buf act_top[NP_MAX_LAYERS];  /* (n, top[i].out); the last holds logits */
+    np_buf dact_top[NP_MAX_LAYERS]; /* (n, top[i].out) */
+    np_buf P, dP;                   /* (n, T, d) pooled embeddings and their grads */
+    np_buf F, dF;                   /* (n, T+1, d) interaction inputs and grads */
+    np_buf Z, dZ;                   /* (n, top_in) */
+    np_buf dbot;                    /* (n, d) grad of the bottom output */
+    np_buf loss;                    /* (1) double: BCE sum of the chunk */
+    np_buf gdense;                  /* (n_dense) this chunk's dense gradient */
+    np_buf grows;                   /* (cap_nnz, d) this chunk's embedding-row grads */
+} np_chunk;
+
+struct np_sp_engine {
+    np_config cfg;
+    np_model_t *m;
+    long nb;        /* samples per batch (global batch on one rank) */
+    int C;          /* chunks */
+    size_t cap_nnz; /* capacity of the key-sized buffers */
+    /* model */
+    np_h params, tables, state;
+    /* input slot */
+    np_buf in_dense;   /* (nb, n_dense) */
+    np_buf in_label;   /* (nb) */
+    np_buf in_offsets; /* (T, nb+1) uint32 */
+    np_buf in_keys;    /* (cap_nnz) int64 */
+    /* route and embedding buffers, sized by cap_nnz */
+    np_buf uniq;   /* (cap_nnz) int64 distinct rows per table, table after table */
+    np_buf pos;    /* (cap_nnz) int64 index of every key in its table's uniq */
+    np_buf ucnt;   /* (T+1) int64 first uniq entry of each table; [T] = total U */
+    np_buf E;      /* (cap_nnz, d) owner's buffer: retrieved rows, updated in place */
+    np_buf Es;     /* (cap_nnz) owner's gathered Adagrad state */
+    np_buf Rin;    /* (cap_nnz, d) requester's received rows */
+    np_buf grows;  /* (cap_nnz, d) requester's summed row grads */
+    np_buf gE;     /* (cap_nnz, d) owner's received row grads */
+    np_buf gdense; /* (n_dense) summed dense grads */
+    np_chunk *ch;  /* (C) */
+    np_trace *trace;
+    int route_fail;
+    long step;
+};
+
+/* ---------------------------------------------------------------- buffers */
+
+static np_status buf_reg(np_buf *b, size_t count, size_t elem, const char *what, np_error *err) {
+    size_t bytes = (count ? count : 1) * elem;
+    if (count > UINT32_MAX)
+        return np_err(err, NP_STATUS_UNSUPPORTED, "%s: %zu elements exceed a StarPU vector", what,
+                      count);
+    if (starpu_malloc(&b->mem, bytes))
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory allocating %s (%zu bytes)", what,
+                      bytes);
+    memset(b->mem, 0, bytes);
+    starpu_vector_data_register(&b->h, STARPU_MAIN_RAM, (uintptr_t)b->mem,
+                                (uint32_t)(count ? count : 1), elem);
+    return NP_OK;
+}
+
+static void buf_unreg(np_buf *b) {
+    if (b->h) starpu_data_unregister(b->h);
+    if (b->mem) starpu_free(b->mem);
+    b->h = NULL;
+    b->mem = NULL;
+}
+
+/* The buffers whose size follows the number of keys in a batch. */
+static np_status reg_nnz_buffers(np_sp_engine *e, size_t cap, np_error *err) {
+    size_t row = (size_t)e->m->d * sizeof(float);
+    np_status st;
+    e->cap_nnz = cap;
+    if ((st = buf_reg(&e->in_keys, cap, sizeof(int64_t), "batch keys", err)) ||
+        (st = buf_reg(&e->uniq, cap, sizeof(int64_t), "unique keys", err)) ||
+        (st = buf_reg(&e->pos, cap, sizeof(int64_t), "key positions", err)) ||
+        (st = buf_reg(&e->E, cap, row, "embedding buffer", err)) ||
+        (st = buf_reg(&e->Es, cap, sizeof(float), "optimizer state buffer", err)) ||
+        (st = buf_reg(&e->Rin, cap, row, "received rows", err)) ||
+        (st = buf_reg(&e->grows, cap, row, "row gradients", err)) ||
+        (st = buf_reg(&e->gE, cap, row, "received row gradients", err)))
+        return st;
+    for (int c = 0; c < e->C; c++)
+        if ((st = buf_reg(&e->ch[c].grows, cap, row, "chunk row gradients", err))) return st;
+    return NP_OK;
+}
+
+static void unreg_nnz_buffers(np_sp_engine *e) {
+    buf_unreg(&e->in_keys);
+    buf_unreg(&e->uniq);
+    buf_unreg(&e->pos);
+    buf_unreg(&e->E);
+    buf_unreg(&e->Es);
+    buf_unreg(&e->Rin);
+    buf_unreg(&e->grows);
+    buf_unreg(&e->gE);
+    for (int c = 0; e->ch && c < e->C; c++)
+        buf_unreg(&e->ch[c].grows);
+}
+
+static np_status reg_chunk(np_sp_engine *e, np_chunk *k, np_error *err) {
+    const np_model_t *m = e->m;
+    size_t n = (size_t)k->n, d = (size_t)m->d, T = (size_t)m->T;
+    size_t top_in = (size_t)np_config_top_input(&m->cfg);
+    np_status st = NP_OK;
+    for (int i = 0; i < m->n_bot && !st; i++) {
+        st = buf_reg(&k->act_bot[i], n * m->bot[i].out, sizeof(float), "activations", err);
+        if (!st && i < m->n_bot - 1)
+            st =
+                buf_reg(&k->dact_bot[i], n * m->bot[i].out, sizeof(float), "activation grads", err);
+    }
+    for (int i = 0; i < m->n_top && !st; i++) {
+        st = buf_reg(&k->act_top[i], n * m->top[i].out, sizeof(float), "activations", err);
+        if (!st)
+            st =
+                buf_reg(&k->dact_top[i], n * m->top[i].out, sizeof(float), "activation grads", err);
+    }
+    if (!st) st = buf_reg(&k->P, n * T * d, sizeof(float), "pooled embeddings", err);
+    if (!st) st = buf_reg(&k->dP, n * T * d, sizeof(float), "pooled grads", err);
+    if (!st) st = buf_reg(&k->F, n * (T + 1) * d, sizeof(float), "interaction inputs", err);
+    if (!st) st = buf_reg(&k->dF, n * (T + 1) * d, sizeof(float), "interaction grads", err);
+    if (!st) st = buf_reg(&k->Z, n * top_in, sizeof(float), "interaction outputs", err);
+    if (!st) st = buf_reg(&k->dZ, n * top_in, sizeof(float), "interaction output grads", err);
+    if (!st) st = buf_reg(&k->dbot, n * d, sizeof(float), "bottom output grads", err);
+    if (!st) st = buf_reg(&k->loss, 1, sizeof(double), "chunk loss", err);
+    if (!st) st = buf_reg(&k->gdense, m->n_dense, sizeof(float), "chunk dense grads", err);
+    return st;
+}
+
+static void unreg_chunk(np_chunk *k) {
+    for (int i = 0; i < NP_MAX_LAYERS; i++) {
+        buf_unreg(&k->act_bot[i]);
+        buf_unreg(&k->dact_bot[i]);
+        buf_unreg(&k->act_top[i]);
+        buf_unreg(&k->dact_top[i]);
+    }
+    buf_unreg(&k->P);
+    buf_unreg(&k->dP);
+    buf_unreg(&k->F);
+    buf_unreg(&k->dF);
+    buf_unreg(&k->Z);
+    buf_unreg(&k->dZ);
+    buf_unreg(&k->dbot);
+    buf_unreg(&k->loss);
+    buf_unreg(&k->gdense);
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+static int sched_known(const char *name) {
+    struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
+    for (; p && *p; p++)
+        if (!strcmp((*p)->policy_name, name)) return 1;
+    return 0;
+}
+
+static void sched_list(char *buf, size_t n) {
+    struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
+    buf[0] = 0;
+    for (; p && *p; p++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s", len ? ", " : "", (*p)->policy_name);
+    }
+}
+
+void np_engine_free(np_sp_engine *e) {
+    if (!e) return;
+    starpu_task_wait_for_all();
+    unreg_nnz_buffers(e);
+    for (int c = 0; e->ch && c < e->C; c++)
+        unreg_chunk(&e->ch[c]);
+    free(e->ch);
+    buf_unreg(&e->in_dense);
+    buf_unreg(&e->in_label);
+    buf_unreg(&e->in_offsets);
+    buf_unreg(&e->ucnt);
+    buf_unreg(&e->gdense);
+    if (e->params) starpu_data_unregister(e->params);
+    if (e->tables) starpu_data_unregister(e->tables);
+    if (e->state) starpu_data_unregister(e->state);
+    np_trace_free(e->trace);
+    starpu_shutdown();
+    free(e);
+}
+
+np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out, np_error *err) {
+    *out = NULL;
+    if (!sched_known(cfg->sched)) {
+        char names[512];
+        sched_list(names, sizeof names);
+        return np_err(err, NP_STATUS_BAD_INPUT, "sched: unknown StarPU policy '%s' (known: %s)",
+                      cfg->sched, names);
+    }
+    struct starpu_conf conf;
+    starpu_conf_init(&conf);
+    conf.sched_policy_name = cfg->sched;
+    conf.ncuda = 0;
+    conf.nopencl = 0;
+    int rc = starpu_init(&conf);
+    if (rc)
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "StarPU failed to start (%s); check STARPU_* "
+                      "environment variables",
+                      rc == -ENODEV ? "no worker available" : strerror(-rc));
+    /* kernels run one per worker: BLAS threads would fight the workers for the cores, and
+     * a fixed thread count keeps sgemm's summation order fixed */
+    openblas_set_num_threads(1);
+    np_sp_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        starpu_shutdown();
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory creating the StarPU engine");
+    }
+    e->cfg = *cfg;
+    e->m = m;
+    e->nb = cfg->batch;
+    e->C = cfg->chunks;
+    e->ch = calloc((size_t)e->C, sizeof *e->ch);
+    np_status st = e->ch ? NP_OK : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
+    if (!st && cfg->trace[0]) {
+        st = np_trace_create(&e->trace, err);
+        if (!st) {
+            starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+            for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+                char name[64];
+                starpu_worker_get_name((int)w, name, sizeof name);
+                np_trace_set_worker_name(e->trace, (int)w, name);
+            }
+        }
+    }
+    if (st) {
+        np_engine_free(e);
+        return st;
+    }
+    int T = m->T;
+    size_t total_rows = (size_t)m->row_base[T];
+    starpu_vector_data_register(&e->params, STARPU_MAIN_RAM, (uintptr_t)m->dense,
+                                (uint32_t)m->n_dense, sizeof(float));
+    if (total_rows > UINT32_MAX) {
+        np_engine_free(e);
+        return np_err(err, NP_STATUS_UNSUPPORTED, "rows: %zu rows in all exceed 2^32", total_rows);
+    }
+    starpu_vector_data_register(&e->tables, STARPU_MAIN_RAM, (uintptr_t)m->table_mem,
+                                (uint32_t)total_rows, (size_t)m->d * sizeof(float));
+    if (m->state_mem)
+        starpu_vector_data_register(&e->state, STARPU_MAIN_RAM, (uintptr_t)m->state_mem,
+                                    (uint32_t)total_rows, sizeof(float));
+    size_t nb = (size_t)e->nb;
+    if ((st = buf_reg(&e->in_dense, nb * cfg->bottom[0], sizeof(float), "batch dense", err)) ||
+        (st = buf_reg(&e->in_label, nb, sizeof(float), "batch labels", err)) ||
+        (st = buf_reg(&e->in_offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets",
+                      err)) ||
+        (st = buf_reg(&e->ucnt, (size_t)T + 1, sizeof(int64_t), "table row counts", err)) ||
+        (st = buf_reg(&e->gdense, m->n_dense, sizeof(float), "dense grads", err))) {
+        np_engine_free(e);
+        return st;
+    }
+    for (int c = 0; c < e->C; c++) {
+        e->ch[c].row0 = (long)(nb * (size_t)c / (size_t)e->C);
+        e->ch[c].n = (long)(nb * (size_t)(c + 1) / (size_t)e->C) - e->ch[c].row0;
+        if ((st = reg_chunk(e, &e->ch[c], err))) {
+            np_engine_free(e);
+            return st;
+        }
+    }
+    /* a first guess at the key count: hot keys per bag (at least one) for every table */
+    size_t guess = nb * (size_t)T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
+    if ((st = reg_nnz_buffers(e, guess, err))) {
+        np_engine_free(e);
+        return st;
+    }
+    *out = e;
+    return NP_OK;
+}
+
+/* ---------------------------------------------------------------- one batch */
+
+static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np_error *err) {
+    const np_model_t *m = e->m;
+    np_status st = NP_OK;
+    int T = m->T, d = m->d, nd = m->cfg.bottom[0];
+    np_cl_emb_args ea = {.nb = e->nb, .row0 = k->row0, .n = k->n, .T = T, .d = d};
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        if ((st = (call))) return st;                                                              \
+    } while (0)
+    /* forward: bottom MLP */
+    for (int i = 0; i < m->n_bot; i++) {
+        const np_layer *L = &m->bot[i];
+        np_cl_linear_args a = {.n = k->n,
+                               .in = L->in,
+                               .out = L->out,
+                               .w_off = L->w_off,
+                               .b_off = L->b_off,
+                               .x_off = i ? 0 : (size_t)k->row0 * nd};
+        np_h x = i ? k->act_bot[i - 1].h : e->in_dense.h;
+        TRY(np_submit_linear_fwd(ctx, &a, x, e->params, k->act_bot[i].h, err));
+        TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, err));
+    }
+    /* embeddings and interaction */
+    TRY(np_submit_pool_fwd(ctx, &ea, e->Rin.h, e->in_offsets.h, e->pos.h, e->ucnt.h, k->P.h, err));
+    TRY(np_submit_interact_fwd(ctx, &ea, k->act_bot[m->n_bot - 1].h, k->P.h, k->F.h, k->Z.h, err));
+    /* top MLP and loss */
+    for (int i = 0; i < m->n_top; i++) {
+        const np_layer *L = &m->top[i];
+        np_cl_linear_args a = {
+            .n = k->n, .in = L->in, .out = L->out, .w_off = L->w_off, .b_off = L->b_off};
+        np_h x = i ? k->act_top[i - 1].h : k->Z.h;
+        TRY(np_submit_linear_fwd(ctx, &a, x, e->params, k->act_top[i].h, err));
+        if (L->relu) TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_top[i].h, err));
+    }
+    np_cl_bce_args ba = {.row0 = k->row0, .n = k->n, .scale = 1.0f / (float)e->nb};
+    TRY(np_submit_bce(ctx, &ba, k->act_top[m->n_top - 1].h, e->in_label.h, k->loss.h,
+                      k->dact_top[m->n_top - 1].h, err));
+    /* backward: top MLP */
+    for (int i = m->n_top - 1; i >= 0; i--) {
+        const np_layer *L = &m->top[i];
+        np_cl_linear_args a = {
+            .n = k->n, .in = L->in, .out = L->out, .w_off = L->w_off, .b_off = L->b_off};
+        if (L->relu)
+            TRY(np_submit_relu_bwd(ctx, (size_t)k->n * L->out, k->act_top[i].h, k->dact_top[i].h,
+                                   err));
+        np_h x = i ? k->act_top[i - 1].h : k->Z.h;
+        np_h dx = i ? k->dact_top[i - 1].h : k->dZ.h;
+        TRY(np_submit_linear_bwd(ctx, &a, x, e->params, k->dact_top[i].h, k->gdense.h, dx, err));
+    }
+    TRY(np_submit_interact_bwd(ctx, &ea, k->F.h, k->dZ.h, k->dF.h, k->dbot.h, k->dP.h, err));
+    /* backward: bottom MLP */
+    for (int i = m->n_bot - 1; i >= 0; i--) {
+        const np_layer *L = &m->bot[i];
+        np_cl_linear_args a = {.n = k->n,
+                               .in = L->in,
+                               .out = L->out,
+                               .w_off = L->w_off,
+                               .b_off = L->b_off,
+                               .x_off = i ? 0 : (size_t)k->row0 * nd};
+        np_h dy = i == m->n_bot - 1 ? k->dbot.h : k->dact_bot[i].h;
+        TRY(np_submit_relu_bwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, dy, err));
+        np_h x = i ? k->act_bot[i - 1].h : e->in_dense.h;
+        np_h dx = i ? k->dact_bot[i - 1].h : NULL;
+        TRY(np_submit_linear_bwd(ctx, &a, x, e->params, dy, k->gdense.h, dx, err));
+    }
+    /* embedding-row gradients of this chunk */
+    TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, e->in_offsets.h, e->pos.h, e->ucnt.h, k->grows.h,
+                           err));
+#undef TRY
+    return NP_OK;
+}
+
+static np_status submit_batch(np_sp_engine *e, const np_batch *b, np_error *err) {
+    const np_model_t *m = e->m;
+    int T = m->T, d = m->d;
+    np_task_ctx ctx = {.batch = e->step, .window = -1, .rank = 0, .trace = e->trace};
+    np_h slot[4] = {e->in_dense.h, e->in_label.h, e->in_offsets.h, e->in_keys.h};
+    np_status st;
+    int adagrad = m->cfg.sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD;
+    np_cl_route_args ra = {.nb = e->nb, .T = T, .rows = m->rows, .fail = &e->route_fail};
+    np_cl_rows_args wa = {.T = T, .d = d, .with_state = adagrad, .row_base = m->row_base};
+    np_cl_sparse_args sa = {.T = T,
+                            .d = d,
+                            .adagrad = adagrad,
+                            .lr = (float)m->cfg.lr,
+                            .eps = (float)m->cfg.adagrad_eps};
+    np_cl_dense_args da = {.n = m->n_dense, .lr = (float)m->cfg.lr};
+    np_h parts[64];
+
+    /* stages 1-4: input, route, retrieve, exchange of rows to the requester */
+    if ((st = np_submit_prefetch(&ctx, b, slot, err)) || (st = np_submit_h2d(&ctx, slot, err)) ||
+        (st = np_submit_route(&ctx, &ra, e->in_offsets.h, e->in_keys.h, e->uniq.h, e->pos.h,
+                              e->ucnt.h, err)) ||
+        (st = np_submit_retrieve(&ctx, &wa, e->tables, e->uniq.h, e->ucnt.h, e->E.h, e->state,
+                                 e->Es.h, err)) ||
+        (st = np_submit_exchange(&ctx, NP_NODE_EXCHANGE_EMB, T, d, e->E.h, e->ucnt.h, e->Rin.h, 0,
+                                 err)))
+        return st;
+    /* stage 5: dense forward/backward, chunk by chunk (chunks run in parallel) */
+    for (int c = 0; c < e->C; c++) {
+        ctx.window = c;
+        if ((st = submit_chunk(e, &ctx, &e->ch[c], err))) return st;
+    }
+    ctx.window = -1;
+    /* gradients: rows back to their owner, dense all-reduce, updates, write-back */
+    for (int c = 0; c < e->C; c++)
+        parts[c] = e->ch[c].grows.h;
+    if ((st = np_submit_sum(&ctx, NP_NODE_BWD, e->C, parts, 0, e->ucnt.h, d, T, e->grows.h, err)) ||
+        (st = np_submit_exchange(&ctx, NP_NODE_EXCHANGE_GRAD, T, d, e->grows.h, e->ucnt.h, e->gE.h,
+                                 0, err)))
+        return st;
+    for (int c = 0; c < e->C; c++)
+        parts[c] = e->ch[c].gdense.h;
+    if ((st = np_submit_sum(&ctx, NP_NODE_ALLREDUCE, e->C, parts, m->n_dense, NULL, 0, T,
+                            e->gdense.h, err)) ||
+        (st = np_submit_sparse_update(&ctx, &sa, e->E.h, e->gE.h, e->ucnt.h, e->Es.h, err)) ||
+        (st = np_submit_writeback(&ctx, &wa, e->E.h, e->uniq.h, e->ucnt.h, e->tables, e->Es.h,
+                                  e->state, err)) ||
+        (st = np_submit_dense_update(&ctx, &da, e->params, e->gdense.h, err)))
+        return st;
+    return NP_OK;
+}
+
+np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss, np_error *err) {
+    const np_model_t *m = e->m;
+    if (b->n != e->nb || b->n_tables != m->T || b->n_dense != m->cfg.bottom[0])
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "batch shape (n=%ld, dense=%d, tables=%d) does not fit the engine "
+                      "(n=%ld, dense=%d, tables=%d)",
+                      b->n, b->n_dense, b->n_tables, e->nb, m->cfg.bottom[0], m->T);
+    np_status st;
+    if (b->nnz > e->cap_nnz) { /* sequential: nothing is in flight here */
+        unreg_nnz_buffers(e);
+        size_t cap = e->cap_nnz * 2 > b->nnz ? e->cap_nnz * 2 : b->nnz;
+        if ((st = reg_nnz_buffers(e, cap, err))) return st;
+    }
+    e->route_fail = 0;
+    st = submit_batch(e, b, err);
+    starpu_task_wait_for_all(); /* sequential mode: batch t+1 starts after t ends */
+    if (st) return st;
+    if (e->route_fail)
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "step %ld: a key was out of its table's range or dedup ran out of memory",
+                      e->step + 1);
+    double sum = 0;
+    for (int c = 0; c < e->C; c++)
+        sum += *(double *)e->ch[c].loss.mem; /* fixed order */
+    *loss = sum / (double)e->nb;
+    e->step++;
+    return NP_OK;
+}
+
+np_status np_engine_finish(np_sp_engine *e, np_error *err) {
+    starpu_task_wait_for_all();
+    if (e->trace) {
+        if (np_trace_dropped(e->trace))
+            return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",
+                          np_trace_dropped(e->trace));
+        return np_trace_write_chrome(e->trace, e->cfg.trace, err);
+    }
+    return NP_OK;
+}
+
+const np_trace *np_engine_trace(const np_sp_engine *e) {
+    return e->trace;
+}

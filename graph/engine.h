@@ -1,0 +1,24 @@
+/* The StarPU engine (graph/engine.c), private to the library: np_trainer_t drives it. */
+#ifndef NP_GRAPH_ENGINE_H
+#define NP_GRAPH_ENGINE_H
+
+#include "nestpipe/nestpipe.h"
+#include "trace/trace.h"
+
+typedef struct np_sp_engine np_sp_engine;
+
+/* Starts StarPU (policy cfg->sched, workers from STARPU_NCPU) and registers the model's
+ * parameters and every buffer of the batch graph. One engine per process at a time. */
+NP_NODISCARD np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out,
+                                        np_error *err);
+/* Submits the task graph of one global batch and waits for it (sequential pipeline). */
+NP_NODISCARD np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss,
+                                      np_error *err);
+/* Waits for all tasks and writes the trace if one was asked for. */
+NP_NODISCARD np_status np_engine_finish(np_sp_engine *e, np_error *err);
+/* The recorded trace, NULL when tracing is off. */
+const np_trace *np_engine_trace(const np_sp_engine *e);
+/* Unregisters everything (the model memory stays with the model) and stops StarPU. */
+void np_engine_free(np_sp_engine *e);
+
+#endif

@@ -1,0 +1,25 @@
+/* Fixed-order reductions of chunk partials: dense gradients (the all-reduce node; across
+ * ranks MPI joins here) and embedding-row gradients. */
+#include "core/util.h"
+#include "tasks/tasks.h"
+
+np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k, const np_h *parts,
+                        size_t count, np_h ucnt, int width, int T, np_h out, np_error *err) {
+    np_h h[66];
+    enum starpu_data_access_mode m[66];
+    if (k < 1 || k > 64)
+        return np_err(err, NP_STATUS_INTERNAL, "sum of %d partials (1..64 supported)", k);
+    int n = 0;
+    for (int i = 0; i < k; i++) {
+        h[n] = parts[i];
+        m[n++] = STARPU_R;
+    }
+    if (ucnt) {
+        h[n] = ucnt;
+        m[n++] = STARPU_R;
+    }
+    h[n] = out;
+    m[n++] = STARPU_W;
+    np_cl_sum_args a = {.k = k, .count = count, .width = ucnt ? width : 0, .T = T};
+    return np_task_submit(c, &np_cl_sum, kind, NP_PRIO_CRITICAL, n, h, m, &a, sizeof a, 0, err);
+}

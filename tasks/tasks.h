@@ -1,0 +1,90 @@
+/* Task submission, one function per node kind of the per-batch graph: which codelet, which
+ * handles, which access modes. Dependencies follow from the access modes in submission
+ * order (StarPU's implicit sequential consistency); graph/ decides that order.
+ * Not here: buffers (graph/ owns them) or arithmetic (codelets/). */
+#ifndef NP_TASKS_TASKS_H
+#define NP_TASKS_TASKS_H
+
+#include <starpu.h>
+
+#include "codelets/cl.h"
+#include "nestpipe/nestpipe.h"
+#include "trace/trace.h"
+
+typedef starpu_data_handle_t np_h;
+
+/* What every task of a batch shares: its place in the graph and the trace to record in. */
+typedef struct np_task_ctx {
+    long batch; /* step index */
+    int window; /* chunk / micro-batch, -1 for batch-wide tasks */
+    int rank;
+    np_trace *trace; /* NULL: no tracing; times are StarPU's clock in microseconds */
+} np_task_ctx;
+
+/* Priorities for policies that honour them (prio, lws, dmdas): the dense chain of the
+ * training batch is the critical path; input stages run in the gaps. */
+enum { NP_PRIO_INPUT = 0, NP_PRIO_BATCH = 1, NP_PRIO_CRITICAL = 2 };
+
+/* Submits one task of codelet cl over nbuf handles with the given modes; args (size
+ * bytes) are copied and freed by StarPU. Records the task in ctx->trace when set. */
+NP_NODISCARD np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl,
+                                      np_node_kind kind, int prio, int nbuf, const np_h *h,
+                                      const enum starpu_data_access_mode *modes, const void *args,
+                                      size_t size, uint64_t bytes, np_error *err);
+
+/* ---- input stages (tasks/input.c): the slot is dense (n, nd), label (n), offsets, keys */
+NP_NODISCARD np_status np_submit_prefetch(const np_task_ctx *c, const np_batch *src,
+                                          const np_h slot[4], np_error *err);
+NP_NODISCARD np_status np_submit_h2d(const np_task_ctx *c, const np_h slot[4], np_error *err);
+
+/* ---- route and retrieve (tasks/route.c, tasks/retrieve.c) */
+NP_NODISCARD np_status np_submit_route(const np_task_ctx *c, const np_cl_route_args *a,
+                                       np_h offsets, np_h keys, np_h uniq, np_h pos, np_h ucnt,
+                                       np_error *err);
+/* state/Es may be NULL (SGD). */
+NP_NODISCARD np_status np_submit_retrieve(const np_task_ctx *c, const np_cl_rows_args *a,
+                                          np_h tables, np_h uniq, np_h ucnt, np_h E, np_h state,
+                                          np_h Es, np_error *err);
+NP_NODISCARD np_status np_submit_writeback(const np_task_ctx *c, const np_cl_rows_args *a, np_h E,
+                                           np_h uniq, np_h ucnt, np_h tables, np_h Es, np_h state,
+                                           np_error *err);
+
+/* ---- exchanges (tasks/exchange.c): one rank today, so a local copy of ucnt[T]*width
+ * floats from the owner's buffer to the requester's (rows) or back (grads). */
+NP_NODISCARD np_status np_submit_exchange(const np_task_ctx *c, np_node_kind kind, int T, int width,
+                                          np_h src, np_h ucnt, np_h dst, uint64_t bytes,
+                                          np_error *err);
+
+/* ---- dense forward/backward of one chunk (tasks/fwd_bwd.c) */
+NP_NODISCARD np_status np_submit_linear_fwd(const np_task_ctx *c, const np_cl_linear_args *a,
+                                            np_h x, np_h params, np_h y, np_error *err);
+/* dx may be NULL (first bottom layer). */
+NP_NODISCARD np_status np_submit_linear_bwd(const np_task_ctx *c, const np_cl_linear_args *a,
+                                            np_h x, np_h params, np_h dy, np_h gdense, np_h dx,
+                                            np_error *err);
+NP_NODISCARD np_status np_submit_relu_fwd(const np_task_ctx *c, size_t n, np_h y, np_error *err);
+NP_NODISCARD np_status np_submit_relu_bwd(const np_task_ctx *c, size_t n, np_h y, np_h dy,
+                                          np_error *err);
+NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
+                                          np_h offsets, np_h pos, np_h ucnt, np_h P, np_error *err);
+NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
+                                          np_h offsets, np_h pos, np_h ucnt, np_h grows,
+                                          np_error *err);
+NP_NODISCARD np_status np_submit_interact_fwd(const np_task_ctx *c, const np_cl_emb_args *a,
+                                              np_h bot, np_h P, np_h F, np_h Z, np_error *err);
+NP_NODISCARD np_status np_submit_interact_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h F,
+                                              np_h dZ, np_h dF, np_h dbot, np_h dP, np_error *err);
+NP_NODISCARD np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args *a, np_h logits,
+                                     np_h labels, np_h loss, np_h dlogits, np_error *err);
+
+/* ---- reductions and updates (tasks/reduce.c, tasks/update.c) */
+/* Sums k chunk partials in index order: count floats (ucnt == NULL) or ucnt[T]*width. */
+NP_NODISCARD np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k,
+                                     const np_h *parts, size_t count, np_h ucnt, int width, int T,
+                                     np_h out, np_error *err);
+NP_NODISCARD np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args *a,
+                                               np_h E, np_h gE, np_h ucnt, np_h Es, np_error *err);
+NP_NODISCARD np_status np_submit_dense_update(const np_task_ctx *c, const np_cl_dense_args *a,
+                                              np_h params, np_h gdense, np_error *err);
+
+#endif

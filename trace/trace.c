@@ -1,0 +1,293 @@
+/* Task trace storage (a mutex-guarded growable array) and its Chrome trace JSON export.
+ * Not here: timing tasks or analysing overlap; graph/ records, tests and tools read. */
+#include "trace/trace.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+struct np_trace {
+    /* Guards everything below. Records come from StarPU worker callbacks on many threads;
+     * a mutex is enough because a record is a struct copy, far cheaper than any task. */
+    pthread_mutex_t mu;
+    np_trace_event *ev; /* (cap), first n in use, in record order */
+    size_t n, cap;
+    size_t dropped;     /* events lost to a failed grow */
+    char **worker_name; /* (n_names) copied names, NULL = default "worker N" */
+    size_t n_names;
+};
+
+static const char *const kind_names[NP_NODE_KIND_COUNT] = {
+    [NP_NODE_PREFETCH] = "prefetch",
+    [NP_NODE_H2D] = "h2d",
+    [NP_NODE_ROUTE] = "route",
+    [NP_NODE_RETRIEVE] = "retrieve",
+    [NP_NODE_SYNC] = "sync",
+    [NP_NODE_EXCHANGE_EMB] = "exchange_emb",
+    [NP_NODE_FWD] = "fwd",
+    [NP_NODE_BWD] = "bwd",
+    [NP_NODE_EXCHANGE_GRAD] = "exchange_grad",
+    [NP_NODE_ALLREDUCE] = "allreduce",
+    [NP_NODE_SPARSE_UPDATE] = "sparse_update",
+    [NP_NODE_WRITEBACK] = "writeback",
+    [NP_NODE_DENSE_UPDATE] = "dense_update",
+};
+
+const char *np_node_kind_name(np_node_kind k) {
+    /* The cast catches negative values too, which an enum may hold. */
+    if ((unsigned)k >= (unsigned)NP_NODE_KIND_COUNT || !kind_names[k]) return "?";
+    return kind_names[k];
+}
+
+/* The accessors take a const trace but must still lock: the mutex is the one member that
+ * changes under a reader. Every trace comes from np_trace_create's malloc, never from a
+ * const object, so casting the const away is defined. */
+static pthread_mutex_t *lock_of(const np_trace *tr) {
+    return &((np_trace *)tr)->mu;
+}
+
+np_status np_trace_create(np_trace **out, np_error *err) {
+    *out = NULL;
+    np_trace *tr = np_zalloc(1, sizeof *tr, "trace", err);
+    if (!tr) return NP_STATUS_NO_MEMORY;
+    if (pthread_mutex_init(&tr->mu, NULL) != 0) {
+        free(tr);
+        return np_err(err, NP_STATUS_INTERNAL, "trace: cannot initialise its mutex");
+    }
+    /* Room for a few thousand tasks up front, so short runs never regrow under the lock. */
+    np_status st = np_grow((void **)&tr->ev, &tr->cap, 4096, sizeof *tr->ev, "trace events", err);
+    if (st != NP_OK) {
+        np_trace_free(tr);
+        return st;
+    }
+    *out = tr;
+    return NP_OK;
+}
+
+void np_trace_free(np_trace *tr) {
+    if (!tr) return;
+    for (size_t i = 0; i < tr->n_names; i++)
+        free(tr->worker_name[i]);
+    free(tr->worker_name);
+    free(tr->ev);
+    pthread_mutex_destroy(&tr->mu);
+    free(tr);
+}
+
+int np_trace_record(np_trace *tr, const np_trace_event *ev) {
+    int rc = 0;
+    pthread_mutex_lock(&tr->mu);
+    if (np_grow((void **)&tr->ev, &tr->cap, tr->n + 1, sizeof *tr->ev, "trace events", NULL) !=
+        NP_OK) {
+        tr->dropped++;
+        rc = -1;
+    } else {
+        tr->ev[tr->n++] = *ev;
+    }
+    pthread_mutex_unlock(&tr->mu);
+    return rc;
+}
+
+void np_trace_set_worker_name(np_trace *tr, int worker, const char *name) {
+    if (worker < 0 || !name) return;
+    pthread_mutex_lock(&tr->mu);
+    size_t w = (size_t)worker;
+    if (w >= tr->n_names) {
+        char **p = realloc(tr->worker_name, (w + 1) * sizeof *p);
+        /* Out of memory: the worker keeps its default name; a trace is a diagnostic and
+         * must not turn a name into a failure of the run. */
+        if (!p) goto out;
+        for (size_t i = tr->n_names; i <= w; i++)
+            p[i] = NULL;
+        tr->worker_name = p;
+        tr->n_names = w + 1;
+    }
+    char *copy = malloc(strlen(name) + 1);
+    if (!copy) goto out;
+    strcpy(copy, name);
+    free(tr->worker_name[w]);
+    tr->worker_name[w] = copy;
+out:
+    pthread_mutex_unlock(&tr->mu);
+}
+
+size_t np_trace_count(const np_trace *tr) {
+    pthread_mutex_lock(lock_of(tr));
+    size_t n = tr->n;
+    pthread_mutex_unlock(lock_of(tr));
+    return n;
+}
+
+const np_trace_event *np_trace_get(const np_trace *tr, size_t i) {
+    pthread_mutex_lock(lock_of(tr));
+    const np_trace_event *e = i < tr->n ? &tr->ev[i] : NULL;
+    pthread_mutex_unlock(lock_of(tr));
+    return e;
+}
+
+size_t np_trace_dropped(const np_trace *tr) {
+    pthread_mutex_lock(lock_of(tr));
+    size_t d = tr->dropped;
+    pthread_mutex_unlock(lock_of(tr));
+    return d;
+}
+
+/* ---- Chrome trace export */
+
+/* Export order: by start time, then rank and worker, then record order. Record order alone
+ * depends on which worker's callback took the lock first, so sorting is what makes two
+ * exports of the same run compare equal. */
+typedef struct {
+    const np_trace_event *e;
+    size_t seq;
+} ordered;
+
+static int cmp_ordered(const void *pa, const void *pb) {
+    const ordered *a = pa, *b = pb;
+    if (a->e->start_us != b->e->start_us) return a->e->start_us < b->e->start_us ? -1 : 1;
+    if (a->e->rank != b->e->rank) return a->e->rank < b->e->rank ? -1 : 1;
+    if (a->e->worker != b->e->worker) return a->e->worker < b->e->worker ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_lane(const void *pa, const void *pb) {
+    const int *a = pa, *b = pb; /* (rank, worker) pairs */
+    if (a[0] != b[0]) return a[0] < b[0] ? -1 : 1;
+    return (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* JSON has no NaN or infinity: a time that is not finite is written as 0 rather than
+ * losing the whole trace to one bad clock reading. */
+static double finite_or_0(double x) {
+    return isfinite(x) ? x : 0.0;
+}
+
+/* Appends v to arr, taking ownership; returns -1 when either allocation failed. */
+static int append(json_t *arr, json_t *v) {
+    return (!v || json_array_append_new(arr, v) != 0) ? -1 : 0;
+}
+
+static json_t *meta_event(const char *what, int pid, int tid, const char *name) {
+    return json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", pid, "tid",
+                     tid, "args", "name", name);
+}
+
+/* Builds the whole document; called with the trace locked. NULL when memory runs out. */
+static json_t *build_chrome(const np_trace *tr) {
+    json_t *root = json_object(), *events = json_array();
+    ordered *ord = malloc((tr->n ? tr->n : 1) * sizeof *ord);
+    int *lanes = malloc((tr->n ? tr->n : 1) * 2 * sizeof *lanes); /* (n, 2) rank, worker */
+    int bad = !root || !events || !ord || !lanes;
+    if (bad) goto done;
+
+    for (size_t i = 0; i < tr->n; i++) {
+        ord[i] = (ordered){&tr->ev[i], i};
+        lanes[2 * i] = tr->ev[i].rank;
+        lanes[2 * i + 1] = tr->ev[i].worker;
+    }
+    qsort(ord, tr->n, sizeof *ord, cmp_ordered);
+    qsort(lanes, tr->n, 2 * sizeof *lanes, cmp_lane);
+
+    /* Metadata first, so viewers name the lanes before they draw them: one process per
+     * rank, one thread per worker that ran something. */
+    char buf[64];
+    for (size_t i = 0; i < tr->n && !bad; i++) {
+        int rank = lanes[2 * i], worker = lanes[2 * i + 1];
+        if (i == 0 || rank != lanes[2 * (i - 1)]) {
+            snprintf(buf, sizeof buf, "rank %d", rank);
+            bad |= append(events, meta_event("process_name", rank, 0, buf));
+        }
+        if (i > 0 && rank == lanes[2 * (i - 1)] && worker == lanes[2 * (i - 1) + 1]) continue;
+        const char *name = NULL;
+        if (worker >= 0 && (size_t)worker < tr->n_names) name = tr->worker_name[worker];
+        if (!name) {
+            snprintf(buf, sizeof buf, "worker %d", worker);
+            name = buf;
+        }
+        bad |= append(events, meta_event("thread_name", rank, worker, name));
+    }
+
+    for (size_t i = 0; i < tr->n && !bad; i++) {
+        const np_trace_event *e = ord[i].e;
+        double ts = finite_or_0(e->start_us), dur = finite_or_0(e->end_us - e->start_us);
+        /* A task that ends before it starts would break viewers; show it as an instant. */
+        if (dur < 0) dur = 0;
+        /* json_int_t is signed; byte counts past 2^63 do not occur, clamp rather than wrap. */
+        json_int_t bytes = e->bytes > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)e->bytes;
+        const char *kind = np_node_kind_name(e->kind);
+        bad |= append(events, json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:{s:s, s:I, s:i, "
+                                        "s:I}}",
+                                        "name", e->name ? e->name : kind, "cat", kind, "ph", "X",
+                                        "pid", e->rank, "tid", e->worker, "ts", ts, "dur", dur,
+                                        "args", "kind", kind, "batch", (json_int_t)e->batch,
+                                        "window", e->window, "bytes", bytes));
+    }
+    bad |= json_object_set(root, "traceEvents", events) != 0;
+    bad |= json_object_set_new(root, "displayTimeUnit", json_string("ms")) != 0;
+
+done:
+    json_decref(events);
+    free(ord);
+    free(lanes);
+    if (bad) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *err) {
+    pthread_mutex_lock(lock_of(tr));
+    json_t *root = build_chrome(tr);
+    pthread_mutex_unlock(lock_of(tr));
+    if (!root)
+        return np_err(err, NP_STATUS_NO_MEMORY,
+                      "trace: cannot build the JSON for %s (out of memory, or a worker name "
+                      "that is not UTF-8)",
+                      path);
+
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 5);
+    if (!tmp) {
+        json_decref(root);
+        return np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory writing %s", path);
+    }
+    memcpy(tmp, path, len);
+    memcpy(tmp + len, ".tmp", 5);
+
+    /* Through a temporary and rename, so a reader never sees half a trace and a failed
+     * export leaves an earlier file of the same name intact. */
+    np_status st = NP_OK;
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        st = np_err(err, NP_STATUS_IO, "trace: cannot create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    errno = 0;
+    int bad = json_dumpf(root, f, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 ||
+              fputc('\n', f) == EOF || fflush(f) != 0 || ferror(f);
+    int saved = bad ? errno : 0;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        saved = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = 1;
+        saved = errno;
+    }
+    if (bad) {
+        remove(tmp);
+        st = np_err(err, NP_STATUS_IO, "trace: cannot write %s: %s", path,
+                    saved ? strerror(saved) : "write error");
+    }
+out:
+    free(tmp);
+    json_decref(root);
+    return st;
+}

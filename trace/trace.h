@@ -1,0 +1,73 @@
+/* Task trace: a thread-safe in-memory record of every executed task (node kind, batch,
+ * window, worker, start/end) and its export as Chrome trace JSON (Perfetto, chrome://tracing).
+ * Not here: how tasks are timed (graph/ reads StarPU's profiling info and records). */
+#ifndef NP_TRACE_TRACE_H
+#define NP_TRACE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nestpipe/nestpipe.h"
+
+/* The node kinds of the per-batch graph (DESIGN.md "The training step"). */
+typedef enum np_node_kind {
+    NP_NODE_PREFETCH,
+    NP_NODE_H2D,
+    NP_NODE_ROUTE,
+    NP_NODE_RETRIEVE,
+    NP_NODE_SYNC,
+    NP_NODE_EXCHANGE_EMB,
+    NP_NODE_FWD,
+    NP_NODE_BWD,
+    NP_NODE_EXCHANGE_GRAD,
+    NP_NODE_ALLREDUCE,
+    NP_NODE_SPARSE_UPDATE,
+    NP_NODE_WRITEBACK,
+    NP_NODE_DENSE_UPDATE,
+    NP_NODE_KIND_COUNT
+} np_node_kind;
+
+/* "prefetch", "h2d", "route", ... ; "?" for an out-of-range kind. */
+const char *np_node_kind_name(np_node_kind k);
+
+typedef struct np_trace_event {
+    const char *name;  /* task name, a string that outlives the trace (codelet name) */
+    np_node_kind kind;
+    long batch;        /* step index */
+    int window;        /* micro-batch / chunk index, -1 when the task spans the batch */
+    int rank;          /* MPI rank (0 on one process) */
+    int worker;        /* StarPU worker id */
+    double start_us;   /* microseconds since the trace's time origin */
+    double end_us;
+    uint64_t bytes;    /* bytes moved (exchange tasks), else 0 */
+} np_trace_event;
+
+typedef struct np_trace np_trace;
+
+/* Creates an empty trace; events beyond the initial capacity grow the buffer. */
+NP_NODISCARD np_status np_trace_create(np_trace **out, np_error *err);
+void np_trace_free(np_trace *tr);
+
+/* Appends one event; safe to call from several threads at once. Returns -1 only when
+ * memory runs out (the event is then dropped and counted). */
+int np_trace_record(np_trace *tr, const np_trace_event *ev);
+
+/* Worker names for the export ("cpu 0", "comm"); index = worker id. Copied. */
+void np_trace_set_worker_name(np_trace *tr, int worker, const char *name);
+
+size_t np_trace_count(const np_trace *tr);
+/* Event i in record order, NULL when i >= count. The pointer is valid until the next
+ * np_trace_record (which may grow the array): read traces after the tasks have finished. */
+const np_trace_event *np_trace_get(const np_trace *tr, size_t i);
+size_t np_trace_dropped(const np_trace *tr);
+
+/* Writes {"traceEvents": [...], "displayTimeUnit": "ms"}: one complete event ("ph":"X")
+ * per task with pid = rank, tid = worker, ts/dur in microseconds, args {kind, batch,
+ * window, bytes}; plus process_name ("rank N") and thread_name (the worker's name, default
+ * "worker N") metadata events for every (rank, worker) that ran a task. Task events are
+ * sorted by start, rank, worker, then record order, so equal runs give equal files. A
+ * non-finite time is written as 0 and a negative duration as 0 (JSON has no NaN).
+ * Through PATH.tmp + rename; NP_STATUS_IO naming the path when it cannot be written. */
+NP_NODISCARD np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *err);
+
+#endif
