@@ -28,6 +28,8 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "global_batch", json_integer(r->global_batch));
     json_object_set_new(o, "samples_per_s", num(r->samples_per_s));
     json_object_set_new(o, "train_seconds", num(r->seconds));
+    json_object_set_new(o, "data_seconds", num(r->data_seconds));
+    json_object_set_new(o, "samples_per_s_compute", num(r->samples_per_s_compute));
     json_object_set_new(o, "train_loss", num(r->train_loss));
     json_object_set_new(o, "train_loss_first", num(r->train_loss_first));
     json_object_set_new(o, "eval_samples", json_integer(r->eval.n));

@@ -9,8 +9,10 @@ typedef struct np_run_metrics {
     long global_batch;
     double seconds; /* wall time of the training loop (no eval) */
     double samples_per_s;
-    double train_loss_first; /* mean BCE of the first step's batch */
-    double train_loss;       /* mean BCE over the last max(1, steps/10) steps */
+    double data_seconds;          /* of seconds, time spent reading/generating batches */
+    double samples_per_s_compute; /* samples/s with data_seconds left out */
+    double train_loss_first;      /* mean BCE of the first step's batch */
+    double train_loss;            /* mean BCE over the last max(1, steps/10) steps */
     np_eval_result eval;
     long skipped_lines; /* --skip-bad-lines: records dropped */
     int data_ended;     /* 1 when the data ran out before --steps */

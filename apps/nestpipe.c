@@ -180,7 +180,9 @@ static int cmd_train(int argc, char **argv) {
     double t0 = now_s(), last_print = 0, recent = 0;
     long recent_n = 0;
     for (long s = 0; cfg.steps == 0 || s < cfg.steps; s++) {
+        double td = now_s();
         st = np_source_next_batch(train, cfg.batch, &batch, &err);
+        r.data_seconds += now_s() - td;
         if (st == NP_STATUS_END_OF_DATA) {
             st = NP_OK;
             r.data_ended = 1;
@@ -213,6 +215,8 @@ static int cmd_train(int argc, char **argv) {
     if ((st = np_trainer_finish(tr, &err))) goto done;
     r.seconds = now_s() - t0;
     r.samples_per_s = r.seconds > 0 ? r.steps * (double)cfg.batch / r.seconds : 0;
+    r.samples_per_s_compute =
+        r.seconds > r.data_seconds ? r.steps * (double)cfg.batch / (r.seconds - r.data_seconds) : 0;
     if (r.steps > 0) {
         long k = r.steps < window ? r.steps : window;
         double sum = 0;

@@ -2,27 +2,66 @@
  * dot products of the T1 feature vectors of each sample. Not here: the pooling (embbag.c). */
 #include "codelets/kernels.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-static float dot(const float *a, const float *b, int d) { /* a, b: (d) */
-    float acc = 0.0f;
-    for (int k = 0; k < d; k++)
-        acc += a[k] * b[k];
-    return acc;
+/* The dots of one sample. Row i's dots with rows j < i are computed together, vector over j,
+ * from the transposed rows FT (d, T1): acc[j] = ((0 + f_i0 f_j0) + f_i1 f_j1) + ... in k order,
+ * exactly the sum a scalar dot loop forms, so vectorizing over j changes no bit. */
+static void sample_dots(const float *f, int T1, int d, float *ft, float *acc, float *o) {
+    /* f (T1, d) -> ft (d, T1) */
+    for (int j = 0; j < T1; j++)
+        for (int k = 0; k < d; k++)
+            ft[(size_t)k * T1 + j] = f[(size_t)j * d + k];
+    size_t p = 0;
+    for (int i = 1; i < T1; i++) {
+        const float *fi = f + (size_t)i * (size_t)d; /* (d) */
+        for (int j = 0; j < i; j++)
+            acc[j] = 0.0f;
+        for (int k = 0; k < d; k++) {
+            const float fik = fi[k], *col = ft + (size_t)k * T1; /* (T1) */
+            for (int j = 0; j < i; j++)
+                acc[j] += fik * col[j];
+        }
+        memcpy(o + p, acc, (size_t)i * sizeof *acc);
+        p += (size_t)i;
+    }
 }
 
 void np_interact_fwd(const float *F,                      /* (B, T1, d) */
                      long B, int T1, int d, float *out) { /* (B, d + T1*(T1-1)/2) */
     size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2;
+    /* per-call scratch: the transposed sample (d, T1) and one row of dots (T1) */
+    float stack_ft[4096], stack_acc[256];
+    float *ft = stack_ft, *acc = stack_acc, *heap = NULL;
+    if ((size_t)T1 * (size_t)d > 4096 || T1 > 256) {
+        heap = malloc(((size_t)T1 * (size_t)d + (size_t)T1) * sizeof *heap);
+        if (!heap) { /* no scratch: fall back to plain dots, same arithmetic */
+            for (long s = 0; s < B; s++) {
+                const float *f = F + (size_t)s * (size_t)T1 * (size_t)d;
+                float *o = out + (size_t)s * width;
+                memcpy(o, f, (size_t)d * sizeof *o);
+                size_t p = (size_t)d;
+                for (int i = 1; i < T1; i++)
+                    for (int j = 0; j < i; j++) {
+                        float a = 0.0f;
+                        for (int k = 0; k < d; k++)
+                            a += f[(size_t)i * d + k] * f[(size_t)j * d + k];
+                        o[p++] = a;
+                    }
+            }
+            return;
+        }
+        ft = heap;
+        acc = heap + (size_t)T1 * (size_t)d;
+    }
     for (long s = 0; s < B; s++) {
         const float *f = F + (size_t)s * (size_t)T1 * (size_t)d; /* (T1, d) */
         float *o = out + (size_t)s * width;                      /* (width) */
         memcpy(o, f, (size_t)d * sizeof *o);
-        size_t p = (size_t)d;
-        for (int i = 1; i < T1; i++)
-            for (int j = 0; j < i; j++)
-                o[p++] = dot(f + (size_t)i * (size_t)d, f + (size_t)j * (size_t)d, d);
+        sample_dots(f, T1, d, ft, acc, o + d);
     }
+    free(heap);
 }
 
 void np_interact_bwd(const float *F,                     /* (B, T1, d) */

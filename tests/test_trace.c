@@ -1,0 +1,342 @@
+/* Trace tests: concurrent recording, the Chrome JSON export re-read with jansson field by
+ * field, kind names, and export errors. Overlap analysis of real runs is the graph test's. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "trace/trace.h"
+
+static char tmpdir[64];
+
+static const char *tmp_path(const char *name) {
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    return path;
+}
+
+static np_trace *new_trace(void) {
+    np_trace *tr = NULL;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_create(&tr, &e), NP_OK);
+    assert_non_null(tr);
+    return tr;
+}
+
+static void test_kind_names(void **state) {
+    (void)state;
+    static const char *const want[NP_NODE_KIND_COUNT] = {
+        [NP_NODE_PREFETCH] = "prefetch",
+        [NP_NODE_H2D] = "h2d",
+        [NP_NODE_ROUTE] = "route",
+        [NP_NODE_RETRIEVE] = "retrieve",
+        [NP_NODE_SYNC] = "sync",
+        [NP_NODE_EXCHANGE_EMB] = "exchange_emb",
+        [NP_NODE_FWD] = "fwd",
+        [NP_NODE_BWD] = "bwd",
+        [NP_NODE_EXCHANGE_GRAD] = "exchange_grad",
+        [NP_NODE_ALLREDUCE] = "allreduce",
+        [NP_NODE_SPARSE_UPDATE] = "sparse_update",
+        [NP_NODE_WRITEBACK] = "writeback",
+        [NP_NODE_DENSE_UPDATE] = "dense_update",
+    };
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+        assert_non_null(want[k]); /* a kind added to the enum needs its name here too */
+        assert_string_equal(np_node_kind_name((np_node_kind)k), want[k]);
+    }
+    assert_string_equal(np_node_kind_name(NP_NODE_KIND_COUNT), "?");
+    assert_string_equal(np_node_kind_name((np_node_kind)-1), "?");
+}
+
+/* ---- concurrent recording */
+
+enum { PER_THREAD = 200000 }; /* well past the initial capacity: growth happens under contention */
+
+typedef struct {
+    np_trace *tr;
+    int worker;
+} rec_arg;
+
+static void *recorder(void *p) {
+    rec_arg *a = p;
+    for (long i = 0; i < PER_THREAD; i++) {
+        np_trace_event ev = {.name = "t",
+                             .kind = NP_NODE_FWD,
+                             .batch = i,
+                             .window = 0,
+                             .worker = a->worker,
+                             .start_us = (double)i,
+                             .end_us = i + 1.0};
+        if (np_trace_record(a->tr, &ev) != 0) return p; /* non-NULL = failure */
+    }
+    return NULL;
+}
+
+static void test_concurrent_record(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    pthread_t th[2];
+    rec_arg args[2] = {{tr, 0}, {tr, 1}};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, recorder, &args[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        void *ret = NULL;
+        assert_int_equal(pthread_join(th[i], &ret), 0);
+        assert_null(ret);
+    }
+    assert_int_equal(np_trace_count(tr), 2 * PER_THREAD);
+    assert_int_equal(np_trace_dropped(tr), 0);
+    /* No event lost or torn by a racing grow: each (worker, batch) exactly once, intact,
+     * and each worker's events in its own program order. */
+    unsigned char *seen = calloc(2 * PER_THREAD, 1);
+    long next[2] = {0, 0};
+    assert_non_null(seen);
+    for (size_t i = 0; i < np_trace_count(tr); i++) {
+        const np_trace_event *e = np_trace_get(tr, i);
+        assert_true(e->worker == 0 || e->worker == 1);
+        assert_true(e->batch >= 0 && e->batch < PER_THREAD);
+        assert_int_equal(e->batch, next[e->worker]++);
+        assert_true(e->start_us == (double)e->batch && e->end_us == e->batch + 1.0);
+        assert_int_equal(e->kind, NP_NODE_FWD);
+        assert_string_equal(e->name, "t");
+        seen[e->worker * PER_THREAD + e->batch]++;
+    }
+    for (long i = 0; i < 2 * PER_THREAD; i++)
+        assert_int_equal(seen[i], 1);
+    assert_null(np_trace_get(tr, 2 * PER_THREAD));
+    free(seen);
+    np_trace_free(tr);
+}
+
+/* ---- export */
+
+/* Times chosen so that ts and dur are not exact binary fractions: the export must keep
+ * every double exactly (17 significant digits), not round to a printf default. */
+static const np_trace_event sample[] = {
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL},
+    {"fwd_bwd_w0", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0},
+    {"fwd_bwd_w1", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0},
+};
+enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
+
+static json_t *load(const char *path) {
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) fail_msg("%s:%d: %s", path, je.line, je.text);
+    return root;
+}
+
+static const char *str_of(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v)) fail_msg("key '%s' is not a string", key);
+    return json_string_value(v);
+}
+
+static json_int_t int_of(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v)) fail_msg("key '%s' is not an integer", key);
+    return json_integer_value(v);
+}
+
+static double num_of(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v)) fail_msg("key '%s' is not a number", key);
+    return json_number_value(v);
+}
+
+/* The metadata event of this name for (pid, tid); tid is ignored for process_name. */
+static json_t *find_meta(json_t *events, const char *what, int pid, int tid) {
+    size_t i;
+    json_t *ev;
+    json_t *found = NULL;
+    json_array_foreach(events, i, ev) {
+        if (strcmp(str_of(ev, "ph"), "M") != 0 || strcmp(str_of(ev, "name"), what) != 0) continue;
+        if (int_of(ev, "pid") != pid) continue;
+        if (strcmp(what, "thread_name") == 0 && int_of(ev, "tid") != tid) continue;
+        if (found) fail_msg("two %s events for pid %d tid %d", what, pid, tid);
+        found = ev;
+    }
+    if (!found) fail_msg("no %s event for pid %d tid %d", what, pid, tid);
+    return found;
+}
+
+static const char *meta_name(json_t *events, const char *what, int pid, int tid) {
+    return str_of(json_object_get(find_meta(events, what, pid, tid), "args"), "name");
+}
+
+static void test_export_fields(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    for (int i = 0; i < N_SAMPLE; i++)
+        assert_int_equal(np_trace_record(tr, &sample[i]), 0);
+    np_trace_set_worker_name(tr, 0, "cpu 0");
+    np_trace_set_worker_name(tr, 2, "first name");
+    np_trace_set_worker_name(tr, 2, "comm"); /* renaming replaces */
+    np_trace_set_worker_name(tr, 7, "never ran");
+    np_trace_set_worker_name(tr, -1, "ignored");
+    const char *path = tmp_path("trace.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_int_equal(access(tmp, F_OK), -1); /* renamed away */
+
+    json_t *root = load(path);
+    assert_int_equal(json_object_size(root), 2);
+    assert_string_equal(str_of(root, "displayTimeUnit"), "ms");
+    json_t *events = json_object_get(root, "traceEvents");
+    assert_true(json_is_array(events));
+
+    /* Metadata: ranks 0 and 1; lanes (0,0) (0,1) (0,2) (1,0) (1,2); nothing else. */
+    assert_string_equal(meta_name(events, "process_name", 0, 0), "rank 0");
+    assert_string_equal(meta_name(events, "process_name", 1, 0), "rank 1");
+    static const struct {
+        int pid, tid;
+        const char *name;
+    } lanes[] = {
+        {0, 0, "cpu 0"}, {0, 1, "worker 1"}, {0, 2, "comm"}, {1, 0, "cpu 0"}, {1, 2, "comm"}};
+    for (size_t i = 0; i < sizeof lanes / sizeof lanes[0]; i++) {
+        assert_string_equal(meta_name(events, "thread_name", lanes[i].pid, lanes[i].tid),
+                            lanes[i].name);
+    }
+
+    /* Task events: every field of every event, matched by its unique name. */
+    size_t i, n_meta = 0, n_x = 0;
+    json_t *ev;
+    double last_ts = -1.0;
+    int matched[N_SAMPLE] = {0};
+    json_array_foreach(events, i, ev) {
+        const char *ph = str_of(ev, "ph");
+        if (strcmp(ph, "M") == 0) {
+            if (n_x) fail_msg("metadata event %zu after a task event", i);
+            n_meta++;
+            continue;
+        }
+        assert_string_equal(ph, "X");
+        n_x++;
+        assert_int_equal(json_object_size(ev), 8);
+        int k = -1;
+        for (int j = 0; j < N_SAMPLE; j++)
+            if (strcmp(sample[j].name, str_of(ev, "name")) == 0) k = j;
+        if (k < 0) fail_msg("unexpected event '%s'", str_of(ev, "name"));
+        matched[k]++;
+        const np_trace_event *s = &sample[k];
+        const char *kind = np_node_kind_name(s->kind);
+        assert_string_equal(str_of(ev, "cat"), kind);
+        assert_int_equal(int_of(ev, "pid"), s->rank);
+        assert_int_equal(int_of(ev, "tid"), s->worker);
+        /* Exact: the same double expression on both sides, printed to round-trip. */
+        assert_true(num_of(ev, "ts") == s->start_us);
+        assert_true(num_of(ev, "dur") == s->end_us - s->start_us);
+        assert_true(num_of(ev, "ts") >= last_ts); /* sorted by start */
+        last_ts = num_of(ev, "ts");
+        json_t *args = json_object_get(ev, "args");
+        assert_int_equal(json_object_size(args), 4);
+        assert_string_equal(str_of(args, "kind"), kind);
+        assert_int_equal(int_of(args, "batch"), s->batch);
+        assert_int_equal(int_of(args, "window"), s->window);
+        assert_int_equal(int_of(args, "bytes"), (json_int_t)s->bytes);
+    }
+    assert_int_equal(n_meta, 2 + 5);
+    assert_int_equal(n_x, N_SAMPLE);
+    for (int j = 0; j < N_SAMPLE; j++)
+        assert_int_equal(matched[j], 1);
+    json_decref(root);
+    np_trace_free(tr);
+}
+
+static void test_export_empty_and_odd_times(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    const char *path = tmp_path("empty.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    json_t *root = load(path);
+    assert_int_equal(json_array_size(json_object_get(root, "traceEvents")), 0);
+    json_decref(root);
+
+    /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
+     * NULL name falls back to the kind. */
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0};
+    assert_int_equal(np_trace_record(tr, &odd), 0);
+    assert_int_equal(np_trace_record(tr, &back), 0);
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    root = load(path);
+    json_t *events = json_object_get(root, "traceEvents"), *ev;
+    size_t i, n_x = 0;
+    json_array_foreach(events, i, ev) {
+        if (strcmp(str_of(ev, "ph"), "X") != 0) continue;
+        n_x++;
+        if (int_of(json_object_get(ev, "args"), "batch") == 1) {
+            assert_string_equal(str_of(ev, "name"), "sync");
+            assert_true(num_of(ev, "ts") == 0.0 && num_of(ev, "dur") == 0.0);
+        } else {
+            assert_true(num_of(ev, "ts") == 9.0 && num_of(ev, "dur") == 0.0);
+        }
+    }
+    assert_int_equal(n_x, 2);
+    json_decref(root);
+    np_trace_free(tr);
+}
+
+static void test_export_unwritable(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0};
+    assert_int_equal(np_trace_record(tr, &ev), 0);
+    /* A missing directory: unwritable even for root, which ignores permission bits. */
+    const char *path = tmp_path("no-such-dir/trace.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_STATUS_IO);
+    if (!strstr(e.msg, path)) fail_msg("message '%s' does not name %s", e.msg, path);
+    assert_null(strchr(e.msg, '\n')); /* one line */
+
+    /* A path that is a directory: the temporary is written, the rename fails, and the
+     * temporary is cleaned up. */
+    path = tmp_path("adir");
+    assert_int_equal(mkdir(path, 0700), 0);
+    memset(&e, 0, sizeof e);
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_STATUS_IO);
+    if (!strstr(e.msg, path)) fail_msg("message '%s' does not name %s", e.msg, path);
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(rmdir(path), 0);
+    np_trace_free(tr);
+    np_trace_free(NULL); /* no-op */
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/np_trace_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    remove(tmp_path("trace.json"));
+    remove(tmp_path("empty.json"));
+    return rmdir(tmpdir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kind_names),        cmocka_unit_test(test_concurrent_record),
+        cmocka_unit_test(test_export_fields),     cmocka_unit_test(test_export_empty_and_odd_times),
+        cmocka_unit_test(test_export_unwritable),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
