@@ -44,7 +44,15 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
     json_object_set_new(o, "chunks", json_integer(cfg->chunks));
-    json_object_set_new(o, "ranks", json_integer(1));
+    json_object_set_new(o, "ranks", json_integer(cfg->ranks));
+    json_object_set_new(o, "shard", json_string(cfg->shard == NP_SHARD_ROW ? "row" : "table"));
+    json_t *bytes = json_object();
+    static const char *kinds[] = {"keys", "rows", "grads", "allreduce"};
+    for (int k = 0; k < 4; k++)
+        json_object_set_new(bytes, kinds[k], json_integer((json_int_t)r->bytes[k]));
+    json_object_set_new(o, "bytes_exchanged", bytes);
+    json_object_set_new(o, "table_bytes_rank0", json_integer(r->table_bytes_rank0));
+    json_object_set_new(o, "table_bytes_max_rank", json_integer(r->table_bytes_max));
     json_object_set_new(o, "data", json_string(data_name(cfg->data)));
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
     json_object_set_new(o, "data_ended", json_boolean(r->data_ended));

@@ -2,6 +2,8 @@
 #ifndef NP_APPS_METRICS_H
 #define NP_APPS_METRICS_H
 
+#include <stdint.h>
+
 #include "nestpipe/nestpipe.h"
 
 typedef struct np_run_metrics {
@@ -16,6 +18,8 @@ typedef struct np_run_metrics {
     np_eval_result eval;
     long skipped_lines; /* --skip-bad-lines: records dropped */
     int data_ended;     /* 1 when the data ran out before --steps */
+    uint64_t bytes[4];  /* sent by all ranks: keys, rows, grads, all-reduce */
+    int64_t table_bytes_rank0, table_bytes_max; /* embedding tables (+ state) per rank */
 } np_run_metrics;
 
 /* Writes the metrics (plus engine, pipeline, ranks and the model shape from cfg) as one

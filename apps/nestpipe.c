@@ -2,6 +2,8 @@
  * `convert` (Criteo TSV -> binary). Exit codes: 0 ok, 2 bad input of any kind, 1 other
  * failures. All parsing of values is np_config_set's; this file only maps flags to keys. */
 #include <math.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,10 @@
 #include <unistd.h>
 
 #include "apps/compare.h"
+#include "comm/comm.h"
+#include "core/util.h"
+#include "graph/gather.h"
+#include "model/model.h"
 #include "apps/metrics.h"
 #include "nestpipe/nestpipe.h"
 
@@ -143,60 +149,109 @@ static void progress(const np_config *cfg, int tty, long step, long total, doubl
     }
 }
 
-static int cmd_train(int argc, char **argv) {
+/* Rank r's message: prefixed with the rank when there are several. */
+static int fail_rank(const np_config *cfg, np_status st, const np_error *err) {
+    if (cfg->ranks > 1) {
+        np_error e2;
+        snprintf(e2.msg, sizeof e2.msg, "rank %d: %.480s", cfg->rank, err->msg);
+        return fail(st, &e2);
+    }
+    return fail(st, err);
+}
+
+/* All ranks agree on a step's outcome: 0 ok, 1 end of data, 2 failed somewhere. A rank
+ * that failed says why; the others learn that one did. */
+static int agree(np_comm *comm, int mine) {
+    int64_t v = mine;
+    if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &v, 1)) return 2;
+    return (int)v;
+}
+
+/* Fault injection for the MPI tests: NP_TEST_KILL_RANK / NP_TEST_KILL_STEP make that rank
+ * die (SIGKILL) before that step, as a crashed node would; NP_TEST_FAIL_RANK /
+ * NP_TEST_FAIL_STEP make its step fail with an error instead. Returns 1 for the latter. */
+static int maybe_die(const np_config *cfg, long step) {
+    const char *r = getenv("NP_TEST_KILL_RANK"), *s = getenv("NP_TEST_KILL_STEP");
+    if (r && s && atoi(r) == cfg->rank && atol(s) == step) raise(SIGKILL);
+    r = getenv("NP_TEST_FAIL_RANK");
+    s = getenv("NP_TEST_FAIL_STEP");
+    return r && s && atoi(r) == cfg->rank && atol(s) == step;
+}
+
+static int cmd_train(np_comm *comm, int argc, char **argv) {
     np_config cfg;
     np_config_defaults(&cfg);
+    cfg.rank = np_comm_rank(comm);
+    cfg.ranks = np_comm_size(comm);
+    int lead = cfg.rank == 0; /* rank 0 prints, evaluates and writes the outputs */
     int help = 0;
     int rc = parse_train_args(argc, argv, &cfg, &help);
+    /* parsing is the same on every rank: only rank 0 says what is wrong */
     if (rc) return rc;
     if (help) {
-        fputs(train_help, stdout);
+        if (lead) fputs(train_help, stdout);
         return 0;
     }
+    if (!lead) cfg.quiet = 1;
     np_error err = {{0}};
     np_status st = np_config_check(&cfg, &err);
-    if (st) return fail(st, &err);
+    if (st) return lead ? fail(st, &err) : (st == NP_STATUS_BAD_INPUT ? EXIT_BAD_INPUT : 1);
+    if (cfg.trace[0] && cfg.rank > 0) { /* one trace file per rank: PATH.rank<r> */
+        char buf[NP_PATH_MAX + 16];
+        snprintf(buf, sizeof buf, "%s.rank%d", cfg.trace, cfg.rank);
+        snprintf(cfg.trace, sizeof cfg.trace, "%.*s", NP_PATH_MAX - 1, buf);
+    }
 
     np_source_t *train = NULL, *eval = NULL;
-    np_model_t *model = NULL;
+    np_model_t *model = NULL, *full = NULL;
     np_trainer_t *tr = NULL;
-    np_batch batch = {0};
+    np_batch global = {0}, batch = {0};
     np_run_metrics r = {.global_batch = cfg.batch, .train_loss = NAN, .train_loss_first = NAN};
     double *losses = NULL;
+    long local_n = cfg.batch / cfg.ranks, lo = local_n * cfg.rank;
+    /* the same files and sizes on every rank: set-up fails alike everywhere, or not at all */
     if ((st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err)) ||
-        (st = np_source_open(&cfg, NP_SPLIT_EVAL, &eval, &err)) ||
+        (lead && (st = np_source_open(&cfg, NP_SPLIT_EVAL, &eval, &err))) ||
         (st = np_model_create(&cfg, &model, &err)) ||
         (st = np_trainer_create(&cfg, model, &tr, &err)))
-        goto done;
+        goto setup_failed;
 
     long window = cfg.steps / 10 > 1 ? cfg.steps / 10 : 1; /* steps averaged in train_loss */
     losses = calloc((size_t)window, sizeof *losses);
     if (!losses) {
-        st = NP_STATUS_NO_MEMORY;
-        snprintf(err.msg, sizeof err.msg, "out of memory");
-        goto done;
+        st = np_err(&err, NP_STATUS_NO_MEMORY, "out of memory");
+        goto setup_failed;
     }
-    int tty = isatty(fileno(stderr));
+    int tty = lead && isatty(fileno(stderr));
     double t0 = now_s(), last_print = 0, recent = 0;
     long recent_n = 0;
     for (long s = 0; cfg.steps == 0 || s < cfg.steps; s++) {
+        int injected = maybe_die(&cfg, s);
+        /* every rank reads the global batch and keeps its slice [r G/R, (r+1) G/R) */
         double td = now_s();
-        st = np_source_next_batch(train, cfg.batch, &batch, &err);
+        st = np_source_next_batch(train, cfg.batch, &global, &err);
+        if (!st) st = cfg.ranks > 1 ? np_batch_slice(&global, lo, local_n, &batch, &err) : NP_OK;
         r.data_seconds += now_s() - td;
-        if (st == NP_STATUS_END_OF_DATA) {
+        int outcome = agree(comm, st == NP_OK ? 0 : st == NP_STATUS_END_OF_DATA ? 1 : 2);
+        if (outcome == 1) {
             st = NP_OK;
             r.data_ended = 1;
             break;
         }
-        if (st) goto done;
+        if (outcome == 2) goto step_failed;
         double loss;
-        if ((st = np_trainer_step(tr, &batch, &loss, &err))) goto done;
+        st = injected ? np_err(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
+                      : np_trainer_step(tr, cfg.ranks > 1 ? &batch : &global, &loss, &err);
+        if (agree(comm, st ? 2 : 0)) goto step_failed;
+        if (np_comm_allreduce_f64_sum(comm, NP_CHAN_CTL, &loss, 1)) {
+            st = np_err(&err, NP_STATUS_INTERNAL, "MPI failed summing the loss");
+            goto step_failed;
+        }
         if (!isfinite(loss)) {
-            st = NP_STATUS_BAD_INPUT;
-            snprintf(err.msg, sizeof err.msg,
-                     "training diverged: loss is %g at step %ld; lower --lr (now %g)", loss, s + 1,
-                     cfg.lr);
-            goto done;
+            st = np_err(&err, NP_STATUS_BAD_INPUT,
+                        "training diverged: loss is %g at step %ld; lower --lr (now %g)", loss,
+                        s + 1, cfg.lr);
+            goto setup_failed; /* the same loss on every rank */
         }
         if (s == 0) r.train_loss_first = loss;
         losses[s % window] = loss;
@@ -212,11 +267,21 @@ static int cmd_train(int argc, char **argv) {
             recent_n = 0;
         }
     }
-    if ((st = np_trainer_finish(tr, &err))) goto done;
+    if ((st = np_trainer_finish(tr, &err)) || agree(comm, st ? 2 : 0)) goto step_failed;
     r.seconds = now_s() - t0;
     r.samples_per_s = r.seconds > 0 ? r.steps * (double)cfg.batch / r.seconds : 0;
     r.samples_per_s_compute =
         r.seconds > r.data_seconds ? r.steps * (double)cfg.batch / (r.seconds - r.data_seconds) : 0;
+    np_trainer_bytes(tr, r.bytes);
+    for (int k = 0; k < 4; k++) {
+        int64_t v = (int64_t)r.bytes[k];
+        if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &v, 0)) goto step_failed;
+        r.bytes[k] = (uint64_t)v;
+    }
+    int64_t tb = (int64_t)np_model_table_bytes(model);
+    r.table_bytes_rank0 = tb;
+    if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &tb, 1)) goto step_failed;
+    r.table_bytes_max = tb;
     if (r.steps > 0) {
         long k = r.steps < window ? r.steps : window;
         double sum = 0;
@@ -230,34 +295,62 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "nestpipe: the training data ended after %ld steps of %ld samples%s\n",
                 r.steps, cfg.batch, cfg.steps ? " (before --steps)" : "");
     if (r.steps == 0) {
-        st = NP_STATUS_BAD_INPUT;
-        snprintf(err.msg, sizeof err.msg,
-                 "data: not one full batch of %ld training samples in the data", cfg.batch);
-        goto done;
+        st = np_err(&err, NP_STATUS_BAD_INPUT,
+                    "data: not one full batch of %ld training samples in the data", cfg.batch);
+        goto setup_failed;
     }
-    if ((st = np_evaluate(model, eval, &cfg, &r.eval, &err))) goto done;
-    r.skipped_lines = np_source_skipped(train) + np_source_skipped(eval);
-    if (!cfg.quiet) {
-        printf("done: steps %ld  samples/s %.0f  train_loss %.5f (first %.5f)  eval_logloss "
-               "%.5f  eval_auc %.4f  (eval %ld samples)\n",
-               r.steps, r.samples_per_s, r.train_loss, r.train_loss_first, r.eval.logloss,
-               r.eval.auc, r.eval.n);
-        if (r.skipped_lines)
-            printf("skipped %ld malformed lines (--skip-bad-lines)\n", r.skipped_lines);
+    /* the logical model on rank 0: the single-process layout, whatever the rank count */
+    if (cfg.ranks > 1) {
+        if ((st = np_model_gather(model, comm, &full, &err))) goto step_failed;
     }
-    if (cfg.dump_params[0] && (st = np_model_dump(model, cfg.dump_params, &err))) goto done;
-    if (cfg.metrics_json[0] && np_metrics_write(cfg.metrics_json, &cfg, &r, &err)) {
-        st = NP_STATUS_IO;
-        goto done;
+    if (lead) {
+        const np_model_t *logical = full ? full : model;
+        if ((st = np_evaluate(logical, eval, &cfg, &r.eval, &err))) goto local_failed;
+        r.skipped_lines = np_source_skipped(train) + np_source_skipped(eval);
+        if (!cfg.quiet) {
+            printf("done: steps %ld  samples/s %.0f  train_loss %.5f (first %.5f)  eval_logloss "
+                   "%.5f  eval_auc %.4f  (eval %ld samples)\n",
+                   r.steps, r.samples_per_s, r.train_loss, r.train_loss_first, r.eval.logloss,
+                   r.eval.auc, r.eval.n);
+            if (r.skipped_lines)
+                printf("skipped %ld malformed lines (--skip-bad-lines)\n", r.skipped_lines);
+        }
+        if (cfg.dump_params[0] && (st = np_model_dump(logical, cfg.dump_params, &err)))
+            goto local_failed;
+        if (cfg.metrics_json[0] && np_metrics_write(cfg.metrics_json, &cfg, &r, &err)) {
+            st = NP_STATUS_IO;
+            goto local_failed;
+        }
     }
+    goto done;
+
+setup_failed: /* the same failure on every rank: rank 0 reports, all exit alike */
+    rc = lead ? fail(st, &err) : (st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO ? 2 : 1);
+    goto cleanup;
+step_failed: /* one rank failed mid-run: it says why, then the whole job stops */
+    if (st) {
+        rc = fail_rank(&cfg, st, &err);
+    } else {
+        rc = 1;
+        if (lead) fprintf(stderr, "nestpipe: another rank failed; stopping (see its message)\n");
+    }
+    if (cfg.ranks > 1) np_comm_abort(comm, rc);
+    goto cleanup;
+local_failed: /* rank 0's own output failed after training */
+    rc = fail(st, &err);
+    goto cleanup;
 done:
+    rc = 0;
+cleanup:
     free(losses);
+    np_batch_free(&global);
     np_batch_free(&batch);
     np_trainer_free(tr);
+    np_model_free(full);
     np_model_free(model);
     np_source_free(train);
     np_source_free(eval);
-    return st ? fail(st, &err) : 0;
+    return rc;
 }
 
 static int cmd_convert(int argc, char **argv) {
@@ -293,7 +386,19 @@ static int cmd_convert(int argc, char **argv) {
     return 0;
 }
 
+static int run(np_comm *comm, int argc, char **argv);
+
 int main(int argc, char **argv) {
+    np_comm *comm = NULL;
+    np_error err = {{0}};
+    np_status st = np_comm_init(&argc, &argv, &comm, &err);
+    if (st) return fail(st, &err);
+    int rc = run(comm, argc, argv);
+    np_comm_free(comm);
+    return rc;
+}
+
+static int run(np_comm *comm, int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "nestpipe: no command given; usage: nestpipe train|convert ... "
                         "(try nestpipe --help)\n");
@@ -307,7 +412,7 @@ int main(int argc, char **argv) {
         printf("nestpipe 0.1.0\n");
         return 0;
     }
-    if (!strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "train")) return cmd_train(comm, argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);

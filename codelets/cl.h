@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <starpu.h>
 
+#include "nestpipe/nestpipe.h"
+
 /* ---- dense layers, on one chunk of rows [row0, row0 + n) of the batch */
 
 /* linear_fwd buffers: x R (rows from x_off), params R, y W (n, out) */
@@ -28,17 +30,26 @@ typedef struct np_cl_relu_args {
 } np_cl_relu_args;
 extern struct starpu_codelet np_cl_relu_fwd, np_cl_relu_bwd;
 
+/* The int64 "meta" buffer of a batch: the counts that route, the exchanges and the updates
+ * share. Written by route (requester side), a2a_keys and route_owner (owner side). */
+#define NP_META_UQ 0              /* distinct keys this rank requests = rows of Rin */
+#define NP_META_UO 1              /* distinct rows this rank serves as owner = rows of E */
+#define NP_META_NRECV 2           /* keys received as owner = rows of the exchange buffers */
+#define NP_META_UCNT(t) (3 + (t)) /* first E row of table t; NP_META_UCNT(T) = UO */
+#define NP_META_SC(T, o, t) (4 + (T) + (o) * (T) + (t))            /* keys sent to rank o */
+#define NP_META_RC(T, R, q, t) (4 + (T) + ((R) + (q)) * (T) + (t)) /* keys received from q */
+#define NP_META_SIZE(T, R) (4 + (T) + 2 * (R) * (T))
+
 /* Pooling and interaction of one chunk. Batch-wide buffers: offsets (T, nb+1) and pos
- * (nnz, index of each key in its table's gathered rows); ucnt (T+1) = first gathered row
- * of each table, [T] = total. */
+ * (nnz): the row of Rin (received rows, all tables) each key reads. */
 typedef struct np_cl_emb_args {
-    long nb;   /* samples in the whole batch */
+    long nb;   /* samples in the (local) batch */
     long row0; /* first sample of the chunk */
     long n;    /* samples in the chunk */
     int T, d;
 } np_cl_emb_args;
-/* pool_fwd buffers: rows R (U, d), offsets R, pos R, ucnt R, P W (n, T, d) */
-/* pool_bwd buffers: dP R (n, T, d), offsets R, pos R, ucnt R, grows W (U, d) (zeroed) */
+/* pool_fwd buffers: Rin R (Uq, d), offsets R, pos R, P W (n, T, d) */
+/* pool_bwd buffers: dP R (n, T, d), offsets R, pos R, meta R, grows W (Uq, d) (zeroed) */
 extern struct starpu_codelet np_cl_pool_fwd, np_cl_pool_bwd;
 /* interact_fwd buffers: bot R (n, d), P R (n, T, d), F W (n, T+1, d), Z W (n, top_in) */
 /* interact_bwd buffers: F R, dZ R, dF W (n, T+1, d), dbot W (n, d), dP W (n, T, d) */
@@ -54,44 +65,56 @@ extern struct starpu_codelet np_cl_bce_fwd, np_cl_bce_bwd;
 
 /* ---- batch-wide ops */
 
-/* sum buffers: in_0 .. in_{k-1} R, [ucnt R when width > 0], out W.
+/* sum buffers: in_0 .. in_{k-1} R, [meta R when width > 0], out W.
  * Sums the k inputs in index order (fixed, so results never depend on the schedule).
- * count = floats when width == 0, else ucnt[T] * width. */
+ * count = floats when width == 0, else meta[idx] * width. */
 typedef struct np_cl_sum_args {
     int k;
     size_t count;
     int width;
-    int T;
+    int idx;
 } np_cl_sum_args;
 extern struct starpu_codelet np_cl_sum;
 
-/* copy buffers: src R, ucnt R, dst W; copies ucnt[T] * width floats (local exchange) */
-typedef struct np_cl_copy_args {
-    int width, T;
-} np_cl_copy_args;
-extern struct starpu_codelet np_cl_copy;
+/* Route, exchanges and the all-reduce (codelets/exchange.c). `comm` is NULL on one rank
+ * without MPI: the exchanges are then local copies with the same arithmetic. */
+struct np_comm;
+typedef struct np_cl_xchg_args {
+    const np_config *cfg; /* shard mode, ranks, rank, table sizes: immutable */
+    struct np_comm *comm;
+    long nb; /* local batch samples */
+    int T, d, R;
+    size_t cap_recv; /* rows the owner-side buffers hold */
+    size_t n;        /* all-reduce: floats */
+    int *fail;       /* set to 1 on a bad key, overflow, no memory or an MPI error */
+    uint64_t *bytes; /* (4) bytes sent: keys, rows, grads, all-reduce */
+} np_cl_xchg_args;
+/* route buffers: offsets R, keys R, uniq W (Uq scratch), pos W, sendkeys W, meta RW.
+ * Dedups each table's keys, buckets them by owner (owner, table, key order) and points
+ * pos at each key's row in Rin. */
+/* a2a_keys buffers: meta RW, sendkeys R, recvkeys W, token RW (counts, then keys) */
+/* route_owner buffers: recvkeys R, meta RW, uniq_o W, map W: the owner's distinct rows per
+ * table across requesters, and for each received key its E row */
+/* exchange_rows buffers: E R, map R, meta R, Rin W, sbuf W (scratch), token RW */
+/* exchange_grads buffers: grows R, map R, meta R, gE W, rbuf W (scratch), token RW:
+ * gE[map[i]] += received grad i, in rank order: a fixed sum */
+/* allreduce buffers: glocal R (n), gdense W (n), all W (R, n) scratch, token RW:
+ * all-gather then a sum in rank order, the same bits on every rank */
+extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_cl_exchange_rows,
+    np_cl_exchange_grads, np_cl_allreduce;
 
-/* route buffers: offsets R, keys R, uniq W, pos W, ucnt W. Dedups each table's keys. */
-typedef struct np_cl_route_args {
-    long nb;
-    int T;
-    const int64_t *rows; /* (T) table sizes, immutable, for the range check */
-    int *fail;           /* set to 1 on a key out of range or no memory */
-} np_cl_route_args;
-extern struct starpu_codelet np_cl_route;
-
-/* gather buffers: tables R, uniq R, ucnt R, E W, [state R, Es W]
- * scatter buffers: E R, uniq R, ucnt R, tables RW, [Es R, state RW] */
+/* gather buffers: tables R, uniq_o R, meta R, E W, [state R, Es W]
+ * scatter buffers: E R, uniq_o R, meta R, tables RW, [Es R, state RW] */
 typedef struct np_cl_rows_args {
     int T, d;
     int with_state;
-    const int64_t *row_base; /* (T+1) first row of table t in the table block, immutable */
+    const int64_t *row_base; /* (T+1) first local row of table t in the shard, immutable */
 } np_cl_rows_args;
 extern struct starpu_codelet np_cl_gather, np_cl_scatter;
 
-/* sparse_update buffers: E RW, gE R, ucnt R, [Es RW] */
+/* sparse_update buffers: E RW, gE R, meta R, [Es RW] */
 typedef struct np_cl_sparse_args {
-    int T, d;
+    int d;
     int adagrad;
     float lr, eps;
 } np_cl_sparse_args;

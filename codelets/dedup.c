@@ -64,29 +64,3 @@ int np_keys_dedup(const int64_t *keys, size_t n, int64_t *uniq, size_t *n_uniq, 
     free(buf);
     return 0;
 }
-
-/* ---- StarPU codelet (codelets/cl.h): route = dedup every table's keys of the batch */
-#include "codelets/cl.h"
-
-static void route_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_route_args *a = cl_arg;
-    const uint32_t *off = NP_BUF(buffers, 0); /* (T, nb+1) */
-    const int64_t *keys = NP_BUF(buffers, 1); /* (nnz) */
-    int64_t *uniq = NP_BUF(buffers, 2), *pos = NP_BUF(buffers, 3), *ucnt = NP_BUF(buffers, 4);
-    int64_t base = 0;
-    for (int t = 0; t < a->T; t++) {
-        const uint32_t *o = off + (size_t)t * (a->nb + 1);
-        size_t nu = 0;
-        ucnt[t] = base;
-        if (np_keys_dedup(keys + o[0], o[a->nb] - o[0], uniq + base, &nu, pos + o[0])) {
-            *a->fail = 1;
-            nu = 0;
-        }
-        /* keys are sorted: checking the last (and first) covers the range */
-        if (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= a->rows[t])) *a->fail = 1;
-        base += (int64_t)nu;
-    }
-    ucnt[a->T] = base;
-}
-
-NP_CODELET(np_cl_route, route_cpu, "route");

@@ -41,14 +41,13 @@ void np_embbag_bwd(const float *dout, long dout_stride, /* (n, dout_stride) */
 
 static void pool_fwd_cpu(void *buffers[], void *cl_arg) {
     const np_cl_emb_args *a = cl_arg;
-    const float *rows = NP_BUF(buffers, 0);   /* (U, d) gathered rows of all tables */
+    const float *rows = NP_BUF(buffers, 0);   /* (Uq, d) received rows of all tables */
     const uint32_t *off = NP_BUF(buffers, 1); /* (T, nb+1) */
-    const int64_t *pos = NP_BUF(buffers, 2);  /* (nnz) */
-    const int64_t *ucnt = NP_BUF(buffers, 3); /* (T+1) */
-    float *P = NP_BUF(buffers, 4);            /* (n, T, d) */
+    const int64_t *pos = NP_BUF(buffers, 2);  /* (nnz) row of each key in rows */
+    float *P = NP_BUF(buffers, 3);            /* (n, T, d) */
     for (int t = 0; t < a->T; t++)
-        np_embbag_fwd(rows + (size_t)ucnt[t] * a->d, off + (size_t)t * (a->nb + 1) + a->row0, pos,
-                      a->n, a->d, P + (size_t)t * a->d, (long)a->T * a->d);
+        np_embbag_fwd(rows, off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d,
+                      P + (size_t)t * a->d, (long)a->T * a->d);
 }
 
 static void pool_bwd_cpu(void *buffers[], void *cl_arg) {
@@ -56,13 +55,12 @@ static void pool_bwd_cpu(void *buffers[], void *cl_arg) {
     const float *dP = NP_BUF(buffers, 0); /* (n, T, d) */
     const uint32_t *off = NP_BUF(buffers, 1);
     const int64_t *pos = NP_BUF(buffers, 2);
-    const int64_t *ucnt = NP_BUF(buffers, 3);
-    float *g = NP_BUF(buffers, 4); /* (U, d) this chunk's row grads */
-    memset(g, 0, (size_t)ucnt[a->T] * a->d * sizeof(float));
+    const int64_t *meta = NP_BUF(buffers, 3);
+    float *g = NP_BUF(buffers, 4); /* (Uq, d) this chunk's row grads */
+    memset(g, 0, (size_t)meta[NP_META_UQ] * a->d * sizeof(float));
     for (int t = 0; t < a->T; t++)
         np_embbag_bwd(dP + (size_t)t * a->d, (long)a->T * a->d,
-                      off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d,
-                      g + (size_t)ucnt[t] * a->d);
+                      off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d, g);
 }
 
 NP_CODELET(np_cl_pool_fwd, pool_fwd_cpu, "pool_fwd");

@@ -40,8 +40,8 @@ static void sparse_update_cpu(void *buffers[], void *cl_arg) {
     const np_cl_sparse_args *a = cl_arg;
     float *E = NP_BUF(buffers, 0);
     const float *g = NP_BUF(buffers, 1);
-    const int64_t *ucnt = NP_BUF(buffers, 2);
-    long U = (long)ucnt[a->T];
+    const int64_t *meta = NP_BUF(buffers, 2);
+    long U = (long)meta[NP_META_UO];
     if (a->adagrad)
         np_sparse_rowwise_adagrad(E, NP_BUF(buffers, 3), g, U, a->d, a->lr, a->eps);
     else

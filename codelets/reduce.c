@@ -21,8 +21,8 @@ static void sum_cpu(void *buffers[], void *cl_arg) {
         in[i] = NP_BUF(buffers, i);
     int next = a->k;
     if (a->width > 0) {
-        const int64_t *ucnt = NP_BUF(buffers, next++);
-        count = (size_t)ucnt[a->T] * (size_t)a->width;
+        const int64_t *meta = NP_BUF(buffers, next++);
+        count = (size_t)meta[a->idx] * (size_t)a->width;
     }
     np_sum_ordered(in, a->k, count, NP_BUF(buffers, next));
 }

@@ -18,47 +18,39 @@ void np_rows_scatter(const float *in, const int64_t *idx, long U, int d, float *
                (size_t)d * sizeof *in);
 }
 
-/* ---- StarPU codelets (codelets/cl.h): retrieve, write-back, local exchange */
-#include <string.h>
+/* ---- StarPU codelets (codelets/cl.h): retrieve and write-back of the owner's rows */
 
 #include "codelets/cl.h"
 
 static void gather_cpu(void *buffers[], void *cl_arg) {
     const np_cl_rows_args *a = cl_arg;
     const float *tables = NP_BUF(buffers, 0);
-    const int64_t *uniq = NP_BUF(buffers, 1), *ucnt = NP_BUF(buffers, 2);
+    const int64_t *uniq = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *E = NP_BUF(buffers, 3);
     for (int t = 0; t < a->T; t++) {
-        long U = (long)(ucnt[t + 1] - ucnt[t]);
-        np_rows_gather(tables + (size_t)a->row_base[t] * a->d, uniq + ucnt[t], U, a->d,
-                       E + (size_t)ucnt[t] * a->d);
+        int64_t u0 = meta[NP_META_UCNT(t)], U = meta[NP_META_UCNT(t + 1)] - u0;
+        np_rows_gather(tables + (size_t)a->row_base[t] * a->d, uniq + u0, (long)U, a->d,
+                       E + (size_t)u0 * a->d);
         if (a->with_state)
-            np_rows_gather((const float *)NP_BUF(buffers, 4) + a->row_base[t], uniq + ucnt[t], U, 1,
-                           (float *)NP_BUF(buffers, 5) + ucnt[t]);
+            np_rows_gather((const float *)NP_BUF(buffers, 4) + a->row_base[t], uniq + u0, (long)U,
+                           1, (float *)NP_BUF(buffers, 5) + u0);
     }
 }
 
 static void scatter_cpu(void *buffers[], void *cl_arg) {
     const np_cl_rows_args *a = cl_arg;
     const float *E = NP_BUF(buffers, 0);
-    const int64_t *uniq = NP_BUF(buffers, 1), *ucnt = NP_BUF(buffers, 2);
+    const int64_t *uniq = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *tables = NP_BUF(buffers, 3);
     for (int t = 0; t < a->T; t++) {
-        long U = (long)(ucnt[t + 1] - ucnt[t]);
-        np_rows_scatter(E + (size_t)ucnt[t] * a->d, uniq + ucnt[t], U, a->d,
+        int64_t u0 = meta[NP_META_UCNT(t)], U = meta[NP_META_UCNT(t + 1)] - u0;
+        np_rows_scatter(E + (size_t)u0 * a->d, uniq + u0, (long)U, a->d,
                         tables + (size_t)a->row_base[t] * a->d);
         if (a->with_state)
-            np_rows_scatter((const float *)NP_BUF(buffers, 4) + ucnt[t], uniq + ucnt[t], U, 1,
+            np_rows_scatter((const float *)NP_BUF(buffers, 4) + u0, uniq + u0, (long)U, 1,
                             (float *)NP_BUF(buffers, 5) + a->row_base[t]);
     }
 }
 
-static void copy_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_copy_args *a = cl_arg;
-    const int64_t *ucnt = NP_BUF(buffers, 1);
-    memcpy(NP_BUF(buffers, 2), NP_BUF(buffers, 0), (size_t)ucnt[a->T] * a->width * sizeof(float));
-}
-
 NP_CODELET(np_cl_gather, gather_cpu, "retrieve");
 NP_CODELET(np_cl_scatter, scatter_cpu, "writeback");
-NP_CODELET(np_cl_copy, copy_cpu, "exchange");

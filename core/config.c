@@ -42,6 +42,9 @@ void np_config_defaults(np_config *cfg) {
     cfg->pipeline = NP_PIPELINE_SEQUENTIAL;
     snprintf(cfg->sched, sizeof cfg->sched, "lws");
     cfg->chunks = 4;
+    cfg->shard = NP_SHARD_ROW;
+    cfg->rank = 0;
+    cfg->ranks = 1;
     cfg->quiet = 0;
     cfg->log_every = 50;
 }
@@ -272,6 +275,13 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         if (parse_i64(value, 1, 64, &i))
             return bad(err, where, key, value, "an integer in [1, 64]");
         c.chunks = (int)i;
+    } else if (!strcmp(key, "shard")) {
+        if (!strcmp(value, "row"))
+            c.shard = NP_SHARD_ROW;
+        else if (!strcmp(value, "table"))
+            c.shard = NP_SHARD_TABLE;
+        else
+            return bad(err, where, key, value, "row or table");
     } else if (!strcmp(key, "trace")) {
         if (copy_path(c.trace, value)) return bad(err, where, key, value, "a file path");
     } else if (!strcmp(key, "metrics-json")) {
@@ -365,6 +375,21 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "data criteo:%s: Criteo records have 13 dense and 26 categorical "
                       "features, but bottom starts with %d and tables is %d",
                       c->data_path, c->bottom[0], c->tables);
+    if (c->ranks > 1 && c->engine != NP_ENGINE_STARPU)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "engine: the reference trainer runs in one process; run it without "
+                      "mpirun or use --engine starpu with %d ranks",
+                      c->ranks);
+    if (c->ranks > 1 && c->batch % c->ranks)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "batch: the global batch %ld is not divisible by %d ranks (each rank "
+                      "takes batch/ranks samples); use a multiple of %d",
+                      c->batch, c->ranks, c->ranks);
+    if (c->engine == NP_ENGINE_STARPU && c->chunks > c->batch / c->ranks)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "chunks: %d chunks of a local batch of %ld samples leave some empty; use "
+                      "at most %ld",
+                      c->chunks, c->batch / c->ranks, c->batch / c->ranks);
     if (c->engine == NP_ENGINE_STARPU && c->chunks > c->batch)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "chunks: %d chunks of a batch of %ld samples leave some empty; use at most "

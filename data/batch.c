@@ -61,3 +61,34 @@ np_status np_batch_reserve_keys(np_batch *b, size_t nnz, np_error *err) {
                       b->n, nnz);
     return np_grow((void **)&b->keys, &b->cap_nnz, nnz, sizeof(int64_t), "batch keys", err);
 }
+
+np_status np_batch_slice(const np_batch *full, long lo, long n, np_batch *out, np_error *err) {
+    if (lo < 0 || n < 0 || lo + n > full->n)
+        return np_err(err, NP_STATUS_INTERNAL, "slice [%ld, %ld) of a batch of %ld samples", lo,
+                      lo + n, full->n);
+    int T = full->n_tables, nd = full->n_dense;
+    size_t nnz = 0;
+    for (int t = 0; t < T; t++) {
+        const uint32_t *o = full->offsets + (size_t)t * (full->n + 1);
+        nnz += o[lo + n] - o[lo];
+    }
+    np_status st = np_batch_reserve(out, n, nd, T, err);
+    if (!st) st = np_batch_reserve_keys(out, nnz, err);
+    if (st) return st;
+    out->n = n;
+    out->nnz = nnz;
+    out->first = full->first + (uint64_t)lo;
+    memcpy(out->dense, full->dense + (size_t)lo * nd, (size_t)n * nd * sizeof(float));
+    memcpy(out->label, full->label + lo, (size_t)n * sizeof(float));
+    size_t k = 0;
+    for (int t = 0; t < T; t++) {
+        const uint32_t *o = full->offsets + (size_t)t * (full->n + 1);
+        uint32_t *so = out->offsets + (size_t)t * (n + 1);
+        for (long i = 0; i <= n; i++)
+            so[i] = (uint32_t)(k + (o[lo + i] - o[lo]));
+        size_t c = o[lo + n] - o[lo];
+        memcpy(out->keys + k, full->keys + o[lo], c * sizeof(int64_t));
+        k += c;
+    }
+    return NP_OK;
+}

@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "graph/engine.h"
+#include "comm/comm.h"
 #include "model/model.h"
 #include "tasks/tasks.h"
 
@@ -39,9 +40,12 @@ typedef struct np_chunk {
 struct np_sp_engine {
     np_config cfg;
     np_model_t *m;
-    long nb;        /* samples per batch (global batch on one rank) */
-    int C;          /* chunks */
-    size_t cap_nnz; /* capacity of the key-sized buffers */
+    np_comm *comm;   /* NULL: one rank, no MPI */
+    int R;           /* ranks */
+    long nb;         /* samples per local batch (global batch / ranks) */
+    int C;           /* chunks */
+    size_t cap_nnz;  /* capacity of the requester-side key buffers */
+    size_t cap_recv; /* capacity of the owner-side buffers */
     /* model */
     np_h params, tables, state;
     /* input slot */
@@ -49,19 +53,32 @@ struct np_sp_engine {
     np_buf in_label;   /* (nb) */
     np_buf in_offsets; /* (T, nb+1) uint32 */
     np_buf in_keys;    /* (cap_nnz) int64 */
-    /* route and embedding buffers, sized by cap_nnz */
-    np_buf uniq;   /* (cap_nnz) int64 distinct rows per table, table after table */
-    np_buf pos;    /* (cap_nnz) int64 index of every key in its table's uniq */
-    np_buf ucnt;   /* (T+1) int64 first uniq entry of each table; [T] = total U */
-    np_buf E;      /* (cap_nnz, d) owner's buffer: retrieved rows, updated in place */
-    np_buf Es;     /* (cap_nnz) owner's gathered Adagrad state */
-    np_buf Rin;    /* (cap_nnz, d) requester's received rows */
-    np_buf grows;  /* (cap_nnz, d) requester's summed row grads */
-    np_buf gE;     /* (cap_nnz, d) owner's received row grads */
-    np_buf gdense; /* (n_dense) summed dense grads */
+    /* requester side, sized by cap_nnz */
+    np_buf uniq;     /* (cap_nnz) int64 distinct keys per table, table after table */
+    np_buf pos;      /* (cap_nnz) int64 row of Rin each key reads */
+    np_buf sendkeys; /* (cap_nnz) int64 owner-local rows, grouped by owner */
+    np_buf Rin;      /* (cap_nnz, d) received rows */
+    np_buf grows;    /* (cap_nnz, d) their summed gradients */
+    /* owner side, sized by cap_recv */
+    np_buf recvkeys;   /* (cap_recv) int64 requested local rows, by requester */
+    np_buf uniq_o;     /* (cap_recv) int64 distinct local rows per table */
+    np_buf map;        /* (cap_recv) int64 E row of each received key */
+    np_buf E;          /* (cap_recv, d) retrieved rows, updated in place */
+    np_buf Es;         /* (cap_recv) their Adagrad state */
+    np_buf gE;         /* (cap_recv, d) their summed gradients */
+    np_buf sbuf, rbuf; /* (cap_recv, d) exchange staging */
+    /* batch-wide */
+    np_buf meta;   /* (NP_META_SIZE) int64 counts */
+    np_buf token;  /* (1) the comm token: every collective takes it RW */
+    np_buf glocal; /* (n_dense) this rank's dense grads */
+    np_buf gdense; /* (n_dense) summed over ranks */
+    np_buf gall;   /* (R, n_dense) all-gather staging */
     np_chunk *ch;  /* (C) */
     np_trace *trace;
-    int route_fail;
+    int comm_worker;
+    unsigned compute_ctx;
+    int fail;
+    uint64_t bytes[4]; /* sent: keys, rows, grads, all-reduce */
     long step;
 };
 
@@ -89,18 +106,25 @@ static void buf_unreg(np_buf *b) {
 }
 
 /* The buffers whose size follows the number of keys in a batch. */
-static np_status reg_nnz_buffers(np_sp_engine *e, size_t cap, np_error *err) {
+static np_status reg_nnz_buffers(np_sp_engine *e, size_t cap, size_t cap_recv, np_error *err) {
     size_t row = (size_t)e->m->d * sizeof(float);
     np_status st;
     e->cap_nnz = cap;
+    e->cap_recv = cap_recv;
     if ((st = buf_reg(&e->in_keys, cap, sizeof(int64_t), "batch keys", err)) ||
         (st = buf_reg(&e->uniq, cap, sizeof(int64_t), "unique keys", err)) ||
         (st = buf_reg(&e->pos, cap, sizeof(int64_t), "key positions", err)) ||
-        (st = buf_reg(&e->E, cap, row, "embedding buffer", err)) ||
-        (st = buf_reg(&e->Es, cap, sizeof(float), "optimizer state buffer", err)) ||
+        (st = buf_reg(&e->sendkeys, cap, sizeof(int64_t), "keys to send", err)) ||
         (st = buf_reg(&e->Rin, cap, row, "received rows", err)) ||
         (st = buf_reg(&e->grows, cap, row, "row gradients", err)) ||
-        (st = buf_reg(&e->gE, cap, row, "received row gradients", err)))
+        (st = buf_reg(&e->recvkeys, cap_recv, sizeof(int64_t), "received keys", err)) ||
+        (st = buf_reg(&e->uniq_o, cap_recv, sizeof(int64_t), "owner rows", err)) ||
+        (st = buf_reg(&e->map, cap_recv, sizeof(int64_t), "owner row map", err)) ||
+        (st = buf_reg(&e->E, cap_recv, row, "embedding buffer", err)) ||
+        (st = buf_reg(&e->Es, cap_recv, sizeof(float), "optimizer state buffer", err)) ||
+        (st = buf_reg(&e->gE, cap_recv, row, "owner row gradients", err)) ||
+        (st = buf_reg(&e->sbuf, cap_recv, row, "send staging", err)) ||
+        (st = buf_reg(&e->rbuf, cap_recv, row, "receive staging", err)))
         return st;
     for (int c = 0; c < e->C; c++)
         if ((st = buf_reg(&e->ch[c].grows, cap, row, "chunk row gradients", err))) return st;
@@ -108,14 +132,10 @@ static np_status reg_nnz_buffers(np_sp_engine *e, size_t cap, np_error *err) {
 }
 
 static void unreg_nnz_buffers(np_sp_engine *e) {
-    buf_unreg(&e->in_keys);
-    buf_unreg(&e->uniq);
-    buf_unreg(&e->pos);
-    buf_unreg(&e->E);
-    buf_unreg(&e->Es);
-    buf_unreg(&e->Rin);
-    buf_unreg(&e->grows);
-    buf_unreg(&e->gE);
+    np_buf *all[] = {&e->in_keys, &e->uniq, &e->pos, &e->sendkeys, &e->Rin, &e->grows, &e->recvkeys,
+                     &e->uniq_o,  &e->map,  &e->E,   &e->Es,       &e->gE,  &e->sbuf,  &e->rbuf};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        buf_unreg(all[i]);
     for (int c = 0; e->ch && c < e->C; c++)
         buf_unreg(&e->ch[c].grows);
 }
@@ -195,18 +215,29 @@ void np_engine_free(np_sp_engine *e) {
     buf_unreg(&e->in_dense);
     buf_unreg(&e->in_label);
     buf_unreg(&e->in_offsets);
-    buf_unreg(&e->ucnt);
+    buf_unreg(&e->meta);
+    buf_unreg(&e->token);
+    buf_unreg(&e->glocal);
     buf_unreg(&e->gdense);
+    buf_unreg(&e->gall);
     if (e->params) starpu_data_unregister(e->params);
     if (e->tables) starpu_data_unregister(e->tables);
     if (e->state) starpu_data_unregister(e->state);
     np_trace_free(e->trace);
+    if (e->compute_ctx) starpu_sched_ctx_delete(e->compute_ctx);
     starpu_shutdown();
     free(e);
 }
 
 np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out, np_error *err) {
     *out = NULL;
+    np_comm *comm = np_comm_world();
+    if (np_comm_size(comm) != cfg->ranks)
+        return np_err(err, NP_STATUS_INTERNAL, "config says %d ranks but MPI has %d", cfg->ranks,
+                      np_comm_size(comm));
+    if (cfg->ranks > 64)
+        return np_err(err, NP_STATUS_UNSUPPORTED, "ranks: at most 64 ranks are supported, not %d",
+                      cfg->ranks);
     if (!sched_known(cfg->sched)) {
         char names[512];
         sched_list(names, sizeof names);
@@ -234,8 +265,21 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     }
     e->cfg = *cfg;
     e->m = m;
-    e->nb = cfg->batch;
+    e->comm = np_comm_is_mpi(comm) ? comm : NULL;
+    e->R = cfg->ranks;
+    e->nb = cfg->batch / cfg->ranks;
     e->C = cfg->chunks;
+    e->comm_worker = -1;
+    int nw = (int)starpu_worker_get_count();
+    if (e->R > 1 && nw >= 2) {
+        /* the last worker runs the collectives; the compute context keeps the others */
+        int ids[STARPU_NMAXWORKERS];
+        for (int w = 0; w < nw - 1; w++)
+            ids[w] = w;
+        e->comm_worker = nw - 1;
+        e->compute_ctx = starpu_sched_ctx_create(ids, nw - 1, "compute",
+                                                 STARPU_SCHED_CTX_POLICY_NAME, cfg->sched, 0);
+    }
     e->ch = calloc((size_t)e->C, sizeof *e->ch);
     np_status st = e->ch ? NP_OK : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
     if (!st && cfg->trace[0]) {
@@ -271,8 +315,13 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         (st = buf_reg(&e->in_label, nb, sizeof(float), "batch labels", err)) ||
         (st = buf_reg(&e->in_offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets",
                       err)) ||
-        (st = buf_reg(&e->ucnt, (size_t)T + 1, sizeof(int64_t), "table row counts", err)) ||
-        (st = buf_reg(&e->gdense, m->n_dense, sizeof(float), "dense grads", err))) {
+        (st = buf_reg(&e->meta, NP_META_SIZE((size_t)T, (size_t)e->R), sizeof(int64_t),
+                      "batch counts", err)) ||
+        (st = buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err)) ||
+        (st = buf_reg(&e->glocal, m->n_dense, sizeof(float), "dense grads", err)) ||
+        (st = buf_reg(&e->gdense, m->n_dense, sizeof(float), "summed dense grads", err)) ||
+        (st = buf_reg(&e->gall, m->n_dense * (size_t)e->R, sizeof(float), "all-gather staging",
+                      err))) {
         np_engine_free(e);
         return st;
     }
@@ -286,7 +335,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     }
     /* a first guess at the key count: hot keys per bag (at least one) for every table */
     size_t guess = nb * (size_t)T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
-    if ((st = reg_nnz_buffers(e, guess, err))) {
+    if ((st = reg_nnz_buffers(e, guess, guess * (size_t)e->R, err))) {
         np_engine_free(e);
         return st;
     }
@@ -319,7 +368,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np
         TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, err));
     }
     /* embeddings and interaction */
-    TRY(np_submit_pool_fwd(ctx, &ea, e->Rin.h, e->in_offsets.h, e->pos.h, e->ucnt.h, k->P.h, err));
+    TRY(np_submit_pool_fwd(ctx, &ea, e->Rin.h, e->in_offsets.h, e->pos.h, k->P.h, err));
     TRY(np_submit_interact_fwd(ctx, &ea, k->act_bot[m->n_bot - 1].h, k->P.h, k->F.h, k->Z.h, err));
     /* top MLP and loss */
     for (int i = 0; i < m->n_top; i++) {
@@ -330,7 +379,8 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np
         TRY(np_submit_linear_fwd(ctx, &a, x, e->params, k->act_top[i].h, err));
         if (L->relu) TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_top[i].h, err));
     }
-    np_cl_bce_args ba = {.row0 = k->row0, .n = k->n, .scale = 1.0f / (float)e->nb};
+    /* the loss is the mean over the GLOBAL batch: every rank scales by 1/G */
+    np_cl_bce_args ba = {.row0 = k->row0, .n = k->n, .scale = 1.0f / (float)e->cfg.batch};
     TRY(np_submit_bce(ctx, &ba, k->act_top[m->n_top - 1].h, e->in_label.h, k->loss.h,
                       k->dact_top[m->n_top - 1].h, err));
     /* backward: top MLP */
@@ -362,7 +412,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np
         TRY(np_submit_linear_bwd(ctx, &a, x, e->params, dy, k->gdense.h, dx, err));
     }
     /* embedding-row gradients of this chunk */
-    TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, e->in_offsets.h, e->pos.h, e->ucnt.h, k->grows.h,
+    TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, e->in_offsets.h, e->pos.h, e->meta.h, k->grows.h,
                            err));
 #undef TRY
     return NP_OK;
@@ -371,28 +421,43 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np
 static np_status submit_batch(np_sp_engine *e, const np_batch *b, np_error *err) {
     const np_model_t *m = e->m;
     int T = m->T, d = m->d;
-    np_task_ctx ctx = {.batch = e->step, .window = -1, .rank = 0, .trace = e->trace};
+    np_task_ctx ctx = {.batch = e->step,
+                       .window = -1,
+                       .rank = e->cfg.rank,
+                       .trace = e->trace,
+                       .comm_worker = e->comm_worker,
+                       .compute_ctx = e->compute_ctx};
     np_h slot[4] = {e->in_dense.h, e->in_label.h, e->in_offsets.h, e->in_keys.h};
     np_status st;
     int adagrad = m->cfg.sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD;
-    np_cl_route_args ra = {.nb = e->nb, .T = T, .rows = m->rows, .fail = &e->route_fail};
+    np_cl_xchg_args xa = {.cfg = &e->cfg,
+                          .comm = e->comm,
+                          .nb = e->nb,
+                          .T = T,
+                          .d = d,
+                          .R = e->R,
+                          .cap_recv = e->cap_recv,
+                          .n = m->n_dense,
+                          .fail = &e->fail,
+                          .bytes = e->bytes};
     np_cl_rows_args wa = {.T = T, .d = d, .with_state = adagrad, .row_base = m->row_base};
-    np_cl_sparse_args sa = {.T = T,
-                            .d = d,
-                            .adagrad = adagrad,
-                            .lr = (float)m->cfg.lr,
-                            .eps = (float)m->cfg.adagrad_eps};
+    np_cl_sparse_args sa = {
+        .d = d, .adagrad = adagrad, .lr = (float)m->cfg.lr, .eps = (float)m->cfg.adagrad_eps};
     np_cl_dense_args da = {.n = m->n_dense, .lr = (float)m->cfg.lr};
     np_h parts[64];
 
-    /* stages 1-4: input, route, retrieve, exchange of rows to the requester */
+    /* stages 1-4: input, route (two-phase All2All), retrieve, rows to their requesters */
     if ((st = np_submit_prefetch(&ctx, b, slot, err)) || (st = np_submit_h2d(&ctx, slot, err)) ||
-        (st = np_submit_route(&ctx, &ra, e->in_offsets.h, e->in_keys.h, e->uniq.h, e->pos.h,
-                              e->ucnt.h, err)) ||
-        (st = np_submit_retrieve(&ctx, &wa, e->tables, e->uniq.h, e->ucnt.h, e->E.h, e->state,
+        (st = np_submit_route(&ctx, &xa, e->in_offsets.h, e->in_keys.h, e->uniq.h, e->pos.h,
+                              e->sendkeys.h, e->meta.h, err)) ||
+        (st = np_submit_a2a_keys(&ctx, &xa, e->meta.h, e->sendkeys.h, e->recvkeys.h, e->token.h,
+                                 err)) ||
+        (st = np_submit_route_owner(&ctx, &xa, e->recvkeys.h, e->meta.h, e->uniq_o.h, e->map.h,
+                                    err)) ||
+        (st = np_submit_retrieve(&ctx, &wa, e->tables, e->uniq_o.h, e->meta.h, e->E.h, e->state,
                                  e->Es.h, err)) ||
-        (st = np_submit_exchange(&ctx, NP_NODE_EXCHANGE_EMB, T, d, e->E.h, e->ucnt.h, e->Rin.h, 0,
-                                 err)))
+        (st = np_submit_exchange_rows(&ctx, &xa, e->E.h, e->map.h, e->meta.h, e->Rin.h, e->sbuf.h,
+                                      e->token.h, err)))
         return st;
     /* stage 5: dense forward/backward, chunk by chunk (chunks run in parallel) */
     for (int c = 0; c < e->C; c++) {
@@ -400,19 +465,22 @@ static np_status submit_batch(np_sp_engine *e, const np_batch *b, np_error *err)
         if ((st = submit_chunk(e, &ctx, &e->ch[c], err))) return st;
     }
     ctx.window = -1;
-    /* gradients: rows back to their owner, dense all-reduce, updates, write-back */
+    /* gradients: rows back to their owners, dense all-reduce, updates, write-back */
     for (int c = 0; c < e->C; c++)
         parts[c] = e->ch[c].grows.h;
-    if ((st = np_submit_sum(&ctx, NP_NODE_BWD, e->C, parts, 0, e->ucnt.h, d, T, e->grows.h, err)) ||
-        (st = np_submit_exchange(&ctx, NP_NODE_EXCHANGE_GRAD, T, d, e->grows.h, e->ucnt.h, e->gE.h,
-                                 0, err)))
+    if ((st = np_submit_sum(&ctx, NP_NODE_BWD, e->C, parts, 0, e->meta.h, NP_META_UQ, d, e->grows.h,
+                            err)) ||
+        (st = np_submit_exchange_grads(&ctx, &xa, e->grows.h, e->map.h, e->meta.h, e->gE.h,
+                                       e->rbuf.h, e->token.h, err)))
         return st;
     for (int c = 0; c < e->C; c++)
         parts[c] = e->ch[c].gdense.h;
-    if ((st = np_submit_sum(&ctx, NP_NODE_ALLREDUCE, e->C, parts, m->n_dense, NULL, 0, T,
-                            e->gdense.h, err)) ||
-        (st = np_submit_sparse_update(&ctx, &sa, e->E.h, e->gE.h, e->ucnt.h, e->Es.h, err)) ||
-        (st = np_submit_writeback(&ctx, &wa, e->E.h, e->uniq.h, e->ucnt.h, e->tables, e->Es.h,
+    if ((st = np_submit_sum(&ctx, NP_NODE_BWD, e->C, parts, m->n_dense, NULL, 0, 0, e->glocal.h,
+                            err)) ||
+        (st = np_submit_allreduce(&ctx, &xa, e->glocal.h, e->gdense.h, e->gall.h, e->token.h,
+                                  err)) ||
+        (st = np_submit_sparse_update(&ctx, &sa, e->E.h, e->gE.h, e->meta.h, e->Es.h, err)) ||
+        (st = np_submit_writeback(&ctx, &wa, e->E.h, e->uniq_o.h, e->meta.h, e->tables, e->Es.h,
                                   e->state, err)) ||
         (st = np_submit_dense_update(&ctx, &da, e->params, e->gdense.h, err)))
         return st;
@@ -427,23 +495,32 @@ np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss, np_er
                       "(n=%ld, dense=%d, tables=%d)",
                       b->n, b->n_dense, b->n_tables, e->nb, m->cfg.bottom[0], m->T);
     np_status st;
-    if (b->nnz > e->cap_nnz) { /* sequential: nothing is in flight here */
+    /* an owner receives at most every rank's keys: size its buffers from the largest batch
+     * (a control collective, between batches, so it never meets the graph's) */
+    int64_t max_nnz = (int64_t)b->nnz;
+    if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &max_nnz, 1))
+        return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
+                      e->cfg.rank);
+    size_t need_recv = (size_t)max_nnz * (size_t)e->R;
+    if (b->nnz > e->cap_nnz || need_recv > e->cap_recv) { /* nothing is in flight here */
         unreg_nnz_buffers(e);
         size_t cap = e->cap_nnz * 2 > b->nnz ? e->cap_nnz * 2 : b->nnz;
-        if ((st = reg_nnz_buffers(e, cap, err))) return st;
+        size_t cap_recv = e->cap_recv * 2 > need_recv ? e->cap_recv * 2 : need_recv;
+        if ((st = reg_nnz_buffers(e, cap, cap_recv, err))) return st;
     }
-    e->route_fail = 0;
+    e->fail = 0;
     st = submit_batch(e, b, err);
     starpu_task_wait_for_all(); /* sequential mode: batch t+1 starts after t ends */
     if (st) return st;
-    if (e->route_fail)
+    if (e->fail)
         return np_err(err, NP_STATUS_INTERNAL,
-                      "step %ld: a key was out of its table's range or dedup ran out of memory",
-                      e->step + 1);
+                      "rank %d, step %ld: a key was out of its table's range, memory ran out "
+                      "or an exchange failed",
+                      e->cfg.rank, e->step + 1);
     double sum = 0;
     for (int c = 0; c < e->C; c++)
         sum += *(double *)e->ch[c].loss.mem; /* fixed order */
-    *loss = sum / (double)e->nb;
+    *loss = sum / (double)e->cfg.batch;      /* this rank's share of the global mean */
     e->step++;
     return NP_OK;
 }
@@ -457,6 +534,10 @@ np_status np_engine_finish(np_sp_engine *e, np_error *err) {
         return np_trace_write_chrome(e->trace, e->cfg.trace, err);
     }
     return NP_OK;
+}
+
+void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
+    memcpy(out, e->bytes, sizeof e->bytes);
 }
 
 const np_trace *np_engine_trace(const np_sp_engine *e) {

@@ -11,11 +11,15 @@ typedef struct np_sp_engine np_sp_engine;
  * parameters and every buffer of the batch graph. One engine per process at a time. */
 NP_NODISCARD np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out,
                                         np_error *err);
-/* Submits the task graph of one global batch and waits for it (sequential pipeline). */
+/* Submits the task graph of this rank's slice of one global batch and waits for it
+ * (sequential pipeline). *loss is this rank's BCE sum over the global batch size; summed
+ * over ranks it is the global mean. */
 NP_NODISCARD np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss,
                                       np_error *err);
 /* Waits for all tasks and writes the trace if one was asked for. */
 NP_NODISCARD np_status np_engine_finish(np_sp_engine *e, np_error *err);
+/* Bytes this rank sent so far: keys (with counts), rows, row gradients, dense all-reduce. */
+void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]);
 /* The recorded trace, NULL when tracing is off. */
 const np_trace *np_engine_trace(const np_sp_engine *e);
 /* Unregisters everything (the model memory stays with the model) and stops StarPU. */

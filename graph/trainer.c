@@ -37,6 +37,13 @@ np_status np_trainer_finish(np_trainer_t *tr, np_error *err) {
     return tr->sp ? np_engine_finish(tr->sp, err) : NP_OK;
 }
 
+void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]) {
+    if (tr->sp)
+        np_engine_bytes(tr->sp, out);
+    else
+        out[0] = out[1] = out[2] = out[3] = 0;
+}
+
 void np_trainer_free(np_trainer_t *tr) {
     if (!tr) return;
     np_reference_free(tr->ref);

@@ -66,10 +66,11 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
     m->dense = np_alloc(m->n_dense, sizeof(float), "dense parameters", err);
     m->rows = np_alloc((size_t)m->T, sizeof(int64_t), "row counts", err);
     m->row_base = np_alloc((size_t)m->T + 1, sizeof(int64_t), "row offsets", err);
+    m->local_rows = np_alloc((size_t)m->T, sizeof(int64_t), "shard row counts", err);
     m->table = np_zalloc((size_t)m->T, sizeof(float *), "table pointers", err);
     if (cfg->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD)
         m->state = np_zalloc((size_t)m->T, sizeof(float *), "adagrad pointers", err);
-    if (!m->dense || !m->rows || !m->row_base || !m->table ||
+    if (!m->dense || !m->rows || !m->row_base || !m->local_rows || !m->table ||
         (cfg->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD && !m->state)) {
         np_model_free(m);
         return NP_STATUS_NO_MEMORY;
@@ -87,30 +88,43 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
                 b[e] = np_model_init_value(cfg, k + 1, 0, L[i].out, 0, e);
         }
     }
-    /* all tables in one block (and all Adagrad state in another): one buffer for the
-     * engines to register, rows of table t start at row_base[t] */
+    /* this rank's shard of every table in one block (and its Adagrad state in another):
+     * one buffer for the engines to register; local rows of table t start at row_base[t] */
     int64_t total = 0;
     for (int t = 0; t < m->T; t++) {
         m->rows[t] = np_config_rows(cfg, t);
+        m->local_rows[t] = np_shard_rows(cfg, t, cfg->rank, m->rows[t]);
         m->row_base[t] = total;
-        total += m->rows[t];
+        total += m->local_rows[t];
     }
     m->row_base[m->T] = total;
-    m->table_mem = np_alloc((size_t)total, (size_t)m->d * sizeof(float), "embedding tables", err);
-    if (m->state) m->state_mem = np_zalloc((size_t)total, sizeof(float), "adagrad state", err);
+    /* at least one row, so a rank that owns no rows (table-wise, R > T) still has a buffer */
+    size_t alloc_rows = total > 0 ? (size_t)total : 1;
+    m->table_mem = np_alloc(alloc_rows, (size_t)m->d * sizeof(float), "embedding tables", err);
+    if (m->state) m->state_mem = np_zalloc(alloc_rows, sizeof(float), "adagrad state", err);
     if (!m->table_mem || (m->state && !m->state_mem)) {
         np_model_free(m);
         return NP_STATUS_NO_MEMORY;
     }
     for (int t = 0; t < m->T; t++) {
-        size_t n = (size_t)m->rows[t] * (size_t)m->d;
-        m->table[t] = m->table_mem + (size_t)m->row_base[t] * m->d;
+        size_t d = (size_t)m->d;
+        m->table[t] = m->table_mem + (size_t)m->row_base[t] * d;
         if (m->state) m->state[t] = m->state_mem + m->row_base[t];
-        for (size_t e = 0; e < n; e++)
-            m->table[t][e] = np_model_init_value(cfg, k + t, 0, 0, m->rows[t], e);
+        /* every row from its GLOBAL index: a shard holds exactly the single-process rows */
+        for (int64_t j = 0; j < m->local_rows[t]; j++) {
+            uint64_t g = (uint64_t)np_shard_global(cfg, t, cfg->rank, j);
+            for (size_t col = 0; col < d; col++)
+                m->table[t][(size_t)j * d + col] =
+                    np_model_init_value(cfg, k + t, 0, 0, m->rows[t], g * d + col);
+        }
     }
     *out = m;
     return NP_OK;
+}
+
+size_t np_model_table_bytes(const np_model_t *m) {
+    size_t rows = (size_t)m->row_base[m->T];
+    return rows * (size_t)m->d * sizeof(float) + (m->state_mem ? rows * sizeof(float) : 0);
 }
 
 void np_model_free(np_model_t *m) {
@@ -118,6 +132,7 @@ void np_model_free(np_model_t *m) {
     free(m->table_mem);
     free(m->state_mem);
     free(m->row_base);
+    free(m->local_rows);
     free(m->table);
     free(m->state);
     free(m->rows);
@@ -158,6 +173,9 @@ static int put_tensor(FILE *f, const char *name, int ndim, const uint64_t *dims,
 }
 
 np_status np_model_dump(const np_model_t *m, const char *path, np_error *err) {
+    if (m->cfg.ranks > 1)
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "dump-params: rank %d holds a shard; gather the model first", m->cfg.rank);
     char tmp[NP_PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");

@@ -4,6 +4,7 @@
 #ifndef NP_MODEL_MODEL_H
 #define NP_MODEL_MODEL_H
 
+#include "core/shard.h"
 #include "nestpipe/nestpipe.h"
 
 /* One linear layer of an MLP; W and b are views into np_model.dense. */
@@ -21,13 +22,14 @@ struct np_model {
     np_layer top[NP_MAX_LAYERS];
     float *dense; /* (n_dense) all MLP parameters: bot W,b..., top W,b... */
     size_t n_dense;
-    int T, d;          /* tables, embedding dim */
-    int64_t *rows;     /* (T) rows per table */
-    int64_t *row_base; /* (T+1) first row of table t in table_mem; [T] = total rows */
-    float *table_mem;  /* (row_base[T], d) all tables, table after table */
-    float *state_mem;  /* (row_base[T]) row-wise Adagrad accumulators; NULL for SGD */
-    float **table;     /* T views into table_mem: (rows[t], d) */
-    float **state;     /* T views into state_mem: (rows[t]); NULL for SGD */
+    int T, d;            /* tables, embedding dim */
+    int64_t *rows;       /* (T) rows per table */
+    int64_t *local_rows; /* (T) rows of table t held here (= rows[t] on one rank) */
+    int64_t *row_base;   /* (T+1) first local row of table t in table_mem; [T] = total */
+    float *table_mem;    /* (row_base[T], d) this rank's shard of all tables, table after table */
+    float *state_mem;    /* (row_base[T]) row-wise Adagrad accumulators; NULL for SGD */
+    float **table;       /* T views into table_mem: (local_rows[t], d) */
+    float **state;       /* T views into state_mem: (local_rows[t]); NULL for SGD */
 };
 
 /* Number of dense tensors (W and b per layer) and their dump names ("bottom.0.weight"). */

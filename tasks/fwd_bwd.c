@@ -38,16 +38,16 @@ np_status np_submit_relu_bwd(const np_task_ctx *c, size_t n, np_h y, np_h dy, np
 }
 
 np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows, np_h offsets,
-                             np_h pos, np_h ucnt, np_h P, np_error *err) {
-    np_h h[5] = {rows, offsets, pos, ucnt, P};
-    enum starpu_data_access_mode m[5] = {R, R, R, R, W};
-    return np_task_submit(c, &np_cl_pool_fwd, NP_NODE_FWD, NP_PRIO_CRITICAL, 5, h, m, a, sizeof *a,
+                             np_h pos, np_h P, np_error *err) {
+    np_h h[4] = {rows, offsets, pos, P};
+    enum starpu_data_access_mode m[4] = {R, R, R, W};
+    return np_task_submit(c, &np_cl_pool_fwd, NP_NODE_FWD, NP_PRIO_CRITICAL, 4, h, m, a, sizeof *a,
                           0, err);
 }
 
 np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP, np_h offsets,
-                             np_h pos, np_h ucnt, np_h grows, np_error *err) {
-    np_h h[5] = {dP, offsets, pos, ucnt, grows};
+                             np_h pos, np_h meta, np_h grows, np_error *err) {
+    np_h h[5] = {dP, offsets, pos, meta, grows};
     enum starpu_data_access_mode m[5] = {R, R, R, R, W};
     return np_task_submit(c, &np_cl_pool_bwd, NP_NODE_BWD, NP_PRIO_CRITICAL, 5, h, m, a, sizeof *a,
                           0, err);

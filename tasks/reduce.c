@@ -1,10 +1,10 @@
-/* Fixed-order reductions of chunk partials: dense gradients (the all-reduce node; across
- * ranks MPI joins here) and embedding-row gradients. */
+/* Fixed-order reductions of chunk partials: dense gradients and embedding-row gradients
+ * (the cross-rank all-reduce is tasks/exchange.c). */
 #include "core/util.h"
 #include "tasks/tasks.h"
 
 np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k, const np_h *parts,
-                        size_t count, np_h ucnt, int width, int T, np_h out, np_error *err) {
+                        size_t count, np_h meta, int idx, int width, np_h out, np_error *err) {
     np_h h[66];
     enum starpu_data_access_mode m[66];
     if (k < 1 || k > 64)
@@ -14,12 +14,12 @@ np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k, const np
         h[n] = parts[i];
         m[n++] = STARPU_R;
     }
-    if (ucnt) {
-        h[n] = ucnt;
+    if (meta) {
+        h[n] = meta;
         m[n++] = STARPU_R;
     }
     h[n] = out;
     m[n++] = STARPU_W;
-    np_cl_sum_args a = {.k = k, .count = count, .width = ucnt ? width : 0, .T = T};
+    np_cl_sum_args a = {.k = k, .count = count, .width = meta ? width : 0, .idx = idx};
     return np_task_submit(c, &np_cl_sum, kind, NP_PRIO_CRITICAL, n, h, m, &a, sizeof a, 0, err);
 }

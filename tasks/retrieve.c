@@ -4,8 +4,8 @@
 #include "tasks/tasks.h"
 
 np_status np_submit_retrieve(const np_task_ctx *c, const np_cl_rows_args *a, np_h tables, np_h uniq,
-                             np_h ucnt, np_h E, np_h state, np_h Es, np_error *err) {
-    np_h h[6] = {tables, uniq, ucnt, E, state, Es};
+                             np_h meta, np_h E, np_h state, np_h Es, np_error *err) {
+    np_h h[6] = {tables, uniq, meta, E, state, Es};
     enum starpu_data_access_mode m[6] = {STARPU_R, STARPU_R, STARPU_R,
                                          STARPU_W, STARPU_R, STARPU_W};
     return np_task_submit(c, &np_cl_gather, NP_NODE_RETRIEVE, NP_PRIO_BATCH, a->with_state ? 6 : 4,
@@ -13,8 +13,8 @@ np_status np_submit_retrieve(const np_task_ctx *c, const np_cl_rows_args *a, np_
 }
 
 np_status np_submit_writeback(const np_task_ctx *c, const np_cl_rows_args *a, np_h E, np_h uniq,
-                              np_h ucnt, np_h tables, np_h Es, np_h state, np_error *err) {
-    np_h h[6] = {E, uniq, ucnt, tables, Es, state};
+                              np_h meta, np_h tables, np_h Es, np_h state, np_error *err) {
+    np_h h[6] = {E, uniq, meta, tables, Es, state};
     enum starpu_data_access_mode m[6] = {STARPU_R,  STARPU_R, STARPU_R,
                                          STARPU_RW, STARPU_R, STARPU_RW};
     return np_task_submit(c, &np_cl_scatter, NP_NODE_WRITEBACK, NP_PRIO_BATCH,

@@ -34,6 +34,13 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     task->cl = cl;
     task->name = cl->name;
     task->priority = prio;
+    if (ctx->pin && ctx->comm_worker >= 0) {
+        /* collectives run one at a time on the communication worker */
+        task->execute_on_a_specific_worker = 1;
+        task->workerid = (unsigned)ctx->comm_worker;
+    } else if (ctx->compute_ctx) {
+        task->sched_ctx = ctx->compute_ctx; /* the other workers */
+    }
     task->nbuffers = nbuf;
     if (nbuf > STARPU_NMAXBUFS) {
         /* StarPU frees these two arrays with the task */

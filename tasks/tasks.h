@@ -18,7 +18,10 @@ typedef struct np_task_ctx {
     long batch; /* step index */
     int window; /* chunk / micro-batch, -1 for batch-wide tasks */
     int rank;
-    np_trace *trace; /* NULL: no tracing; times are StarPU's clock in microseconds */
+    np_trace *trace;      /* NULL: no tracing; times are StarPU's clock in microseconds */
+    int comm_worker;      /* worker that runs every collective, -1: any worker */
+    unsigned compute_ctx; /* scheduling context of the other tasks (0: the global one) */
+    int pin;              /* set by the comm submitters: run this task on comm_worker */
 } np_task_ctx;
 
 /* Priorities for policies that honour them (prio, lws, dmdas): the dense chain of the
@@ -37,23 +40,36 @@ NP_NODISCARD np_status np_submit_prefetch(const np_task_ctx *c, const np_batch *
                                           const np_h slot[4], np_error *err);
 NP_NODISCARD np_status np_submit_h2d(const np_task_ctx *c, const np_h slot[4], np_error *err);
 
-/* ---- route and retrieve (tasks/route.c, tasks/retrieve.c) */
-NP_NODISCARD np_status np_submit_route(const np_task_ctx *c, const np_cl_route_args *a,
-                                       np_h offsets, np_h keys, np_h uniq, np_h pos, np_h ucnt,
+/* ---- route (tasks/route.c): requester dedup + bucketing, the two-phase All2All of
+ * counts and keys (a collective: RW on the comm token), and the owner's dedup. */
+NP_NODISCARD np_status np_submit_route(const np_task_ctx *c, const np_cl_xchg_args *a, np_h offsets,
+                                       np_h keys, np_h uniq, np_h pos, np_h sendkeys, np_h meta,
                                        np_error *err);
-/* state/Es may be NULL (SGD). */
+NP_NODISCARD np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a, np_h meta,
+                                          np_h sendkeys, np_h recvkeys, np_h token, np_error *err);
+NP_NODISCARD np_status np_submit_route_owner(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                             np_h recvkeys, np_h meta, np_h uniq_o, np_h map,
+                                             np_error *err);
+
+/* ---- retrieve and write-back of the owner's rows (tasks/retrieve.c); state/Es may be
+ * NULL (SGD). */
 NP_NODISCARD np_status np_submit_retrieve(const np_task_ctx *c, const np_cl_rows_args *a,
-                                          np_h tables, np_h uniq, np_h ucnt, np_h E, np_h state,
+                                          np_h tables, np_h uniq, np_h meta, np_h E, np_h state,
                                           np_h Es, np_error *err);
 NP_NODISCARD np_status np_submit_writeback(const np_task_ctx *c, const np_cl_rows_args *a, np_h E,
-                                           np_h uniq, np_h ucnt, np_h tables, np_h Es, np_h state,
+                                           np_h uniq, np_h meta, np_h tables, np_h Es, np_h state,
                                            np_error *err);
 
-/* ---- exchanges (tasks/exchange.c): one rank today, so a local copy of ucnt[T]*width
- * floats from the owner's buffer to the requester's (rows) or back (grads). */
-NP_NODISCARD np_status np_submit_exchange(const np_task_ctx *c, np_node_kind kind, int T, int width,
-                                          np_h src, np_h ucnt, np_h dst, uint64_t bytes,
-                                          np_error *err);
+/* ---- exchanges and the all-reduce (tasks/exchange.c): collectives, RW on the token. */
+NP_NODISCARD np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                               np_h E, np_h map, np_h meta, np_h Rin, np_h sbuf,
+                                               np_h token, np_error *err);
+NP_NODISCARD np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                                np_h grows, np_h map, np_h meta, np_h gE, np_h rbuf,
+                                                np_h token, np_error *err);
+NP_NODISCARD np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                           np_h glocal, np_h gdense, np_h all, np_h token,
+                                           np_error *err);
 
 /* ---- dense forward/backward of one chunk (tasks/fwd_bwd.c) */
 NP_NODISCARD np_status np_submit_linear_fwd(const np_task_ctx *c, const np_cl_linear_args *a,
@@ -66,9 +82,9 @@ NP_NODISCARD np_status np_submit_relu_fwd(const np_task_ctx *c, size_t n, np_h y
 NP_NODISCARD np_status np_submit_relu_bwd(const np_task_ctx *c, size_t n, np_h y, np_h dy,
                                           np_error *err);
 NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
-                                          np_h offsets, np_h pos, np_h ucnt, np_h P, np_error *err);
+                                          np_h offsets, np_h pos, np_h P, np_error *err);
 NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
-                                          np_h offsets, np_h pos, np_h ucnt, np_h grows,
+                                          np_h offsets, np_h pos, np_h meta, np_h grows,
                                           np_error *err);
 NP_NODISCARD np_status np_submit_interact_fwd(const np_task_ctx *c, const np_cl_emb_args *a,
                                               np_h bot, np_h P, np_h F, np_h Z, np_error *err);
@@ -78,12 +94,12 @@ NP_NODISCARD np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args 
                                      np_h labels, np_h loss, np_h dlogits, np_error *err);
 
 /* ---- reductions and updates (tasks/reduce.c, tasks/update.c) */
-/* Sums k chunk partials in index order: count floats (ucnt == NULL) or ucnt[T]*width. */
+/* Sums k chunk partials in index order: count floats (meta == NULL) or meta[idx]*width. */
 NP_NODISCARD np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k,
-                                     const np_h *parts, size_t count, np_h ucnt, int width, int T,
+                                     const np_h *parts, size_t count, np_h meta, int idx, int width,
                                      np_h out, np_error *err);
 NP_NODISCARD np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args *a,
-                                               np_h E, np_h gE, np_h ucnt, np_h Es, np_error *err);
+                                               np_h E, np_h gE, np_h meta, np_h Es, np_error *err);
 NP_NODISCARD np_status np_submit_dense_update(const np_task_ctx *c, const np_cl_dense_args *a,
                                               np_h params, np_h gdense, np_error *err);
 

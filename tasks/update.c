@@ -3,8 +3,8 @@
 #include "tasks/tasks.h"
 
 np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args *a, np_h E, np_h gE,
-                                  np_h ucnt, np_h Es, np_error *err) {
-    np_h h[4] = {E, gE, ucnt, Es};
+                                  np_h meta, np_h Es, np_error *err) {
+    np_h h[4] = {E, gE, meta, Es};
     enum starpu_data_access_mode m[4] = {STARPU_RW, STARPU_R, STARPU_R, STARPU_RW};
     return np_task_submit(c, &np_cl_sparse_update, NP_NODE_SPARSE_UPDATE, NP_PRIO_BATCH,
                           a->adagrad ? 4 : 3, h, m, a, sizeof *a, 0, err);

@@ -179,11 +179,13 @@ static void test_trace_matches_graph(void **state) {
     snprintf(c.trace, sizeof c.trace, "%s", path);
     const long steps = 3;
     np_model_t *m = train(&c, steps);
-    /* tasks per batch: 5 input/route/retrieve/exchange + 6 reduce/exchange/update/write-back,
+    /* tasks per batch: 7 before the chunks (prefetch, h2d, route, a2a_keys, route_owner,
+     * retrieve, exchange_rows) and 7 after (two sums, exchange_grads, allreduce, sparse
+     * update, write-back, dense update),
      * and per chunk: bottom linear+relu, pool, interaction, top linear (+relu but the last),
      * bce fwd+bwd, the same backward, pool backward */
     long per_chunk = 4L * m->n_bot + 4L * m->n_top + 4;
-    long expect = steps * (11 + c.chunks * per_chunk);
+    long expect = steps * (14 + c.chunks * per_chunk);
 
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);

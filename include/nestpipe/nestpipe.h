@@ -70,6 +70,10 @@ const char *np_status_name(np_status s);
 typedef enum np_data_kind { NP_DATA_SYNTHETIC, NP_DATA_CRITEO, NP_DATA_BIN } np_data_kind;
 typedef enum np_sparse_optim { NP_SPARSE_SGD, NP_SPARSE_ROWWISE_ADAGRAD } np_sparse_optim;
 typedef enum np_engine { NP_ENGINE_REFERENCE, NP_ENGINE_STARPU } np_engine;
+typedef enum np_shard {
+    NP_SHARD_ROW,   /* row k of table t lives on rank (k + t) mod R, as local row k div R */
+    NP_SHARD_TABLE, /* table t lives whole on rank t mod R */
+} np_shard;
 typedef enum np_pipeline {
     NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
     NP_PIPELINE_DBP,        /* dual-buffer pipelining (later) */
@@ -115,8 +119,12 @@ typedef struct np_config {
     char metrics_json[NP_PATH_MAX]; /* key "metrics-json" */
     char dump_params[NP_PATH_MAX];  /* key "dump-params" */
     char trace[NP_PATH_MAX];        /* key "trace": Chrome trace JSON of every task (starpu) */
-    int quiet;                      /* key "quiet": 0|1 */
-    long log_every;                 /* key "log-every": steps between plain progress lines */
+    /* distribution */
+    np_shard shard;  /* key "shard": row | table */
+    int rank, ranks; /* this process and the job's size: set from MPI by the
+                        launcher (np_comm), not config keys; 0 and 1 alone */
+    int quiet;       /* key "quiet": 0|1 */
+    long log_every;  /* key "log-every": steps between plain progress lines */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -163,6 +171,11 @@ typedef struct np_batch {
 
 /* Frees the arrays of a batch and zeroes it; NULL-safe. */
 void np_batch_free(np_batch *b);
+
+/* out = samples [lo, lo+n) of full (out grows as needed; offsets rebased to out's keys).
+ * A rank of R takes slice r*G/R of each global batch this way. */
+NP_NODISCARD np_status np_batch_slice(const np_batch *full, long lo, long n, np_batch *out,
+                                      np_error *err);
 
 typedef enum np_split { NP_SPLIT_TRAIN, NP_SPLIT_EVAL } np_split;
 
@@ -219,7 +232,13 @@ NP_NODISCARD np_status np_trainer_finish(np_trainer_t *tr, np_error *err);
 /* One optimizer step on a global batch; *loss is the batch's mean BCE before the update. */
 NP_NODISCARD np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,
                                        np_error *err);
+/* Bytes this rank sent so far: [0] keys (and counts), [1] embedding rows, [2] row
+ * gradients, [3] dense all-reduce. All zero for the reference engine. */
+void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]);
 void np_trainer_free(np_trainer_t *tr);
+
+/* Bytes of embedding tables (and optimizer state) this process holds: its shard. */
+size_t np_model_table_bytes(const np_model_t *m);
 
 typedef struct np_eval_result {
     long n;         /* samples evaluated */

@@ -1,0 +1,57 @@
+/* Exchange backend across ranks: MPI today (NCCL takes the same place on GPUs later).
+ * One np_comm per process, created once before any engine. When the process was not
+ * started by mpirun there is no MPI at all: one rank, and every exchange is a local copy
+ * done by the caller. Collective wrappers poll non-blocking MPI with a yield so a waiting
+ * rank does not steal its core from the compute workers (DESIGN.md). */
+#ifndef NP_COMM_COMM_H
+#define NP_COMM_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nestpipe/nestpipe.h"
+
+typedef struct np_comm np_comm;
+
+/* Starts MPI (MPI_THREAD_MULTIPLE) when launched by mpirun, else a one-rank comm with no
+ * MPI. *out is NULL-safe to free. */
+NP_NODISCARD np_status np_comm_init(int *argc, char ***argv, np_comm **out, np_error *err);
+/* Finalizes MPI (if started) and frees. NULL-safe. */
+void np_comm_free(np_comm *c);
+/* Ends every rank of the job with `code` after a rank failed: never returns. Without MPI
+ * it simply exits. Only apps/ call it. */
+void np_comm_abort(np_comm *c, int code);
+
+/* The comm np_comm_init created (NULL before it or after np_comm_free): MPI is one per
+ * process, and the engine finds it here. */
+np_comm *np_comm_world(void);
+
+int np_comm_rank(const np_comm *c);
+int np_comm_size(const np_comm *c);
+/* 1 when MPI is in use (even with one rank under mpirun). */
+int np_comm_is_mpi(const np_comm *c);
+
+/* Two channels with their own duplicated communicators, so the graph's collectives (run
+ * by comm tasks on a worker) and the driver's control collectives (main thread) never
+ * interleave on one communicator. */
+typedef enum np_channel { NP_CHAN_DATA = 0, NP_CHAN_CTL = 1 } np_channel;
+
+/* Collectives; each returns 0 or -1 (an MPI error; the job is then aborted by the caller).
+ * Counts and displacements are in elements of the given byte size. With one rank they
+ * copy send to receive. */
+int np_comm_alltoall_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t *recv,
+                         int per_rank);
+int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t *scounts,
+                      void *recv, const int64_t *rcounts, size_t elem);
+/* recv gets every rank's n-element send, rank after rank. */
+int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, size_t n,
+                      size_t elem);
+/* Sum over ranks of one int64 / max of one int64. */
+int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max);
+int np_comm_allreduce_f64_sum(np_comm *c, np_channel ch, double *inout, int n);
+/* Rank 0 receives n_r elements from each rank r (recv NULL elsewhere). */
+int np_comm_gatherv(np_comm *c, np_channel ch, const void *send, int64_t n, void *recv,
+                    const int64_t *counts, size_t elem);
+int np_comm_barrier(np_comm *c, np_channel ch);
+
+#endif

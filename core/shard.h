@@ -1,0 +1,39 @@
+/* Where each embedding row lives across ranks: pure functions of the config, used by the
+ * model (which rows to allocate and initialise), the route codelet (whom to ask) and the
+ * gather of the logical model. Private to the library. */
+#ifndef NP_CORE_SHARD_H
+#define NP_CORE_SHARD_H
+
+#include <stdint.h>
+
+#include "nestpipe/nestpipe.h"
+
+/* docs/engine.md "Sharding": where row k of table t lives.
+ * Row-wise: on rank (k + t) mod R as local row k div R (consecutive hot keys, which Zipf
+ * data makes the small ids, spread over all ranks; the +t offset spreads each table's
+ * hottest row too). Table-wise: table t whole on rank t mod R. */
+static inline int np_shard_owner(const np_config *c, int t, int64_t k) {
+    if (c->ranks == 1) return 0;
+    return c->shard == NP_SHARD_ROW ? (int)((k + t) % c->ranks) : t % c->ranks;
+}
+
+static inline int64_t np_shard_local(const np_config *c, int64_t k) {
+    return c->ranks == 1 || c->shard == NP_SHARD_TABLE ? k : k / c->ranks;
+}
+
+/* The global row of local row j of table t on rank r. */
+static inline int64_t np_shard_global(const np_config *c, int t, int r, int64_t j) {
+    if (c->ranks == 1 || c->shard == NP_SHARD_TABLE) return j;
+    int64_t R = c->ranks, first = (((int64_t)r - t) % R + R) % R;
+    return first + R * j;
+}
+
+/* Rows of table t (of `rows`) held by rank r. */
+static inline int64_t np_shard_rows(const np_config *c, int t, int r, int64_t rows) {
+    if (c->ranks == 1) return rows;
+    if (c->shard == NP_SHARD_TABLE) return t % c->ranks == r ? rows : 0;
+    int64_t R = c->ranks, first = (((int64_t)r - t) % R + R) % R;
+    return rows > first ? (rows - first + R - 1) / R : 0;
+}
+
+#endif

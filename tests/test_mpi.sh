@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# MPI tests of `nestpipe train` under mpirun (oversubscribed, sizes kept small for a
+# two-core machine): R = 1..4 ranks match the reference trainer for row- and table-wise
+# sharding and both sparse optimizers; repeated runs give the same bytes; tables shrink
+# ~1/R per rank; data that ends mid-batch, a killed rank, a failing rank and bad R/batch
+# combinations all end cleanly and quickly.
+# usage: test_mpi.sh PATH/TO/nestpipe
+set -u
+NP=$1
+W=$(mktemp -d /tmp/np_mpi_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+pass=0
+failed=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+# one StarPU worker per rank: four ranks share two cores
+export STARPU_NCPU=${STARPU_NCPU:-1} STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+  -x STARPU_NCPU -x STARPU_SILENT -x STARPU_WORKERS_NOBIND -x STARPU_HOME)
+SM=(--rows 1000,700,1200,333,50,900 --tables 6 --hot 2 --bottom 13-16-16 --top 16-8-1
+  --batch 48 --steps 30 --quiet --chunks 2)
+
+run_np() { # R OUT.params [flags...]: mpirun with R ranks, 120 s at most
+  local R=$1 out=$2
+  shift 2
+  timeout 120 "${MPIRUN[@]}" -np "$R" "$NP" train "${SM[@]}" --dump-params "$out" "$@" \
+    >"$W/out" 2>"$W/err"
+}
+
+for optim in sgd rowwise-adagrad; do
+  "$NP" train --engine reference "${SM[@]}" --sparse-optim "$optim" \
+    --dump-params "$W/ref_$optim" >/dev/null 2>"$W/err" || bad "reference $optim: $(cat "$W/err")"
+  for shard in row table; do
+    for R in 1 2 3 4; do
+      name="R=$R $shard $optim"
+      if ! run_np "$R" "$W/p" --shard "$shard" --sparse-optim "$optim" \
+        --metrics-json "$W/m_${R}_$shard.json"; then
+        bad "$name: exit $?: $(tail -n 3 "$W/err")"
+        continue
+      fi
+      if "$NP" compare "$W/p" "$W/ref_$optim" --rtol 1e-4 --atol 1e-5 >"$W/cmp"; then
+        ok "$name matches the reference (rel 1e-4, abs 1e-5)"
+      else
+        bad "$name differs from the reference: $(grep -m3 OUT "$W/cmp")"
+      fi
+      if [[ $R == 3 && $optim == rowwise-adagrad ]]; then
+        cp "$W/p" "$W/first"
+        run_np 3 "$W/second" --shard "$shard" --sparse-optim "$optim"
+        cmp -s "$W/first" "$W/second" && ok "$name: a second run gives the same bytes" \
+          || bad "$name: repeated runs differ"
+      fi
+    done
+  done
+done
+
+# the comparison can fail: a model trained for fewer steps is told apart
+run_np 2 "$W/short" --steps 3
+"$NP" compare "$W/short" "$W/ref_sgd" >/dev/null
+[[ $? == 1 ]] && ok "compare tells a different model apart" || bad "compare missed a difference"
+
+# tables per rank shrink ~1/R (row-wise; memory from --metrics-json)
+t1=$(grep -o '"table_bytes_max_rank": [0-9]*' "$W/m_1_row.json" | grep -o '[0-9]*$')
+t4=$(grep -o '"table_bytes_max_rank": [0-9]*' "$W/m_4_row.json" | grep -o '[0-9]*$')
+if [[ -n $t1 && -n $t4 ]] && ((t4 * 4 <= t1 * 105 / 100)); then
+  ok "tables per rank: $t1 bytes on 1 rank, $t4 on each of 4"
+else
+  bad "tables per rank did not shrink ~1/4: $t1 vs $t4"
+fi
+grep -q '"keys": [1-9]' "$W/m_4_row.json" && grep -q '"rows": [1-9]' "$W/m_4_row.json" &&
+  grep -q '"grads": [1-9]' "$W/m_4_row.json" && grep -q '"allreduce": [1-9]' "$W/m_4_row.json" &&
+  grep -q '"ranks": 4' "$W/m_4_row.json" && ok "metrics report ranks and bytes per kind" ||
+  bad "metrics lack ranks or bytes: $(cat "$W/m_4_row.json")"
+
+# file data that ends mid-batch: every rank stops after the same step
+awk 'BEGIN { srand(3); for (i = 0; i < 700; i++) { l = int(rand() * 2);
+  for (j = 0; j < 13; j++) l = l "\t" int(rand() * 100);
+  for (j = 0; j < 26; j++) l = l "\t" sprintf("%08x", int(rand() * 65536)); print l } }' >"$W/d.tsv"
+CRITEO=(--data "criteo:$W/d.tsv" --steps 0 --tables 26 --rows 500 --batch 48 --quiet)
+if timeout 120 "${MPIRUN[@]}" -np 3 "$NP" train "${CRITEO[@]}" --metrics-json "$W/c.json" \
+  --dump-params "$W/c3" >"$W/out" 2>"$W/err" && grep -q '"steps": 13,' "$W/c.json"; then
+  ok "data ending mid-batch: 630 train records = 13 steps on 3 ranks, no hang"
+else
+  bad "uneven data: $(tail -n 3 "$W/err")"
+fi
+"$NP" train "${CRITEO[@]}" --engine reference --dump-params "$W/c1" >/dev/null 2>&1
+"$NP" compare "$W/c3" "$W/c1" >/dev/null && ok "3 ranks on Criteo data match the reference" ||
+  bad "3 ranks on Criteo data differ from the reference"
+
+# a rank that dies: the others exit non-zero in time, and the rank is named
+start=$SECONDS
+timeout 60 env NP_TEST_KILL_RANK=1 NP_TEST_KILL_STEP=5 "${MPIRUN[@]}" -x NP_TEST_KILL_RANK \
+  -x NP_TEST_KILL_STEP -np 3 "$NP" train "${SM[@]}" --steps 1000 >"$W/out" 2>&1
+rc=$?
+took=$((SECONDS - start))
+if [[ $rc != 0 && $rc != 124 && $took -le 30 ]] && grep -q "rank 1" "$W/out"; then
+  ok "killed rank 1: job exits $rc after ${took}s, naming rank 1"
+else
+  bad "killed rank: exit $rc after ${took}s: $(tail -n 5 "$W/out")"
+fi
+
+# a rank that fails: it says why, the job stops
+start=$SECONDS
+timeout 60 env NP_TEST_FAIL_RANK=2 NP_TEST_FAIL_STEP=4 "${MPIRUN[@]}" -x NP_TEST_FAIL_RANK \
+  -x NP_TEST_FAIL_STEP -np 3 "$NP" train "${SM[@]}" --steps 1000 >"$W/out" 2>&1
+rc=$?
+took=$((SECONDS - start))
+if [[ $rc != 0 && $rc != 124 && $took -le 30 ]] && grep -q "nestpipe: rank 2: injected failure" "$W/out"; then
+  ok "failing rank 2: job exits $rc after ${took}s with rank 2's message"
+else
+  bad "failing rank: exit $rc after ${took}s: $(tail -n 5 "$W/out")"
+fi
+
+# bad rank/batch combinations: exit 2 and one nestpipe line
+expect_bad_r() { # NAME R FRAGMENT FLAGS...
+  local name=$1 R=$2 frag=$3
+  shift 3
+  timeout 60 "${MPIRUN[@]}" -np "$R" "$NP" train "${SM[@]}" "$@" >"$W/out" 2>"$W/err"
+  local rc=$? n
+  n=$(grep -c "^nestpipe:" "$W/err")
+  if [[ $rc == 2 && $n == 1 ]] && grep -qF -- "$frag" "$W/err"; then ok "$name"; else
+    bad "$name: exit $rc, $n nestpipe lines: $(grep nestpipe "$W/err")"; fi
+}
+expect_bad_r "batch not divisible by ranks" 3 "global batch 50 is not divisible by 3 ranks" --batch 50
+expect_bad_r "more chunks than local samples" 4 "chunks: 8 chunks of a local batch of 4" --batch 16 --chunks 8
+expect_bad_r "reference engine needs one process" 2 "reference trainer runs in one process" --engine reference
+
+echo "$pass passed, $failed failed"
+[[ $failed -eq 0 ]]
