@@ -196,11 +196,6 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     np_error err = {{0}};
     np_status st = np_config_check(&cfg, &err);
     if (st) return lead ? fail(st, &err) : (st == NP_STATUS_BAD_INPUT ? EXIT_BAD_INPUT : 1);
-    if (cfg.trace[0] && cfg.rank > 0) { /* one trace file per rank: PATH.rank<r> */
-        char buf[NP_PATH_MAX + 16];
-        snprintf(buf, sizeof buf, "%s.rank%d", cfg.trace, cfg.rank);
-        snprintf(cfg.trace, sizeof cfg.trace, "%.*s", NP_PATH_MAX - 1, buf);
-    }
 
     np_source_t *train = NULL, *eval = NULL;
     np_model_t *model = NULL, *full = NULL;

@@ -80,6 +80,7 @@ extern struct starpu_codelet np_cl_sum;
  * without MPI: the exchanges are then local copies with the same arithmetic. */
 struct np_comm;
 typedef struct np_cl_xchg_args {
+    uint64_t task_bytes;  /* FIRST field: bytes this task sent, read by the trace callback */
     const np_config *cfg; /* shard mode, ranks, rank, table sizes: immutable */
     struct np_comm *comm;
     long nb; /* local batch samples */

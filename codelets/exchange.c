@@ -92,7 +92,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
 
 /* ---- the two-phase All2All: counts, then keys (owner-local rows) */
 static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_xchg_args *a = cl_arg;
+    np_cl_xchg_args *a = cl_arg;
     int64_t *meta = NP_BUF(buffers, 0);
     const int64_t *send = NP_BUF(buffers, 1);
     int64_t *recv = NP_BUF(buffers, 2);
@@ -116,7 +116,8 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
         *a->fail = 1;
         return;
     }
-    a->bytes[0] += (uint64_t)(nsend + (int64_t)R * T) * sizeof(int64_t);
+    a->task_bytes = (uint64_t)(nsend + (int64_t)R * T) * sizeof(int64_t);
+    a->bytes[0] += a->task_bytes;
 }
 
 /* ---- owner side: distinct rows per table across requesters, E row of each received key */
@@ -169,7 +170,7 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
 
 /* ---- rows to their requesters */
 static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_xchg_args *a = cl_arg;
+    np_cl_xchg_args *a = cl_arg;
     const float *E = NP_BUF(buffers, 0);
     const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *Rin = NP_BUF(buffers, 3), *sbuf = NP_BUF(buffers, 4);
@@ -184,12 +185,13 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
         *a->fail = 1;
         return;
     }
-    a->bytes[1] += (uint64_t)nrecv * d * sizeof(float);
+    a->task_bytes = (uint64_t)nrecv * d * sizeof(float);
+    a->bytes[1] += a->task_bytes;
 }
 
 /* ---- gradients back to the owners, summed per row in a fixed order */
 static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_xchg_args *a = cl_arg;
+    np_cl_xchg_args *a = cl_arg;
     const float *grows = NP_BUF(buffers, 0);
     const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *gE = NP_BUF(buffers, 3), *rbuf = NP_BUF(buffers, 4);
@@ -202,7 +204,8 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
         *a->fail = 1;
         return;
     }
-    a->bytes[2] += (uint64_t)meta[NP_META_UQ] * d * sizeof(float);
+    a->task_bytes = (uint64_t)meta[NP_META_UQ] * d * sizeof(float);
+    a->bytes[2] += a->task_bytes;
     memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
     for (int64_t i = 0; i < nrecv; i++) {
         float *g = gE + (size_t)map[i] * d;
@@ -214,7 +217,7 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
 
 /* ---- dense gradients: all-gather, then the same ordered sum on every rank */
 static void allreduce_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_xchg_args *a = cl_arg;
+    np_cl_xchg_args *a = cl_arg;
     const float *mine = NP_BUF(buffers, 0);
     float *out = NP_BUF(buffers, 1), *all = NP_BUF(buffers, 2); /* (n), (R, n) */
     if (np_comm_allgather(a->comm, NP_CHAN_DATA, mine, all, a->n, sizeof(float))) {
@@ -225,7 +228,8 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
     for (int r = 0; r < a->R; r++)
         parts[r] = all + (size_t)r * a->n;
     np_sum_ordered(parts, a->R, a->n, out);
-    a->bytes[3] += (uint64_t)a->n * sizeof(float);
+    a->task_bytes = (uint64_t)a->n * sizeof(float);
+    a->bytes[3] += a->task_bytes;
 }
 
 NP_CODELET(np_cl_route, route_cpu, "route");

@@ -75,6 +75,8 @@ struct np_sp_engine {
     np_buf gall;   /* (R, n_dense) all-gather staging */
     np_chunk *ch;  /* (C) */
     np_trace *trace;
+    np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
+    double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
     int comm_worker;
     unsigned compute_ctx;
     int fail;
@@ -224,6 +226,7 @@ void np_engine_free(np_sp_engine *e) {
     if (e->tables) starpu_data_unregister(e->tables);
     if (e->state) starpu_data_unregister(e->state);
     np_trace_free(e->trace);
+    np_trace_free(e->merged);
     if (e->compute_ctx) starpu_sched_ctx_delete(e->compute_ctx);
     starpu_shutdown();
     free(e);
@@ -283,7 +286,11 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     e->ch = calloc((size_t)e->C, sizeof *e->ch);
     np_status st = e->ch ? NP_OK : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
     if (!st && cfg->trace[0]) {
-        st = np_trace_create(&e->trace, err);
+        /* one time origin for all ranks: everyone leaves this barrier at about the same time */
+        if (np_comm_barrier(e->comm, NP_CHAN_CTL))
+            st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI barrier failed", cfg->rank);
+        e->t0_us = starpu_timing_now();
+        if (!st) st = np_trace_create(&e->trace, err);
         if (!st) {
             starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
             for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
@@ -525,15 +532,126 @@ np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss, np_er
     return NP_OK;
 }
 
+/* ---------------------------------------------------------------- traces */
+
+/* An event on the wire between ranks: the name travels as text (pointers do not). */
+typedef struct wire_event {
+    char name[32];
+    int32_t kind, window, rank, worker;
+    int64_t batch;
+    double start_us, end_us;
+    uint64_t bytes;
+} wire_event;
+
+/* Maps a task name received from another rank to this process's codelet name string, which
+ * outlives the trace (every rank runs the same codelets). */
+static const char *codelet_name(const char *name) {
+    static struct starpu_codelet *all[] = {&np_cl_linear_fwd,
+                                           &np_cl_linear_bwd,
+                                           &np_cl_relu_fwd,
+                                           &np_cl_relu_bwd,
+                                           &np_cl_pool_fwd,
+                                           &np_cl_pool_bwd,
+                                           &np_cl_interact_fwd,
+                                           &np_cl_interact_bwd,
+                                           &np_cl_bce_fwd,
+                                           &np_cl_bce_bwd,
+                                           &np_cl_sum,
+                                           &np_cl_route,
+                                           &np_cl_a2a_keys,
+                                           &np_cl_route_owner,
+                                           &np_cl_exchange_rows,
+                                           &np_cl_exchange_grads,
+                                           &np_cl_allreduce,
+                                           &np_cl_gather,
+                                           &np_cl_scatter,
+                                           &np_cl_sparse_update,
+                                           &np_cl_dense_update,
+                                           &np_cl_prefetch,
+                                           &np_cl_h2d};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!strcmp(all[i]->name, name)) return all[i]->name;
+    return NULL;
+}
+
+/* Every rank's events, times relative to the common origin, merged on rank 0 (the others
+ * get NULL). Collective over the control channel. */
+static np_status merge_traces(np_sp_engine *e, np_trace **out, np_error *err) {
+    *out = NULL;
+    int R = e->R, me = e->cfg.rank;
+    int64_t n = (int64_t)np_trace_count(e->trace);
+    int64_t *counts = calloc((size_t)R, sizeof *counts);
+    wire_event *mine = calloc((size_t)n + 1, sizeof *mine), *all = NULL;
+    np_status st = counts && mine ? NP_OK : np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory");
+    for (int64_t i = 0; !st && i < n; i++) {
+        const np_trace_event *ev = np_trace_get(e->trace, (size_t)i);
+        snprintf(mine[i].name, sizeof mine[i].name, "%s", ev->name ? ev->name : "?");
+        mine[i].kind = (int32_t)ev->kind;
+        mine[i].window = ev->window;
+        mine[i].rank = me;
+        mine[i].worker = ev->worker;
+        mine[i].batch = ev->batch;
+        mine[i].start_us = ev->start_us - e->t0_us;
+        mine[i].end_us = ev->end_us - e->t0_us;
+        mine[i].bytes = ev->bytes;
+    }
+    int64_t total = 0, bad = st != NP_OK;
+    if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &bad, 1) ||
+        (!bad && np_comm_allgather(e->comm, NP_CHAN_CTL, &n, counts, 1, sizeof n)))
+        bad = 1;
+    for (int r = 0; r < R; r++)
+        total += counts[r];
+    if (!bad && me == 0 && !(all = calloc((size_t)total + 1, sizeof *all))) bad = 1;
+    if (!bad && np_comm_gatherv(e->comm, NP_CHAN_CTL, mine, n, all, counts, sizeof *all)) bad = 1;
+    np_trace *merged = NULL;
+    if (!bad && me == 0 && !(st = np_trace_create(&merged, err))) {
+        for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+            char name[64];
+            starpu_worker_get_name((int)w, name, sizeof name);
+            np_trace_set_worker_name(merged, (int)w, name);
+        }
+        for (int64_t i = 0; i < total; i++) {
+            all[i].name[sizeof all[i].name - 1] = 0;
+            np_trace_event ev = {.name = codelet_name(all[i].name),
+                                 .kind = (np_node_kind)all[i].kind,
+                                 .batch = (long)all[i].batch,
+                                 .window = all[i].window,
+                                 .rank = all[i].rank,
+                                 .worker = all[i].worker,
+                                 .start_us = all[i].start_us,
+                                 .end_us = all[i].end_us,
+                                 .bytes = all[i].bytes};
+            if (np_trace_record(merged, &ev)) {
+                st = np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory merging ranks");
+                break;
+            }
+        }
+    }
+    free(counts);
+    free(mine);
+    free(all);
+    if (bad && !st) st = np_err(err, NP_STATUS_INTERNAL, "rank %d: merging the trace failed", me);
+    if (st) {
+        np_trace_free(merged);
+        return st;
+    }
+    *out = merged;
+    return NP_OK;
+}
+
 np_status np_engine_finish(np_sp_engine *e, np_error *err) {
     starpu_task_wait_for_all();
-    if (e->trace) {
-        if (np_trace_dropped(e->trace))
-            return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",
-                          np_trace_dropped(e->trace));
-        return np_trace_write_chrome(e->trace, e->cfg.trace, err);
-    }
-    return NP_OK;
+    if (!e->trace) return NP_OK;
+    if (np_trace_dropped(e->trace))
+        return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",
+                      np_trace_dropped(e->trace));
+    np_trace *merged = NULL;
+    np_status st = merge_traces(e, &merged, err);
+    if (!st && merged) st = np_trace_write_chrome(merged, e->cfg.trace, err);
+    /* keep the merged trace for the metrics of a traced run (rank 0) */
+    np_trace_free(e->merged);
+    e->merged = merged;
+    return st;
 }
 
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
@@ -541,5 +659,5 @@ void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
 }
 
 const np_trace *np_engine_trace(const np_sp_engine *e) {
-    return e->trace;
+    return e->merged;
 }

@@ -16,11 +16,12 @@ NP_NODISCARD np_status np_engine_create(const np_config *cfg, np_model_t *m, np_
  * over ranks it is the global mean. */
 NP_NODISCARD np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss,
                                       np_error *err);
-/* Waits for all tasks and writes the trace if one was asked for. */
+/* Waits for all tasks and, if a trace was asked for, merges every rank's events on rank 0
+ * (times from a common origin taken after a barrier) and writes it there. Collective. */
 NP_NODISCARD np_status np_engine_finish(np_sp_engine *e, np_error *err);
 /* Bytes this rank sent so far: keys (with counts), rows, row gradients, dense all-reduce. */
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]);
-/* The recorded trace, NULL when tracing is off. */
+/* The merged trace on rank 0 after np_engine_finish, NULL elsewhere or without tracing. */
 const np_trace *np_engine_trace(const np_sp_engine *e);
 /* Unregisters everything (the model memory stays with the model) and stops StarPU. */
 void np_engine_free(np_sp_engine *e);

@@ -21,7 +21,7 @@ np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a, np_
     np_h h[4] = {meta, sendkeys, recvkeys, token};
     enum starpu_data_access_mode m[4] = {RW, R, W, RW};
     return np_task_submit(&cc, &np_cl_a2a_keys, NP_NODE_ROUTE, NP_PRIO_CRITICAL, 4, h, m, a,
-                          sizeof *a, 0, err);
+                          sizeof *a, NP_BYTES_FROM_ARGS, err);
 }
 
 np_status np_submit_route_owner(const np_task_ctx *c, const np_cl_xchg_args *a, np_h recvkeys,

@@ -9,6 +9,7 @@
 typedef struct trace_info {
     np_trace *trace;
     np_trace_event ev; /* everything but the worker and times, known at submission */
+    int bytes_in_args; /* the task's args start with the bytes it sent (np_cl_xchg_args) */
 } trace_info;
 
 /* Runs on the worker right after the task: StarPU's profiling info has its times. */
@@ -18,6 +19,8 @@ static void trace_callback(void *arg) {
     if (task && task->profiling_info) {
         struct starpu_profiling_task_info *pi = task->profiling_info;
         ti->ev.worker = pi->workerid;
+        if (ti->bytes_in_args && task->cl_arg) /* exchanges report what they sent */
+            memcpy(&ti->ev.bytes, task->cl_arg, sizeof ti->ev.bytes);
         ti->ev.start_us = starpu_timing_timespec_to_us(&pi->start_time);
         ti->ev.end_us = starpu_timing_timespec_to_us(&pi->end_time);
         np_trace_record(ti->trace, &ti->ev);
@@ -81,6 +84,8 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                   .window = ctx->window,
                                   .rank = ctx->rank,
                                   .bytes = bytes};
+        ti->bytes_in_args = bytes == NP_BYTES_FROM_ARGS;
+        if (ti->bytes_in_args) ti->ev.bytes = 0;
         task->callback_func = trace_callback;
         task->callback_arg = ti;
     }

@@ -28,6 +28,10 @@ typedef struct np_task_ctx {
  * training batch is the critical path; input stages run in the gaps. */
 enum { NP_PRIO_INPUT = 0, NP_PRIO_BATCH = 1, NP_PRIO_CRITICAL = 2 };
 
+/* `bytes` value meaning: the codelet writes the bytes it sent into the first uint64 of its
+ * args (np_cl_xchg_args.task_bytes); the trace takes it from there. */
+#define NP_BYTES_FROM_ARGS UINT64_MAX
+
 /* Submits one task of codelet cl over nbuf handles with the given modes; args (size
  * bytes) are copied and freed by StarPU. Records the task in ctx->trace when set. */
 NP_NODISCARD np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl,

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "nestpipe/nestpipe.h"
 
@@ -69,5 +70,65 @@ size_t np_trace_dropped(const np_trace *tr);
  * non-finite time is written as 0 and a negative duration as 0 (JSON has no NaN).
  * Through PATH.tmp + rename; NP_STATUS_IO naming the path when it cannot be written. */
 NP_NODISCARD np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *err);
+
+/* Reads a Chrome trace written by np_trace_write_chrome (single- or multi-rank) back into a
+ * trace: task events ("ph":"X" with args.kind) and thread names. Foreign or malformed files
+ * -> NP_STATUS_BAD_INPUT naming the path and what is wrong. (trace/read.c) */
+NP_NODISCARD np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err);
+
+/* Name of worker w as set (or read), NULL when none. */
+const char *np_trace_worker_name(const np_trace *tr, int worker);
+
+/* ---- overlap analysis (trace/analyze.c; docs/tracing.md defines every figure)
+ * Dense compute = FWD and BWD tasks. Lookup = ROUTE, RETRIEVE and SYNC. Exchange =
+ * EXCHANGE_EMB, EXCHANGE_GRAD and ALLREDUCE. A kind's *exposed* time on a rank is the
+ * measure of the union of its intervals minus the union of that rank's dense compute
+ * intervals. */
+typedef struct np_trace_kind_stats {
+    long count;        /* tasks */
+    double total_us;   /* sum of durations */
+    double union_us;   /* measure of the union of its intervals */
+    double exposed_us; /* part of the union with no dense compute running on the rank */
+} np_trace_kind_stats;
+
+typedef struct np_trace_worker_stats {
+    int rank, worker;
+    double busy_us; /* measure of the union of its tasks' intervals */
+    double idle_us; /* rank span - busy */
+} np_trace_worker_stats;
+
+typedef struct np_trace_rank_stats {
+    int rank; /* -1 for the overall figures */
+    long batches;
+    double span_us; /* last end - first start */
+    double step_us; /* span / batches (overall: the largest rank's) */
+    np_trace_kind_stats kind[NP_NODE_KIND_COUNT];
+    double exchange_us, exchange_exposed_us; /* union of exchange kinds, its exposed part */
+    double exchange_exposed_ratio;           /* exposed / physical; NaN without exchanges */
+    double lookup_us, lookup_exposed_us;
+    double idle_us; /* sum of the workers' idle time */
+} np_trace_rank_stats;
+
+typedef struct np_trace_report {
+    int n_ranks;
+    np_trace_rank_stats *ranks; /* (n_ranks) by rank */
+    np_trace_rank_stats overall; /* sums over ranks (ratio from the sums) */
+    int n_workers;
+    np_trace_worker_stats *workers; /* (n_workers) by rank, then worker */
+} np_trace_report;
+
+NP_NODISCARD np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *err);
+void np_trace_report_free(np_trace_report *r);
+/* Human-readable tables, or one JSON object when json != 0. */
+NP_NODISCARD np_status np_trace_report_print(const np_trace_report *r, FILE *f, int json,
+                                             np_error *err);
+
+/* ---- pictures and other formats (trace/paje.c, trace/svg.c) */
+/* Paje trace (ViTE, pajeng's pj_dump): containers rank > worker, one state per task
+ * (value = node kind), events in time order. */
+NP_NODISCARD np_status np_trace_write_paje(const np_trace *tr, const char *path, np_error *err);
+/* SVG: a timeline (rows = ranks x workers, colour = node kind, batches labelled) and a bar
+ * chart of exposed vs hidden time per node kind. Self-contained, no scripts. */
+NP_NODISCARD np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err);
 
 #endif
