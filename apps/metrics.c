@@ -65,6 +65,26 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
         json_string(cfg->sparse_optim == NP_SPARSE_SGD ? "sgd" : "rowwise-adagrad"));
     json_object_set_new(o, "lr", json_real(cfg->lr));
     json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
+    if (r->traced) { /* the overlap figures of `nestpipe trace report`, overall */
+        const np_trace_rank_stats *t = &r->trace_overall;
+        json_t *tj = json_object();
+        json_object_set_new(tj, "step_us", num(t->step_us));
+        json_object_set_new(tj, "exchange_us", num(t->exchange_us));
+        json_object_set_new(tj, "exchange_exposed_us", num(t->exchange_exposed_us));
+        json_object_set_new(tj, "exchange_exposed_ratio", num(t->exchange_exposed_ratio));
+        json_object_set_new(tj, "lookup_us", num(t->lookup_us));
+        json_object_set_new(tj, "lookup_exposed_us", num(t->lookup_exposed_us));
+        json_object_set_new(tj, "idle_us", num(t->idle_us));
+        json_t *kinds = json_object();
+        for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+            json_t *kj = json_object();
+            json_object_set_new(kj, "total_us", num(t->kind[k].total_us));
+            json_object_set_new(kj, "exposed_us", num(t->kind[k].exposed_us));
+            json_object_set_new(kinds, np_node_kind_name((np_node_kind)k), kj);
+        }
+        json_object_set_new(tj, "kinds", kinds);
+        json_object_set_new(o, "trace", tj);
+    }
     int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(o);
     if (rc) {

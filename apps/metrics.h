@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "nestpipe/nestpipe.h"
+#include "trace/trace.h"
 
 typedef struct np_run_metrics {
     long steps; /* optimizer steps done */
@@ -20,6 +21,8 @@ typedef struct np_run_metrics {
     int data_ended;     /* 1 when the data ran out before --steps */
     uint64_t bytes[4];  /* sent by all ranks: keys, rows, grads, all-reduce */
     int64_t table_bytes_rank0, table_bytes_max; /* embedding tables (+ state) per rank */
+    int traced; /* 1: trace_overall holds the overlap report of --trace */
+    np_trace_rank_stats trace_overall;
 } np_run_metrics;
 
 /* Writes the metrics (plus engine, pipeline, ranks and the model shape from cfg) as one

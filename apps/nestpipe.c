@@ -13,9 +13,11 @@
 #include "apps/compare.h"
 #include "comm/comm.h"
 #include "core/util.h"
+#include "graph/engine.h"
 #include "graph/gather.h"
 #include "model/model.h"
 #include "apps/metrics.h"
+#include "apps/trace_cmd.h"
 #include "nestpipe/nestpipe.h"
 
 #define EXIT_BAD_INPUT 2
@@ -61,6 +63,8 @@ static const char *main_help =
     "  train [flags]                        train a model (nestpipe train --help)\n"
     "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
     "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"
+    "  trace report FILE [--json]           overlap report of a --trace file\n"
+    "  trace svg FILE OUT.svg | trace paje FILE OUT.paje   timeline picture, Paje export\n"
     "  --version                            print the version\n";
 
 static int fail(np_status st, const np_error *err) {
@@ -298,6 +302,13 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     if (cfg.ranks > 1) {
         if ((st = np_model_gather(model, comm, &full, &err))) goto step_failed;
     }
+    if (lead && np_trainer_trace(tr)) { /* a traced run reports its overlap figures too */
+        np_trace_report rep;
+        if ((st = np_trace_analyze(np_trainer_trace(tr), &rep, &err))) goto local_failed;
+        r.traced = 1;
+        r.trace_overall = rep.overall;
+        np_trace_report_free(&rep);
+    }
     if (lead) {
         const np_model_t *logical = full ? full : model;
         if ((st = np_evaluate(logical, eval, &cfg, &r.eval, &err))) goto local_failed;
@@ -410,6 +421,7 @@ static int run(np_comm *comm, int argc, char **argv) {
     if (!strcmp(argv[1], "train")) return cmd_train(comm, argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "trace")) return np_cmd_trace(argc - 2, argv + 2);
     fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);
     return EXIT_BAD_INPUT;
 }

@@ -44,6 +44,10 @@ void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]) {
         out[0] = out[1] = out[2] = out[3] = 0;
 }
 
+const np_trace *np_trainer_trace(const np_trainer_t *tr) {
+    return tr->sp ? np_engine_trace(tr->sp) : NULL;
+}
+
 void np_trainer_free(np_trainer_t *tr) {
     if (!tr) return;
     np_reference_free(tr->ref);

@@ -111,6 +111,40 @@ else
   bad "failing rank: exit $rc after ${took}s: $(tail -n 5 "$W/out")"
 fi
 
+# a 2-rank traced run: one merged trace that loads, a report in which sequential mode
+# leaves the exchanges fully exposed (one worker per rank: nothing can overlap them), Paje
+# that pj_dump parses and an SVG that renders
+if run_np 2 "$W/tp" --steps 4 --trace "$W/t.json" --metrics-json "$W/tm.json" &&
+  "$NP" trace report "$W/t.json" --json >"$W/rep.json" 2>"$W/err"; then
+  ok "2-rank trace written and read back"
+  grep -q '"rank": 1' "$W/rep.json" && ok "the trace holds both ranks" || bad "rank 1 missing from the trace"
+  ratio=$(tr -d ' \n' <"$W/rep.json" | grep -o '"overall":{.*' | grep -o '"exchange_exposed_ratio":[0-9.]*' | head -n 1)
+  [[ $ratio == '"exchange_exposed_ratio":1.0' || $ratio == '"exchange_exposed_ratio":1' ]] &&
+    ok "sequential: exchange fully exposed ($ratio)" || bad "sequential exchange ratio: $ratio"
+  grep -q '"exchange_exposed_ratio": 1' "$W/tm.json" && ok "metrics of a traced run carry the report" ||
+    bad "metrics lack the trace figures"
+  if "$NP" trace paje "$W/t.json" "$W/t.paje" && "$NP" trace svg "$W/t.json" "$W/t.svg"; then
+    if command -v pj_dump >/dev/null; then
+      n=$(pj_dump "$W/t.paje" 2>"$W/err" | grep -c '^State,')
+      x=$(grep -o '"ph": *"X"' "$W/t.json" | wc -l)
+      [[ $n == "$x" && ! -s $W/err ]] && ok "pj_dump parses the Paje trace ($n states)" ||
+        bad "pj_dump: $n states for $x tasks: $(head -c 300 "$W/err")"
+    else
+      echo "note: pj_dump not installed (apt-get install pajeng); Paje check skipped"
+    fi
+    if command -v rsvg-convert >/dev/null; then
+      rsvg-convert "$W/t.svg" -o "$W/t.png" && [[ $(head -c 8 "$W/t.png" | od -An -tx1 | tr -d ' ') == 89504e470d0a1a0a ]] &&
+        ok "the SVG renders to PNG" || bad "rsvg-convert failed on the SVG"
+    else
+      echo "note: rsvg-convert not installed (apt-get install librsvg2-bin); render check skipped"
+    fi
+  else
+    bad "trace paje/svg failed"
+  fi
+else
+  bad "2-rank traced run: $(tail -n 3 "$W/err")"
+fi
+
 # bad rank/batch combinations: exit 2 and one nestpipe line
 expect_bad_r() { # NAME R FRAGMENT FLAGS...
   local name=$1 R=$2 frag=$3

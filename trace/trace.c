@@ -291,3 +291,13 @@ out:
     json_decref(root);
     return st;
 }
+
+/* The name is the trace's copy: valid until np_trace_set_worker_name renames that worker
+ * or the trace is freed. */
+const char *np_trace_worker_name(const np_trace *tr, int worker) {
+    const char *name = NULL;
+    pthread_mutex_lock(lock_of(tr));
+    if (worker >= 0 && (size_t)worker < tr->n_names) name = tr->worker_name[worker];
+    pthread_mutex_unlock(lock_of(tr));
+    return name;
+}

@@ -32,15 +32,15 @@ typedef enum np_node_kind {
 const char *np_node_kind_name(np_node_kind k);
 
 typedef struct np_trace_event {
-    const char *name;  /* task name, a string that outlives the trace (codelet name) */
+    const char *name; /* task name, a string that outlives the trace (codelet name) */
     np_node_kind kind;
-    long batch;        /* step index */
-    int window;        /* micro-batch / chunk index, -1 when the task spans the batch */
-    int rank;          /* MPI rank (0 on one process) */
-    int worker;        /* StarPU worker id */
-    double start_us;   /* microseconds since the trace's time origin */
+    long batch;      /* step index */
+    int window;      /* micro-batch / chunk index, -1 when the task spans the batch */
+    int rank;        /* MPI rank (0 on one process) */
+    int worker;      /* StarPU worker id */
+    double start_us; /* microseconds since the trace's time origin */
     double end_us;
-    uint64_t bytes;    /* bytes moved (exchange tasks), else 0 */
+    uint64_t bytes; /* bytes moved (exchange tasks), else 0 */
 } np_trace_event;
 
 typedef struct np_trace np_trace;
@@ -111,7 +111,7 @@ typedef struct np_trace_rank_stats {
 
 typedef struct np_trace_report {
     int n_ranks;
-    np_trace_rank_stats *ranks; /* (n_ranks) by rank */
+    np_trace_rank_stats *ranks;  /* (n_ranks) by rank */
     np_trace_rank_stats overall; /* sums over ranks (ratio from the sums) */
     int n_workers;
     np_trace_worker_stats *workers; /* (n_workers) by rank, then worker */

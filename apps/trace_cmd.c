@@ -1,0 +1,89 @@
+/* `nestpipe trace report|svg|paje FILE ...`: reads a Chrome trace written by --trace and
+ * prints its overlap report or converts it. Exit codes as the rest of the command: 0 ok,
+ * 2 bad input (arguments, missing or malformed trace), 1 other failures. Not here: the
+ * analysis or the formats themselves (trace/). */
+#include <stdio.h>
+#include <string.h>
+
+#include "apps/trace_cmd.h"
+#include "trace/trace.h"
+
+#define EXIT_BAD_INPUT 2
+
+static const char *trace_help =
+    "usage: nestpipe trace report FILE [--json]   overlap report of a --trace file\n"
+    "       nestpipe trace svg FILE OUT.svg       timeline and exposed-time chart\n"
+    "       nestpipe trace paje FILE OUT.paje     Paje trace for ViTE / pajeng\n"
+    "\n"
+    "FILE is a Chrome trace written by nestpipe train --trace (one rank or merged).\n"
+    "report prints, per rank and overall, the step time, each worker's busy and idle\n"
+    "time, and per node kind the task count, total and exposed time (not hidden behind\n"
+    "dense compute); --json prints the same as one JSON object (docs/tracing.md).\n";
+
+static int fail(np_status st, const np_error *err) {
+    fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));
+    return (st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO || st == NP_STATUS_UNSUPPORTED)
+               ? EXIT_BAD_INPUT
+               : 1;
+}
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "nestpipe: trace: %s '%s' (see nestpipe trace --help)\n", msg, arg);
+    return EXIT_BAD_INPUT;
+}
+
+int np_cmd_trace(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(trace_help, stdout);
+            return 0;
+        }
+    if (argc < 1) {
+        fprintf(stderr, "nestpipe: trace needs a subcommand: report, svg or paje (see nestpipe "
+                        "trace --help)\n");
+        return EXIT_BAD_INPUT;
+    }
+    const char *sub = argv[0];
+    int report = !strcmp(sub, "report"), svg = !strcmp(sub, "svg"), paje = !strcmp(sub, "paje");
+    if (!report && !svg && !paje) return usage_error("unknown subcommand", sub);
+
+    const char *in = NULL, *out = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (report && !strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("unknown flag", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else if (!out && !report) {
+            out = argv[i];
+        } else {
+            return usage_error("unexpected argument", argv[i]);
+        }
+    }
+    if (!in || (!report && !out)) {
+        fprintf(stderr, "nestpipe: trace %s needs %s (see nestpipe trace --help)\n", sub,
+                report ? "FILE"
+                : svg  ? "FILE and OUT.svg"
+                       : "FILE and OUT.paje");
+        return EXIT_BAD_INPUT;
+    }
+
+    np_error err = {{0}};
+    np_trace *tr = NULL;
+    np_status st = np_trace_read_chrome(in, &tr, &err);
+    if (st) return fail(st, &err);
+    if (report) {
+        np_trace_report rep;
+        st = np_trace_analyze(tr, &rep, &err);
+        if (!st) st = np_trace_report_print(&rep, stdout, json, &err);
+        np_trace_report_free(&rep);
+    } else if (svg) {
+        st = np_trace_write_svg(tr, out, &err);
+    } else {
+        st = np_trace_write_paje(tr, out, &err);
+    }
+    np_trace_free(tr);
+    return st ? fail(st, &err) : 0;
+}

@@ -1,0 +1,443 @@
+/* Paje and SVG export tests: a hand-built 2-rank x 2-worker trace written in both formats,
+ * checked by parsing the files here and, where installed, by pj_dump (Paje), xmllint
+ * (well-formed XML) and rsvg-convert (the SVG renders). A missing tool skips only its check. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "trace/trace.h"
+
+static char tmpdir[64];
+
+static const char *tmp_path(const char *name) {
+    static char path[4][256]; /* a few live at once */
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
+    return p;
+}
+
+static np_trace *new_trace(void) {
+    np_trace *tr = NULL;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_create(&tr, &e), NP_OK);
+    assert_non_null(tr);
+    return tr;
+}
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n >= 0);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Lines of text that start with prefix. */
+static int lines_starting(const char *text, const char *prefix) {
+    int n = 0;
+    size_t len = strlen(prefix);
+    for (const char *p = text; *p;) {
+        if (strncmp(p, prefix, len) == 0) n++;
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+static int have_tool(const char *name) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "command -v %s > /dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+/* Exit status of a shell command, -1 when it did not exit normally. */
+static int run(const char *cmd) {
+    int rc = system(cmd);
+    return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* ---- the test trace: per batch, worker 0 runs the compute chain and worker 1 ("comm")
+ * the collectives, at the offsets below (us); rank 1 is 7 us late. Adjacent tasks share
+ * an end/start time and h2d is empty, the cases a Paje writer must order correctly.
+ * exchange_grad runs under bwd (all hidden), allreduce 100 of its 150 us under bwd. */
+enum { N_RANKS = 2, N_BATCHES = 3, PER_BATCH = 14, N_TASKS = N_RANKS * N_BATCHES * PER_BATCH };
+static const struct {
+    np_node_kind kind;
+    int worker, window;
+    double start, end;
+} shape[PER_BATCH] = {
+    {NP_NODE_PREFETCH, 0, -1, 0, 40},        {NP_NODE_H2D, 0, -1, 40, 40},
+    {NP_NODE_ROUTE, 0, -1, 40, 60},          {NP_NODE_RETRIEVE, 0, -1, 60, 100},
+    {NP_NODE_EXCHANGE_EMB, 1, -1, 100, 150}, {NP_NODE_FWD, 0, 0, 150, 250},
+    {NP_NODE_FWD, 0, 1, 250, 350},           {NP_NODE_BWD, 0, 0, 350, 450},
+    {NP_NODE_BWD, 0, 1, 450, 550},           {NP_NODE_EXCHANGE_GRAD, 1, -1, 400, 450},
+    {NP_NODE_ALLREDUCE, 1, -1, 450, 600},    {NP_NODE_SPARSE_UPDATE, 0, -1, 640, 680},
+    {NP_NODE_WRITEBACK, 0, -1, 680, 700},    {NP_NODE_DENSE_UPDATE, 0, -1, 700, 720},
+};
+static const double T_BASE = 10000, T_BATCH = 750, T_RANK = 7; /* us */
+static const char COMM_NAME[] = "comm & <mpi>";                /* needs XML escaping */
+
+static np_trace *sample_trace(void) {
+    np_trace *tr = new_trace();
+    np_trace_set_worker_name(tr, 0, "cpu 0");
+    np_trace_set_worker_name(tr, 1, COMM_NAME);
+    /* Recorded rank-interleaved and back to front, as completion callbacks might. */
+    for (int b = N_BATCHES - 1; b >= 0; b--)
+        for (int i = PER_BATCH - 1; i >= 0; i--)
+            for (int r = 0; r < N_RANKS; r++) {
+                double t = T_BASE + b * T_BATCH + r * T_RANK;
+                np_trace_event ev = {np_node_kind_name(shape[i].kind),
+                                     shape[i].kind,
+                                     b,
+                                     shape[i].window,
+                                     r,
+                                     shape[i].worker,
+                                     t + shape[i].start,
+                                     t + shape[i].end,
+                                     shape[i].kind == NP_NODE_EXCHANGE_EMB ? 4096u : 0u};
+                assert_int_equal(np_trace_record(tr, &ev), 0);
+            }
+    assert_int_equal(np_trace_count(tr), N_TASKS);
+    return tr;
+}
+
+/* Checks a Paje file by reading it: every event id used is defined in the header, the
+ * counts of each event, and non-decreasing times. n_workers containers under n_ranks. */
+static void check_paje_text(const char *text, int n_tasks, int n_ranks, int n_workers) {
+    int defined[16] = {0}, count[16] = {0};
+    double last_t = -1;
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl); /* every line ends */
+        char line[512];
+        size_t len = (size_t)(nl - p);
+        assert_true(len < sizeof line);
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = nl + 1;
+        int id;
+        if (strncmp(line, "%EventDef ", 10) == 0) {
+            char name[64];
+            assert_int_equal(sscanf(line, "%%EventDef %63s %d", name, &id), 2);
+            assert_true(id >= 0 && id < 16);
+            defined[id] = 1;
+            continue;
+        }
+        if (line[0] == '%' || line[0] == '#') continue;
+        assert_int_equal(sscanf(line, "%d", &id), 1);
+        assert_true(id >= 0 && id < 16);
+        if (!defined[id]) fail_msg("event %d used before its %%EventDef: %s", id, line);
+        count[id]++;
+        if (id >= 3) { /* events with a time, all second field */
+            double t;
+            assert_int_equal(sscanf(line, "%*d %lf", &t), 1);
+            if (t < last_t) fail_msg("time goes back to %g after %g: %s", t, last_t, line);
+            last_t = t;
+        }
+    }
+    assert_int_equal(count[0], 2);                      /* container types rank, worker */
+    assert_int_equal(count[1], 1);                      /* state type task */
+    assert_int_equal(count[2], NP_NODE_KIND_COUNT + 1); /* one per kind, and "other" */
+    assert_int_equal(count[3], n_ranks + n_workers);    /* create */
+    assert_int_equal(count[4], n_ranks + n_workers);    /* destroy */
+    assert_int_equal(count[5], n_tasks);                /* push */
+    assert_int_equal(count[6], n_tasks);                /* pop */
+}
+
+/* Runs pj_dump on path when it is installed: exit 0, nothing on stderr, and one "State,"
+ * line per task. Returns the dump (caller frees) or NULL when skipped. */
+static char *pj_dump_check(const char *path, int n_tasks) {
+    if (access("/usr/bin/pj_dump", X_OK) != 0) {
+        print_message("note: /usr/bin/pj_dump not installed (Debian pajeng), its check skipped\n");
+        return NULL;
+    }
+    char cmd[1024];
+    const char *out = tmp_path("pj_dump.out"), *errp = tmp_path("pj_dump.err");
+    snprintf(cmd, sizeof cmd, "/usr/bin/pj_dump '%s' > '%s' 2> '%s'", path, out, errp);
+    int rc = run(cmd);
+    char *dump = read_all(out), *errs = read_all(errp);
+    if (rc != 0 || errs[0]) fail_msg("pj_dump %s: exit %d, stderr: %s", path, rc, errs);
+    assert_int_equal(lines_starting(dump, "State,"), n_tasks);
+    free(errs);
+    remove(out);
+    remove(errp);
+    return dump;
+}
+
+static void test_paje(void **state) {
+    (void)state;
+    np_trace *tr = sample_trace();
+    np_error e = {{0}};
+    const char *path = tmp_path("trace.paje");
+    assert_int_equal(np_trace_write_paje(tr, path, &e), NP_OK);
+    char *text = read_all(path);
+    check_paje_text(text, N_TASKS, N_RANKS, N_RANKS * 2);
+
+    /* Names, kinds and seconds relative to the earliest start (T_BASE). */
+    assert_non_null(strstr(text, "3 0.000000000 R1 CT_Rank 0 \"rank 1\"\n"));
+    assert_non_null(strstr(text, "3 0.000000000 R0W0 CT_Worker R0 \"cpu 0\"\n"));
+    assert_non_null(strstr(text, "3 0.000000000 R1W1 CT_Worker R1 \"comm & <mpi>\"\n"));
+    assert_non_null(strstr(text, "2 V_exchange_emb ST_Task \"exchange_emb\" \""));
+    assert_non_null(strstr(text, "5 0.000000000 R0W0 ST_Task V_prefetch\n"));
+    /* rank 1, batch 1, fwd chunk 0: 750 + 7 + 150 us */
+    assert_non_null(strstr(text, "5 0.000907000 R1W0 ST_Task V_fwd\n"));
+    /* the empty h2d: pop of prefetch, push and pop of h2d, push of route, in that order */
+    assert_non_null(strstr(text, "6 0.000040000 R0W0 ST_Task\n5 0.000040000 R0W0 ST_Task "
+                                 "V_h2d\n6 0.000040000 R0W0 ST_Task\n5 0.000040000 R0W0 "
+                                 "ST_Task V_route\n"));
+    /* containers end at the last end: rank 1, batch 2, dense_update at 1500 + 7 + 720 us */
+    assert_non_null(strstr(text, "4 0.002227000 CT_Rank R1\n"));
+
+    char *dump = pj_dump_check(path, N_TASKS);
+    if (dump) {
+        assert_int_equal(count_of(dump, ", fwd\n"), N_RANKS * N_BATCHES * 2);
+        assert_int_equal(count_of(dump, ", h2d\n"), N_RANKS * N_BATCHES);
+        free(dump);
+    }
+    free(text);
+    np_trace_free(tr);
+}
+
+/* Overlapping tasks on one worker (a clock glitch), non-finite times and a task ending
+ * before it starts still give one state per task and a file pj_dump accepts. */
+static void test_paje_odd_times(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_trace_event evs[] = {
+        {"a", NP_NODE_FWD, 0, -1, 0, 3, 100, 300, 0},
+        {"b", NP_NODE_BWD, 0, -1, 0, 3, 200, 250, 0},  /* inside a */
+        {"c", NP_NODE_SYNC, 0, -1, 0, 3, 280, 400, 0}, /* overlaps a */
+        {"d", NP_NODE_ROUTE, 1, -1, 0, 3, NAN, 50, 0},
+        {"e", NP_NODE_ROUTE, 1, -1, 0, 3, 500, INFINITY, 0},
+        {"f", NP_NODE_ROUTE, 1, -1, 0, 3, 600, 550, 0},
+        {"g", (np_node_kind)99, 1, -1, 0, 3, 700, 710, 0},
+    };
+    /* a control character, invalid UTF-8 and a quote: '_' in Paje, '?' and &quot; in SVG */
+    np_trace_set_worker_name(tr, 3, "odd\x01\xff\"name");
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+        assert_int_equal(np_trace_record(tr, &evs[i]), 0);
+    np_error e = {{0}};
+    const char *path = tmp_path("odd.paje");
+    assert_int_equal(np_trace_write_paje(tr, path, &e), NP_OK);
+    char *text = read_all(path);
+    check_paje_text(text, 7, 1, 1);
+    assert_non_null(strstr(text, "R0W3 CT_Worker R0 \"odd_\xff_name\"\n"));
+    free(text);
+    free(pj_dump_check(path, 7));
+    remove(path);
+
+    /* The SVG too stays well-formed and draws every task. */
+    path = tmp_path("odd.svg");
+    assert_int_equal(np_trace_write_svg(tr, path, &e), NP_OK);
+    text = read_all(path);
+    assert_int_equal(count_of(text, "class=\"task\""), 7);
+    /* np_trace_analyze refuses non-finite times: the timeline stays, the chart says why */
+    assert_non_null(strstr(text, "no bar chart: "));
+    assert_non_null(strstr(text, ">odd??&quot;name<"));
+    if (have_tool("xmllint")) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+        assert_int_equal(run(cmd), 0);
+    }
+    assert_null(strstr(text, "nan"));
+    assert_null(strstr(text, "inf"));
+    free(text);
+    remove(path);
+    np_trace_free(tr);
+}
+
+/* Colour of kind k as "#rrggbb" from the Paje entity value ("r g b" in 0..1). */
+static void paje_colour(const char *paje, const char *kind, char out[8]) {
+    char key[64];
+    snprintf(key, sizeof key, "2 V_%s ST_Task \"%s\" \"", kind, kind);
+    const char *p = strstr(paje, key);
+    if (!p) fail_msg("no Paje entity value for %s", kind);
+    double r, g, b;
+    assert_int_equal(sscanf(p + strlen(key), "%lf %lf %lf", &r, &g, &b), 3);
+    snprintf(out, 8, "#%02x%02x%02x", (int)lround(r * 255), (int)lround(g * 255),
+             (int)lround(b * 255));
+}
+
+static void test_svg(void **state) {
+    (void)state;
+    np_trace *tr = sample_trace();
+    np_error e = {{0}};
+    const char *path = tmp_path("trace.svg"), *ppath = tmp_path("trace2.paje");
+    assert_int_equal(np_trace_write_svg(tr, path, &e), NP_OK);
+    assert_int_equal(np_trace_write_paje(tr, ppath, &e), NP_OK);
+    char *svg = read_all(path), *paje = read_all(ppath);
+
+    assert_int_equal(strncmp(svg, "<?xml", 5), 0);
+    assert_int_equal(count_of(svg, "<svg "), 1);
+    assert_int_equal(count_of(svg, "</svg>"), 1);
+    assert_null(strstr(svg, "<script"));
+    assert_null(strstr(svg, "href")); /* nothing external */
+    assert_int_equal(count_of(svg, "class=\"task\""), N_TASKS);
+    assert_int_equal(count_of(svg, "class=\"legend "), NP_NODE_KIND_COUNT);
+    /* one bar pair per kind that ran: all but sync */
+    assert_int_equal(count_of(svg, "class=\"bar exposed\""), NP_NODE_KIND_COUNT - 1);
+    assert_int_equal(count_of(svg, "class=\"bar hidden\""), NP_NODE_KIND_COUNT - 1);
+    assert_non_null(strstr(svg, ">rank 0<"));
+    assert_non_null(strstr(svg, ">rank 1<"));
+    assert_non_null(strstr(svg, ">cpu 0<"));
+    assert_non_null(strstr(svg, ">comm &amp; &lt;mpi&gt;<"));
+    assert_null(strstr(svg, COMM_NAME));
+    for (int b = 0; b < N_BATCHES; b++) { /* a label per batch start on each rank */
+        char lab[16];
+        snprintf(lab, sizeof lab, ">b%d</text>", b);
+        assert_true(count_of(svg, lab) >= N_RANKS);
+    }
+    /* Bar values from np_trace_analyze, 6 tasks each (2 ranks x 3 batches). */
+    assert_non_null(strstr(svg, ">exposed 0.000 ms, hidden 0.300 ms (6 tasks")); /* grad */
+    assert_non_null(strstr(svg, ">exposed 0.300 ms, hidden 0.600 ms (6 tasks")); /* allreduce */
+    assert_non_null(strstr(svg, ">exposed 0.300 ms, hidden 0.000 ms (6 tasks")); /* emb */
+
+    /* Same palette in both formats, and every kind a different colour. */
+    char seen[NP_NODE_KIND_COUNT][8];
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+        const char *kind = np_node_kind_name((np_node_kind)k);
+        paje_colour(paje, kind, seen[k]);
+        char key[80];
+        snprintf(key, sizeof key, "class=\"legend %s\"", kind);
+        const char *p = strstr(svg, key);
+        if (!p) fail_msg("no legend entry for %s", kind);
+        const char *fill = strstr(p, "fill=\"");
+        assert_non_null(fill);
+        if (strncmp(fill + 6, seen[k], 7) != 0)
+            fail_msg("%s: SVG %.7s, Paje %s", kind, fill + 6, seen[k]);
+        for (int j = 0; j < k; j++)
+            assert_string_not_equal(seen[j], seen[k]);
+    }
+
+    char cmd[1024];
+    if (have_tool("xmllint")) {
+        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+        assert_int_equal(run(cmd), 0);
+    } else {
+        print_message("note: xmllint not installed, SVG well-formedness check skipped\n");
+    }
+    if (have_tool("rsvg-convert")) {
+        const char *png = tmp_path("trace.png");
+        snprintf(cmd, sizeof cmd, "rsvg-convert -o '%s' '%s'", png, path);
+        assert_int_equal(run(cmd), 0);
+        FILE *f = fopen(png, "rb");
+        assert_non_null(f);
+        unsigned char sig[8] = {0};
+        assert_int_equal(fread(sig, 1, 8, f), 8);
+        fclose(f);
+        assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+        if (!getenv("NP_KEEP_PNG")) remove(png);
+    } else {
+        print_message("note: rsvg-convert not installed (librsvg2-bin), render check skipped\n");
+    }
+    free(svg);
+    free(paje);
+    remove(ppath);
+    np_trace_free(tr);
+}
+
+static void test_empty(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    const char *path = tmp_path("empty.paje");
+    assert_int_equal(np_trace_write_paje(tr, path, &e), NP_OK);
+    char *text = read_all(path);
+    assert_non_null(strstr(text, "%EventDef PajePushState"));
+    assert_int_equal(lines_starting(text, "5 "), 0);
+    free(text);
+    free(pj_dump_check(path, 0));
+    remove(path);
+
+    path = tmp_path("empty.svg");
+    assert_int_equal(np_trace_write_svg(tr, path, &e), NP_OK);
+    text = read_all(path);
+    assert_non_null(strstr(text, "</svg>"));
+    assert_int_equal(count_of(text, "class=\"task\""), 0);
+    free(text);
+    if (have_tool("xmllint")) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+        assert_int_equal(run(cmd), 0);
+    }
+    remove(path);
+    np_trace_free(tr);
+}
+
+typedef np_status (*writer)(const np_trace *, const char *, np_error *);
+
+static void check_unwritable(writer w) {
+    np_trace *tr = sample_trace();
+    np_error e = {{0}};
+    /* A missing directory: unwritable even for root, which ignores permission bits. */
+    const char *path = tmp_path("no-such-dir/out");
+    assert_int_equal(w(tr, path, &e), NP_STATUS_IO);
+    if (!strstr(e.msg, path)) fail_msg("message '%s' does not name %s", e.msg, path);
+    assert_null(strchr(e.msg, '\n'));
+
+    /* A directory in the way: the rename fails and the temporary is cleaned up. */
+    path = tmp_path("adir");
+    assert_int_equal(mkdir(path, 0700), 0);
+    memset(&e, 0, sizeof e);
+    assert_int_equal(w(tr, path, &e), NP_STATUS_IO);
+    if (!strstr(e.msg, path)) fail_msg("message '%s' does not name %s", e.msg, path);
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(rmdir(path), 0);
+    np_trace_free(tr);
+}
+
+static void test_unwritable(void **state) {
+    (void)state;
+    check_unwritable(np_trace_write_paje);
+    check_unwritable(np_trace_write_svg);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/np_trace_export_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (!getenv("NP_KEEP_PNG")) remove(tmp_path("trace.paje"));
+    if (!getenv("NP_KEEP_PNG")) remove(tmp_path("trace.svg"));
+    return getenv("NP_KEEP_PNG") ? 0 : rmdir(tmpdir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paje),       cmocka_unit_test(test_paje_odd_times),
+        cmocka_unit_test(test_svg),        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_unwritable),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

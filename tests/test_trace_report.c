@@ -1,0 +1,609 @@
+/* Trace report tests: overlap figures of hand-made traces with exact expected numbers, the
+ * Chrome trace read back (events, names, report), malformed files, and the JSON report.
+ * Not here: recording and the export itself (test_trace.c), real runs (test_engine.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trace/trace.h"
+
+/* Times in the hand-made traces are small integers, so every union, difference and ratio
+ * is exact in double: figures are compared with ==. A trace read back carries ts + dur
+ * through 17-digit decimals, which may move an end by an ulp: 1e-3 us is far above that
+ * and far below any interval in the tests. */
+#define READ_ATOL_US 1e-3
+
+static char tmpdir[64];
+
+/* A path in the test's directory; two slots, so a test can hold an input and an output. */
+static const char *tmp_path(const char *name) {
+    static char path[2][256];
+    static int next;
+    next ^= 1;
+    snprintf(path[next], sizeof path[next], "%s/%s", tmpdir, name);
+    return path[next];
+}
+
+static np_trace *new_trace(void) {
+    np_trace *tr = NULL;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_create(&tr, &e), NP_OK);
+    return tr;
+}
+
+static void add(np_trace *tr, int rank, int worker, np_node_kind kind, long batch, double s,
+                double e) {
+    np_trace_event ev = {.name = np_node_kind_name(kind),
+                         .kind = kind,
+                         .batch = batch,
+                         .window = -1,
+                         .rank = rank,
+                         .worker = worker,
+                         .start_us = s,
+                         .end_us = e};
+    assert_int_equal(np_trace_record(tr, &ev), 0);
+}
+
+static np_trace_report analyze(const np_trace *tr) {
+    np_trace_report r;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_analyze(tr, &r, &e), NP_OK);
+    return r;
+}
+
+static const np_trace_worker_stats *worker(const np_trace_report *r, int rank, int w) {
+    for (int i = 0; i < r->n_workers; i++)
+        if (r->workers[i].rank == rank && r->workers[i].worker == w) return &r->workers[i];
+    fail_msg("no worker %d on rank %d", w, rank);
+    return NULL;
+}
+
+static void kind_is(const np_trace_rank_stats *r, np_node_kind k, long count, double total,
+                    double uni, double exposed) {
+    assert_int_equal(r->kind[k].count, count);
+    assert_true(r->kind[k].total_us == total);
+    assert_true(r->kind[k].union_us == uni);
+    assert_true(r->kind[k].exposed_us == exposed);
+}
+
+/* Prints r into a string (text or JSON); free() it. */
+static char *print_report(const np_trace_report *r, int json) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    np_error e = {{0}};
+    assert_int_equal(np_trace_report_print(r, f, json, &e), NP_OK);
+    fclose(f);
+    return buf;
+}
+
+static json_t *report_json(const np_trace_report *r) {
+    char *s = print_report(r, 1);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    if (!root) fail_msg("report JSON does not parse: %s (line %d)\n%s", je.text, je.line, s);
+    free(s);
+    return root;
+}
+
+/* ---- figures */
+
+/* Worker 0: fwd [0,100), bwd [150,250); worker 1: exchange_emb [50,200), route [300,320).
+ * Exchange union 150, hidden behind compute [50,100) and [150,200): exposed 50 (the gap
+ * 100..150), ratio 1/3; the route runs after all compute: 20 exposed. */
+static void test_one_rank(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
+    add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
+    add(tr, 0, 1, NP_NODE_ROUTE, 1, 300, 320);
+    np_trace_report r = analyze(tr);
+    assert_int_equal(r.n_ranks, 1);
+    const np_trace_rank_stats *k = &r.ranks[0];
+    assert_int_equal(k->rank, 0);
+    assert_int_equal(k->batches, 2);
+    assert_true(k->span_us == 320);
+    assert_true(k->step_us == 160);
+    kind_is(k, NP_NODE_FWD, 1, 100, 100, 100); /* dense compute: exposed = union */
+    kind_is(k, NP_NODE_BWD, 1, 100, 100, 100);
+    kind_is(k, NP_NODE_EXCHANGE_EMB, 1, 150, 150, 50);
+    kind_is(k, NP_NODE_ROUTE, 1, 20, 20, 20);
+    kind_is(k, NP_NODE_ALLREDUCE, 0, 0, 0, 0);
+    assert_true(k->exchange_us == 150);
+    assert_true(k->exchange_exposed_us == 50);
+    assert_true(k->exchange_exposed_ratio == 50.0 / 150.0);
+    assert_true(k->lookup_us == 20);
+    assert_true(k->lookup_exposed_us == 20);
+    assert_int_equal(r.n_workers, 2);
+    assert_true(worker(&r, 0, 0)->busy_us == 200);
+    assert_true(worker(&r, 0, 0)->idle_us == 120);
+    assert_true(worker(&r, 0, 1)->busy_us == 170);
+    assert_true(worker(&r, 0, 1)->idle_us == 150);
+    assert_true(k->idle_us == 270);
+    /* one rank: overall = the rank */
+    const np_trace_rank_stats *o = &r.overall;
+    assert_int_equal(o->rank, -1);
+    assert_int_equal(o->batches, 2);
+    assert_true(o->span_us == 320 && o->step_us == 160 && o->idle_us == 270);
+    assert_true(o->exchange_exposed_ratio == 50.0 / 150.0);
+    kind_is(o, NP_NODE_EXCHANGE_EMB, 1, 150, 150, 50);
+
+    char *text = print_report(&r, 0);
+    assert_non_null(strstr(text, "rank 0"));
+    assert_non_null(strstr(text, "overall"));
+    assert_non_null(strstr(text, "step 0.160 ms"));
+    assert_non_null(strstr(text, "exposed ratio 0.333"));
+    free(text);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
+/* Rank 1's exchange [50,150) runs while rank 0 computes [0,100) but its own rank computes
+ * only at [200,300): exposure is per rank, so all 100 us of it are exposed. */
+static void test_two_ranks(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 1, 0, NP_NODE_FWD, 1, 200, 300); /* record order is not rank order */
+    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 0, 100);
+    add(tr, 1, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 150);
+    np_trace_report r = analyze(tr);
+    assert_int_equal(r.n_ranks, 2);
+    assert_int_equal(r.ranks[0].rank, 0);
+    assert_int_equal(r.ranks[1].rank, 1);
+    assert_true(r.ranks[0].exchange_exposed_us == 0);
+    assert_true(r.ranks[0].exchange_exposed_ratio == 0);
+    assert_true(r.ranks[1].exchange_exposed_us == 100);
+    assert_true(r.ranks[1].exchange_exposed_ratio == 1);
+    assert_int_equal(r.ranks[0].batches, 1);
+    assert_int_equal(r.ranks[1].batches, 2);
+    assert_true(r.ranks[0].span_us == 100 && r.ranks[0].step_us == 100);
+    assert_true(r.ranks[1].span_us == 250 && r.ranks[1].step_us == 125);
+    assert_true(r.ranks[0].idle_us == 0);
+    assert_true(r.ranks[1].idle_us == 300);
+    assert_int_equal(r.n_workers, 4);
+    assert_int_equal(r.workers[0].rank, 0); /* by rank, then worker */
+    assert_int_equal(r.workers[3].rank, 1);
+    assert_int_equal(r.workers[3].worker, 1);
+    assert_true(worker(&r, 1, 0)->idle_us == 150);
+
+    const np_trace_rank_stats *o = &r.overall;
+    assert_int_equal(o->batches, 2);
+    assert_true(o->span_us == 250);
+    assert_true(o->step_us == 125);
+    assert_true(o->exchange_us == 200);
+    assert_true(o->exchange_exposed_us == 100);
+    assert_true(o->exchange_exposed_ratio == 0.5); /* from the sums, not a mean of ratios */
+    assert_true(o->idle_us == 300);
+    kind_is(o, NP_NODE_FWD, 2, 200, 200, 200);
+    kind_is(o, NP_NODE_EXCHANGE_EMB, 2, 200, 200, 100);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
+/* Two retrieves overlap on two workers: union 150, not the sum 200; a bwd [120,200) hides
+ * 30 of it. A sync inside the retrieves adds nothing to the lookup union. */
+static void test_same_kind_overlap(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 0, 0, NP_NODE_RETRIEVE, 0, 0, 100);
+    add(tr, 0, 1, NP_NODE_RETRIEVE, 0, 50, 150);
+    add(tr, 0, 2, NP_NODE_BWD, 0, 120, 200);
+    add(tr, 0, 2, NP_NODE_SYNC, 0, 10, 20);
+    add(tr, 0, 0, NP_NODE_RETRIEVE, 0, 60, 60); /* zero length: counted, measures nothing */
+    add(tr, 0, 0, NP_NODE_PREFETCH, 0, 90, 80); /* ends before it starts: zero length */
+    np_trace_report r = analyze(tr);
+    const np_trace_rank_stats *k = &r.ranks[0];
+    kind_is(k, NP_NODE_RETRIEVE, 3, 200, 150, 120);
+    kind_is(k, NP_NODE_SYNC, 1, 10, 10, 10);
+    kind_is(k, NP_NODE_PREFETCH, 1, 0, 0, 0);
+    assert_true(k->lookup_us == 150);
+    assert_true(k->lookup_exposed_us == 120);
+    assert_true(worker(&r, 0, 2)->busy_us == 90);
+    assert_true(worker(&r, 0, 0)->busy_us == 100);
+    assert_true(k->span_us == 200);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
+static void test_empty(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_trace_report r = analyze(tr);
+    assert_int_equal(r.n_ranks, 0);
+    assert_int_equal(r.n_workers, 0);
+    assert_int_equal(r.overall.rank, -1);
+    assert_int_equal(r.overall.batches, 0);
+    assert_true(r.overall.span_us == 0 && r.overall.step_us == 0 && r.overall.idle_us == 0);
+    assert_true(isnan(r.overall.exchange_exposed_ratio));
+    char *text = print_report(&r, 0);
+    assert_non_null(strstr(text, "overall (0 ranks"));
+    free(text);
+    json_t *j = report_json(&r);
+    assert_int_equal(json_array_size(json_object_get(j, "ranks")), 0);
+    assert_true(
+        json_is_null(json_object_get(json_object_get(j, "overall"), "exchange_exposed_ratio")));
+    json_decref(j);
+    np_trace_report_free(&r);
+    np_trace_report_free(&r); /* twice: the first left it empty */
+    np_trace_report_free(NULL);
+    np_trace_free(tr);
+}
+
+/* Only exchanges, partly overlapping across kinds: one union of 30 us (not the sum 35), all
+ * of it exposed. */
+static void test_only_exchange(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 0, 3, NP_NODE_EXCHANGE_EMB, 0, 0, 10);
+    add(tr, 0, 3, NP_NODE_EXCHANGE_GRAD, 0, 5, 20);
+    add(tr, 0, 3, NP_NODE_ALLREDUCE, 0, 30, 40);
+    np_trace_report r = analyze(tr);
+    assert_true(r.ranks[0].exchange_us == 30);
+    assert_true(r.ranks[0].exchange_exposed_us == 30);
+    assert_true(r.ranks[0].exchange_exposed_ratio == 1);
+    assert_true(r.overall.exchange_exposed_ratio == 1);
+    assert_true(worker(&r, 0, 3)->busy_us == 30);
+    assert_true(worker(&r, 0, 3)->idle_us == 10);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
+static void test_no_exchange(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 10);
+    add(tr, 0, 0, NP_NODE_DENSE_UPDATE, 0, 10, 12);
+    np_trace_report r = analyze(tr);
+    assert_true(r.ranks[0].exchange_us == 0);
+    assert_true(isnan(r.ranks[0].exchange_exposed_ratio));
+    assert_true(isnan(r.overall.exchange_exposed_ratio));
+    kind_is(&r.ranks[0], NP_NODE_DENSE_UPDATE, 1, 2, 2, 2);
+    json_t *j = report_json(&r);
+    json_t *r0 = json_array_get(json_object_get(j, "ranks"), 0);
+    assert_true(json_is_null(json_object_get(r0, "exchange_exposed_ratio")));
+    assert_true(
+        json_is_null(json_object_get(json_object_get(j, "overall"), "exchange_exposed_ratio")));
+    json_decref(j);
+    char *text = print_report(&r, 0);
+    assert_non_null(strstr(text, "no exchange"));
+    free(text);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
+/* 10^5 events in one analysis: the sweep must stay O(n log n) (a quadratic one takes
+ * minutes here). Tasks [i, i+1) round-robin over 4 workers tile [0, n). */
+static void test_large(void **state) {
+    (void)state;
+    enum { N = 100000 };
+    np_trace *tr = new_trace();
+    for (long i = 0; i < N; i++)
+        add(tr, 0, (int)(i % 4), i % 2 ? NP_NODE_BWD : NP_NODE_EXCHANGE_GRAD, i / 100, (double)i,
+            i + 1.0);
+    np_trace_report r = analyze(tr);
+    assert_int_equal(r.ranks[0].batches, N / 100);
+    assert_true(r.ranks[0].span_us == N);
+    assert_true(r.ranks[0].exchange_us == N / 2);
+    assert_true(r.ranks[0].exchange_exposed_us == N / 2); /* touches compute, never overlaps */
+    assert_true(worker(&r, 0, 1)->busy_us == N / 4);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
+/* ---- JSON report fields */
+
+static const char *const rank_keys[] = {"rank",
+                                        "batches",
+                                        "span_us",
+                                        "step_us",
+                                        "idle_us",
+                                        "exchange_us",
+                                        "exchange_exposed_us",
+                                        "exchange_exposed_ratio",
+                                        "lookup_us",
+                                        "lookup_exposed_us",
+                                        "kinds"};
+
+static void check_rank_object(json_t *o) {
+    assert_true(json_is_object(o));
+    for (size_t i = 0; i < sizeof rank_keys / sizeof *rank_keys; i++)
+        if (!json_object_get(o, rank_keys[i])) fail_msg("report lacks \"%s\"", rank_keys[i]);
+    json_t *kinds = json_object_get(o, "kinds");
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+        json_t *ks = json_object_get(kinds, np_node_kind_name((np_node_kind)k));
+        assert_true(json_is_integer(json_object_get(ks, "count")));
+        assert_true(json_is_number(json_object_get(ks, "total_us")));
+        assert_true(json_is_number(json_object_get(ks, "union_us")));
+        assert_true(json_is_number(json_object_get(ks, "exposed_us")));
+    }
+}
+
+static void test_json_report(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
+    add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
+    add(tr, 1, 0, NP_NODE_ROUTE, 0, 300, 320);
+    np_trace_report r = analyze(tr);
+    json_t *j = report_json(&r);
+    json_t *ranks = json_object_get(j, "ranks"), *o = json_object_get(j, "overall");
+    assert_int_equal(json_array_size(ranks), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *rk = json_array_get(ranks, i);
+        check_rank_object(rk);
+        assert_int_equal(json_integer_value(json_object_get(rk, "rank")), (json_int_t)i);
+        json_t *ws = json_object_get(rk, "workers");
+        assert_int_equal(json_array_size(ws), i == 0 ? 2 : 1);
+        json_t *w = json_array_get(ws, 0);
+        assert_true(json_is_integer(json_object_get(w, "worker")));
+        assert_true(json_is_number(json_object_get(w, "busy_us")));
+        assert_true(json_is_number(json_object_get(w, "idle_us")));
+    }
+    json_t *r0 = json_array_get(ranks, 0);
+    assert_true(json_number_value(json_object_get(r0, "exchange_exposed_us")) == 50);
+    assert_true(json_number_value(json_object_get(r0, "exchange_exposed_ratio")) == 50.0 / 150);
+    json_t *emb = json_object_get(json_object_get(r0, "kinds"), "exchange_emb");
+    assert_int_equal(json_integer_value(json_object_get(emb, "count")), 1);
+    assert_true(json_number_value(json_object_get(emb, "union_us")) == 150);
+    check_rank_object(o);
+    assert_null(json_object_get(o, "workers"));
+    assert_int_equal(json_integer_value(json_object_get(o, "rank")), -1);
+    assert_true(json_number_value(json_object_get(o, "lookup_exposed_us")) == 20);
+    json_decref(j);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
+/* ---- reading back */
+
+static void same_stats(const np_trace_rank_stats *a, const np_trace_rank_stats *b) {
+    assert_int_equal(a->rank, b->rank);
+    assert_int_equal(a->batches, b->batches);
+    const double x[] = {a->span_us,   a->step_us,           a->exchange_us, a->exchange_exposed_us,
+                        a->lookup_us, a->lookup_exposed_us, a->idle_us};
+    const double y[] = {b->span_us,   b->step_us,           b->exchange_us, b->exchange_exposed_us,
+                        b->lookup_us, b->lookup_exposed_us, b->idle_us};
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++)
+        assert_true(fabs(x[i] - y[i]) <= READ_ATOL_US);
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+        assert_int_equal(a->kind[k].count, b->kind[k].count);
+        assert_true(fabs(a->kind[k].total_us - b->kind[k].total_us) <= READ_ATOL_US);
+        assert_true(fabs(a->kind[k].union_us - b->kind[k].union_us) <= READ_ATOL_US);
+        assert_true(fabs(a->kind[k].exposed_us - b->kind[k].exposed_us) <= READ_ATOL_US);
+    }
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    static const char *const names[] = {"linear_fwd", "exchange_rows", "sum", "route"};
+    np_trace *tr = new_trace();
+    np_trace_set_worker_name(tr, 0, "cpu 0");
+    np_trace_set_worker_name(tr, 2, "comm");
+    /* distinct, increasing starts: the export's order is the record order */
+    uint64_t seed = 7;
+    double t = 1234567.125;
+    for (int i = 0; i < 300; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        t += 0.1 + (double)(seed >> 40) / 1e6;
+        np_trace_event ev = {.name = names[i % 4],
+                             .kind = (np_node_kind)((seed >> 20) % NP_NODE_KIND_COUNT),
+                             .batch = i / 30,
+                             .window = i % 3 - 1,
+                             .rank = (int)(seed >> 33) % 2,
+                             .worker = (int)((seed >> 35) % 3),
+                             .start_us = t,
+                             .end_us = t + 3.3 + (double)((seed >> 45) % 100),
+                             .bytes = i % 5 == 0 ? (uint64_t)i * 1000003 : 0};
+        assert_int_equal(np_trace_record(tr, &ev), 0);
+    }
+    np_error e = {{0}};
+    const char *path = tmp_path("rt.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    np_trace *back = NULL;
+    assert_int_equal(np_trace_read_chrome(path, &back, &e), NP_OK);
+    assert_int_equal(np_trace_count(back), np_trace_count(tr));
+    for (size_t i = 0; i < np_trace_count(tr); i++) {
+        const np_trace_event *a = np_trace_get(tr, i), *b = np_trace_get(back, i);
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->batch, b->batch);
+        assert_int_equal(a->window, b->window);
+        assert_int_equal(a->rank, b->rank);
+        assert_int_equal(a->worker, b->worker);
+        assert_true(fabs(a->start_us - b->start_us) <= READ_ATOL_US);
+        assert_true(fabs(a->end_us - b->end_us) <= READ_ATOL_US);
+        assert_int_equal(a->bytes, b->bytes);
+    }
+    /* names are interned: equal names share one copy, valid after the trace is freed */
+    assert_ptr_equal(np_trace_get(back, 0)->name, np_trace_get(back, 4)->name);
+
+    np_trace_report ra = analyze(tr), rb = analyze(back);
+    assert_int_equal(ra.n_ranks, rb.n_ranks);
+    assert_int_equal(ra.n_workers, rb.n_workers);
+    for (int i = 0; i < ra.n_ranks; i++)
+        same_stats(&ra.ranks[i], &rb.ranks[i]);
+    same_stats(&ra.overall, &rb.overall);
+    for (int i = 0; i < ra.n_workers; i++) {
+        assert_int_equal(ra.workers[i].worker, rb.workers[i].worker);
+        assert_true(fabs(ra.workers[i].busy_us - rb.workers[i].busy_us) <= READ_ATOL_US);
+        assert_true(fabs(ra.workers[i].idle_us - rb.workers[i].idle_us) <= READ_ATOL_US);
+    }
+    np_trace_report_free(&ra);
+    np_trace_report_free(&rb);
+
+    /* worker names came back: written again, the lanes carry them */
+    const char *path2 = tmp_path("rt2.json");
+    assert_int_equal(np_trace_write_chrome(back, path2, &e), NP_OK);
+    json_error_t je;
+    json_t *j = json_load_file(path2, 0, &je);
+    assert_non_null(j);
+    size_t i;
+    json_t *ev;
+    int seen = 0;
+    json_array_foreach(json_object_get(j, "traceEvents"), i, ev) {
+        if (strcmp(json_string_value(json_object_get(ev, "name")), "thread_name")) continue;
+        json_int_t tid = json_integer_value(json_object_get(ev, "tid"));
+        const char *n = json_string_value(json_object_get(json_object_get(ev, "args"), "name"));
+        assert_string_equal(n, tid == 0 ? "cpu 0" : tid == 2 ? "comm" : "worker 1");
+        seen++;
+    }
+    assert_int_equal(seen, 6); /* 2 ranks x 3 workers */
+    json_decref(j);
+    np_trace_free(tr);
+    np_trace_free(back);
+    remove(path);
+    remove(path2);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Ranks reuse worker ids; the trace keeps one name per id, the first in the file. Other
+ * phases and metadata are skipped, integer times are accepted. */
+static void test_read_names_and_foreign_phases(void **state) {
+    (void)state;
+    const char *path = tmp_path("names.json");
+    write_file(path,
+               "{\"traceEvents\": ["
+               "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":"
+               "\"rank 0\"}},"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":1,\"args\":{\"name\":"
+               "\"first\"}},"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":"
+               "\"second\"}},"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":2}," /* no args: skipped */
+               "{\"name\":\"mark\",\"ph\":\"i\",\"pid\":0,\"tid\":1,\"ts\":5},"
+               "{\"name\":\"pool_fwd\",\"cat\":\"fwd\",\"ph\":\"X\",\"pid\":1,\"tid\":1,"
+               "\"ts\":10,\"dur\":5,\"args\":{\"kind\":\"fwd\",\"batch\":3,\"window\":2,"
+               "\"bytes\":0}}]}");
+    np_trace *tr = NULL;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_read_chrome(path, &tr, &e), NP_OK);
+    assert_int_equal(np_trace_count(tr), 1);
+    const np_trace_event *ev = np_trace_get(tr, 0);
+    assert_string_equal(ev->name, "pool_fwd");
+    assert_int_equal(ev->kind, NP_NODE_FWD);
+    assert_int_equal(ev->rank, 1);
+    assert_int_equal(ev->worker, 1);
+    assert_int_equal(ev->batch, 3);
+    assert_int_equal(ev->window, 2);
+    assert_true(ev->start_us == 10 && ev->end_us == 15);
+    const char *out = tmp_path("names2.json");
+    assert_int_equal(np_trace_write_chrome(tr, out, &e), NP_OK);
+    json_error_t je;
+    json_t *j = json_load_file(out, 0, &je);
+    assert_non_null(j);
+    size_t i;
+    json_t *x;
+    int seen = 0;
+    json_array_foreach(json_object_get(j, "traceEvents"), i, x) {
+        if (strcmp(json_string_value(json_object_get(x, "name")), "thread_name")) continue;
+        assert_string_equal(json_string_value(json_object_get(json_object_get(x, "args"), "name")),
+                            "first");
+        seen++;
+    }
+    assert_int_equal(seen, 1);
+    json_decref(j);
+    np_trace_free(tr);
+    remove(path);
+    remove(out);
+}
+
+static void expect_bad(const char *name, const char *text, np_status want, const char *what) {
+    const char *path = tmp_path(name);
+    if (text) write_file(path, text);
+    static char dummy;
+    np_trace *tr = (np_trace *)&dummy; /* must come back NULL */
+    np_error e = {{0}};
+    assert_int_equal(np_trace_read_chrome(path, &tr, &e), want);
+    assert_null(tr);
+    if (!strstr(e.msg, path)) fail_msg("message does not name %s: %s", path, e.msg);
+    if (!strstr(e.msg, what)) fail_msg("message does not say '%s': %s", what, e.msg);
+    if (strchr(e.msg, '\n')) fail_msg("message is not one line: %s", e.msg);
+    if (text) remove(path);
+}
+
+#define X_EVENT(fields)                                                                            \
+    "{\"traceEvents\":[{\"name\":\"n\",\"ph\":\"X\",\"pid\":0,\"tid\":0," fields "}]}"
+
+static void test_malformed(void **state) {
+    (void)state;
+    expect_bad("missing.json", NULL, NP_STATUS_IO, "cannot open");
+    expect_bad("notjson.json", "{\"traceEvents\": [oops", NP_STATUS_BAD_INPUT, "not JSON");
+    expect_bad("empty.json", "", NP_STATUS_BAD_INPUT, "not JSON");
+    expect_bad("noevents.json", "{\"foo\": []}", NP_STATUS_BAD_INPUT, "traceEvents");
+    expect_bad("evobj.json", "{\"traceEvents\": {}}", NP_STATUS_BAD_INPUT, "traceEvents");
+    expect_bad("array.json", "[1, 2]", NP_STATUS_BAD_INPUT, "traceEvents");
+    expect_bad("notevent.json", "{\"traceEvents\": [3]}", NP_STATUS_BAD_INPUT, "traceEvents[0]");
+    expect_bad("badkind.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"warp\",\"batch\":0,\"window\":0,"
+                       "\"bytes\":0}"),
+               NP_STATUS_BAD_INPUT, "unknown \"args.kind\"");
+    expect_bad("nokind.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"batch\":0,\"window\":0,\"bytes\":0}"),
+               NP_STATUS_BAD_INPUT, "args.kind");
+    expect_bad("noargs.json", X_EVENT("\"ts\":1,\"dur\":1"), NP_STATUS_BAD_INPUT, "args");
+    expect_bad("nodur.json",
+               X_EVENT("\"ts\":1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,"
+                       "\"bytes\":0}"),
+               NP_STATUS_BAD_INPUT, "dur");
+    expect_bad("negdur.json",
+               X_EVENT("\"ts\":1,\"dur\":-1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":"
+                       "0,\"bytes\":0}"),
+               NP_STATUS_BAD_INPUT, "dur");
+    expect_bad("nobatch.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"window\":0,\"bytes\":0}"),
+               NP_STATUS_BAD_INPUT, "args.batch");
+    expect_bad("strbytes.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,"
+                       "\"bytes\":\"9\"}"),
+               NP_STATUS_BAD_INPUT, "args.bytes");
+    expect_bad("negpid.json",
+               "{\"traceEvents\":[{\"name\":\"n\",\"ph\":\"X\",\"pid\":-1,\"tid\":0,\"ts\":1,"
+               "\"dur\":1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,\"bytes\":0}}]}",
+               NP_STATUS_BAD_INPUT, "pid");
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/np_trace_report_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return rmdir(tmpdir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_rank),
+        cmocka_unit_test(test_two_ranks),
+        cmocka_unit_test(test_same_kind_overlap),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_only_exchange),
+        cmocka_unit_test(test_no_exchange),
+        cmocka_unit_test(test_large),
+        cmocka_unit_test(test_json_report),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_read_names_and_foreign_phases),
+        cmocka_unit_test(test_malformed),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

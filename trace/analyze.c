@@ -1,0 +1,370 @@
+/* Overlap analysis of a task trace: per rank and node kind, how much time ran and how much of
+ * it was exposed (not hidden behind dense compute), plus worker idle time; and its text or
+ * JSON report. Not here: recording or reading traces (trace.c, read.c), pictures (svg.c).
+ *
+ * Definitions (docs/tracing.md), per rank:
+ * - a task's interval is [start, max(start, end)): a negative duration counts as zero,
+ *   as in the Chrome export;
+ * - dense compute D = the union of the rank's FWD and BWD intervals;
+ * - a kind's exposed time = |U \ D| with U the union of its intervals; for FWD and BWD
+ *   themselves exposed = union: dense compute is the critical path that other work hides
+ *   behind, so none of it counts as hidden;
+ * - exchange = EXCHANGE_EMB, EXCHANGE_GRAD, ALLREDUCE; lookup = ROUTE, RETRIEVE, SYNC: one
+ *   union per group (overlapping tasks of the group count once) and its exposed part;
+ * - batches = distinct batch values; span = last end - first start; step = span / batches;
+ * - workers = those that ran at least one task on the rank; busy = union of their tasks,
+ *   idle = span - busy; the rank's idle = the sum over its workers.
+ * Every union is a sort and one sweep, and exposed parts a two-pointer walk over two sorted
+ * unions: O(n log n) in the number of events. */
+#include "trace/trace.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+typedef struct span {
+    double s, e; /* [s, e), e >= s */
+} span;
+
+typedef struct item {
+    int rank, worker;
+    np_node_kind kind;
+    long batch;
+    span t;
+} item;
+
+static int cmp_span(const void *pa, const void *pb) {
+    const span *a = pa, *b = pb;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
+static int cmp_rank_kind(const void *pa, const void *pb) {
+    const item *a = pa, *b = pb;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    return cmp_span(&a->t, &b->t);
+}
+
+static int cmp_worker(const void *pa, const void *pb) { /* within one rank */
+    const item *a = pa, *b = pb;
+    if (a->worker != b->worker) return a->worker < b->worker ? -1 : 1;
+    return cmp_span(&a->t, &b->t);
+}
+
+static int cmp_batch(const void *pa, const void *pb) { /* within one rank */
+    const item *a = pa, *b = pb;
+    return (a->batch > b->batch) - (a->batch < b->batch);
+}
+
+/* Merges v (sorted by start) into disjoint intervals in place; returns their count. */
+static size_t merge(span *v, size_t n) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && v[i].s <= v[m - 1].e) {
+            if (v[i].e > v[m - 1].e) v[m - 1].e = v[i].e;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    return m;
+}
+
+static double measure(const span *v, size_t n) {
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i].e - v[i].s;
+    return sum;
+}
+
+/* Measure of the intersection of two merged (disjoint, sorted) lists. */
+static double overlap(const span *a, size_t na, const span *b, size_t nb) {
+    double sum = 0;
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        double lo = a[i].s > b[j].s ? a[i].s : b[j].s, hi = a[i].e < b[j].e ? a[i].e : b[j].e;
+        if (hi > lo) sum += hi - lo;
+        if (a[i].e < b[j].e)
+            i++;
+        else
+            j++;
+    }
+    return sum;
+}
+
+/* Union and exposed part of the intervals of the kinds in mask (bit k = kind k) among the
+ * rank's items [it, it+n) (sorted by kind, then start); tmp has room for n. */
+static void group(const item *it, size_t n, unsigned mask, const span *dense, size_t nd, span *tmp,
+                  double *union_us, double *exposed_us) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (mask >> it[i].kind & 1u) tmp[m++] = it[i].t;
+    qsort(tmp, m, sizeof *tmp, cmp_span);
+    m = merge(tmp, m);
+    *union_us = measure(tmp, m);
+    *exposed_us = *union_us - overlap(tmp, m, dense, nd);
+}
+
+#define BIT(k) (1u << (k))
+static const unsigned dense_mask = BIT(NP_NODE_FWD) | BIT(NP_NODE_BWD);
+static const unsigned exchange_mask =
+    BIT(NP_NODE_EXCHANGE_EMB) | BIT(NP_NODE_EXCHANGE_GRAD) | BIT(NP_NODE_ALLREDUCE);
+static const unsigned lookup_mask = BIT(NP_NODE_ROUTE) | BIT(NP_NODE_RETRIEVE) | BIT(NP_NODE_SYNC);
+
+/* Fills rs and the rank's worker rows (appended at ws[*nw]) from its items [it, it+n). */
+static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_rank_stats *rs,
+                         np_trace_worker_stats *ws, int *nw) {
+    memset(rs, 0, sizeof *rs);
+    rs->rank = it[0].rank;
+    double first = it[0].t.s, last = it[0].t.e;
+    for (size_t i = 0; i < n; i++) {
+        if (it[i].t.s < first) first = it[i].t.s;
+        if (it[i].t.e > last) last = it[i].t.e;
+    }
+    rs->span_us = last - first;
+
+    /* items are sorted by kind, then start */
+    size_t nd = 0;
+    for (size_t i = 0; i < n; i++)
+        if (dense_mask >> it[i].kind & 1u) dense[nd++] = it[i].t;
+    qsort(dense, nd, sizeof *dense, cmp_span);
+    nd = merge(dense, nd);
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a; b < n && it[b].kind == it[a].kind; b++)
+            ;
+        np_trace_kind_stats *ks = &rs->kind[it[a].kind];
+        size_t m = 0;
+        for (size_t i = a; i < b; i++) {
+            ks->total_us += it[i].t.e - it[i].t.s;
+            tmp[m++] = it[i].t;
+        }
+        ks->count = (long)(b - a);
+        m = merge(tmp, m);
+        ks->union_us = measure(tmp, m);
+        ks->exposed_us = (dense_mask >> it[a].kind & 1u)
+                             ? ks->union_us
+                             : ks->union_us - overlap(tmp, m, dense, nd);
+    }
+    group(it, n, exchange_mask, dense, nd, tmp, &rs->exchange_us, &rs->exchange_exposed_us);
+    group(it, n, lookup_mask, dense, nd, tmp, &rs->lookup_us, &rs->lookup_exposed_us);
+    rs->exchange_exposed_ratio =
+        rs->exchange_us > 0 ? rs->exchange_exposed_us / rs->exchange_us : NAN;
+
+    qsort(it, n, sizeof *it, cmp_worker);
+    for (size_t a = 0, b; a < n; a = b) {
+        size_t m = 0;
+        for (b = a; b < n && it[b].worker == it[a].worker; b++)
+            tmp[m++] = it[b].t;
+        np_trace_worker_stats *w = &ws[(*nw)++];
+        w->rank = rs->rank;
+        w->worker = it[a].worker;
+        w->busy_us = measure(tmp, merge(tmp, m));
+        w->idle_us = rs->span_us - w->busy_us;
+        rs->idle_us += w->idle_us;
+    }
+
+    qsort(it, n, sizeof *it, cmp_batch);
+    for (size_t i = 0; i < n; i++)
+        rs->batches += i == 0 || it[i].batch != it[i - 1].batch;
+    rs->step_us = rs->span_us / (double)rs->batches;
+}
+
+static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+        o->kind[k].count += r->kind[k].count;
+        o->kind[k].total_us += r->kind[k].total_us;
+        o->kind[k].union_us += r->kind[k].union_us;
+        o->kind[k].exposed_us += r->kind[k].exposed_us;
+    }
+    o->exchange_us += r->exchange_us;
+    o->exchange_exposed_us += r->exchange_exposed_us;
+    o->lookup_us += r->lookup_us;
+    o->lookup_exposed_us += r->lookup_exposed_us;
+    o->idle_us += r->idle_us;
+    if (r->batches > o->batches) o->batches = r->batches;
+    if (r->span_us > o->span_us) o->span_us = r->span_us;
+    if (r->step_us > o->step_us) o->step_us = r->step_us;
+}
+
+np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *err) {
+    memset(out, 0, sizeof *out);
+    out->overall.rank = -1;
+    out->overall.exchange_exposed_ratio = NAN;
+    size_t n = np_trace_count(tr);
+    item *it = np_alloc(n ? n : 1, sizeof *it, "trace analysis", err);
+    span *dense = np_alloc(n ? n : 1, sizeof *dense, "trace analysis", err);
+    span *tmp = np_alloc(n ? n : 1, sizeof *tmp, "trace analysis", err);
+    np_status st = NP_OK;
+    if (!it || !dense || !tmp) {
+        st = NP_STATUS_NO_MEMORY;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(tr, i);
+        if (!isfinite(e->start_us) || !isfinite(e->end_us) ||
+            (unsigned)e->kind >= (unsigned)NP_NODE_KIND_COUNT) {
+            st = np_err(err, NP_STATUS_BAD_INPUT,
+                        "trace analysis: event %zu (%s, rank %d, worker %d) has a non-finite "
+                        "time or an unknown kind",
+                        i, e->name ? e->name : "?", e->rank, e->worker);
+            goto done;
+        }
+        it[i] = (item){.rank = e->rank,
+                       .worker = e->worker,
+                       .kind = e->kind,
+                       .batch = e->batch,
+                       .t = {e->start_us, e->end_us > e->start_us ? e->end_us : e->start_us}};
+    }
+    qsort(it, n, sizeof *it, cmp_rank_kind);
+    int n_ranks = 0;
+    for (size_t i = 0; i < n; i++)
+        n_ranks += i == 0 || it[i].rank != it[i - 1].rank;
+    if (n_ranks > 0) {
+        out->ranks = np_zalloc((size_t)n_ranks, sizeof *out->ranks, "trace report", err);
+        /* at most one worker row per event; trimmed by n_workers */
+        out->workers = np_zalloc(n, sizeof *out->workers, "trace report", err);
+        if (!out->ranks || !out->workers) {
+            st = NP_STATUS_NO_MEMORY;
+            goto done;
+        }
+    }
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a; b < n && it[b].rank == it[a].rank; b++)
+            ;
+        np_trace_rank_stats *rs = &out->ranks[out->n_ranks++];
+        analyze_rank(it + a, b - a, dense, tmp, rs, out->workers, &out->n_workers);
+        add_overall(&out->overall, rs);
+    }
+    if (out->overall.exchange_us > 0)
+        out->overall.exchange_exposed_ratio =
+            out->overall.exchange_exposed_us / out->overall.exchange_us;
+
+done:
+    free(it);
+    free(dense);
+    free(tmp);
+    if (st) np_trace_report_free(out);
+    return st;
+}
+
+void np_trace_report_free(np_trace_report *r) {
+    if (!r) return;
+    free(r->ranks);
+    free(r->workers);
+    memset(r, 0, sizeof *r);
+    r->overall.rank = -1;
+    r->overall.exchange_exposed_ratio = NAN;
+}
+
+/* ---- printing */
+
+static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_report *rep,
+                       int n_ranks) {
+    if (r->rank >= 0)
+        fprintf(f, "rank %d\n", r->rank);
+    else
+        fprintf(f, "overall (%d rank%s; times summed over ranks, step of the slowest)\n", n_ranks,
+                n_ranks == 1 ? "" : "s");
+    fprintf(f, "  step %.3f ms  (%ld batches in %.3f ms)  idle %.3f ms\n", r->step_us / 1e3,
+            r->batches, r->span_us / 1e3, r->idle_us / 1e3);
+    if (r->rank >= 0) {
+        fprintf(f, "  %-14s %8s %11s %11s\n", "worker", "", "busy ms", "idle ms");
+        for (int i = 0; i < rep->n_workers; i++) {
+            const np_trace_worker_stats *w = &rep->workers[i];
+            if (w->rank == r->rank)
+                fprintf(f, "  %-14d %8s %11.3f %11.3f\n", w->worker, "", w->busy_us / 1e3,
+                        w->idle_us / 1e3);
+        }
+    }
+    /* total adds up tasks running side by side; union is wall time, which exposed % is of */
+    fprintf(f, "  %-14s %8s %11s %11s %11s %9s\n", "kind", "count", "total ms", "union ms",
+            "exposed ms", "exposed %");
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+        const np_trace_kind_stats *ks = &r->kind[k];
+        if (!ks->count) continue;
+        fprintf(f, "  %-14s %8ld %11.3f %11.3f %11.3f", np_node_kind_name((np_node_kind)k),
+                ks->count, ks->total_us / 1e3, ks->union_us / 1e3, ks->exposed_us / 1e3);
+        if (ks->union_us > 0)
+            fprintf(f, " %9.1f\n", 100.0 * ks->exposed_us / ks->union_us);
+        else
+            fprintf(f, " %9s\n", "-");
+    }
+    fprintf(f, "  exchange %.3f ms, exposed %.3f ms, exposed ratio ", r->exchange_us / 1e3,
+            r->exchange_exposed_us / 1e3);
+    if (isnan(r->exchange_exposed_ratio))
+        fprintf(f, "- (no exchange)\n");
+    else
+        fprintf(f, "%.3f\n", r->exchange_exposed_ratio);
+    fprintf(f, "  lookup %.3f ms, exposed %.3f ms\n", r->lookup_us / 1e3,
+            r->lookup_exposed_us / 1e3);
+}
+
+/* JSON has no NaN or infinity: such a figure (a ratio without exchanges) is null. */
+static json_t *num(double x) {
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *rank_json(const np_trace_rank_stats *r, const np_trace_report *rep) {
+    json_t *kinds = json_object();
+    for (int k = 0; kinds && k < NP_NODE_KIND_COUNT; k++) {
+        const np_trace_kind_stats *ks = &r->kind[k];
+        if (json_object_set_new(kinds, np_node_kind_name((np_node_kind)k),
+                                json_pack("{s:I, s:o, s:o, s:o}", "count", (json_int_t)ks->count,
+                                          "total_us", num(ks->total_us), "union_us",
+                                          num(ks->union_us), "exposed_us", num(ks->exposed_us)))) {
+            json_decref(kinds);
+            kinds = NULL;
+        }
+    }
+    json_t *o =
+        json_pack("{s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", r->rank,
+                  "batches", (json_int_t)r->batches, "span_us", num(r->span_us), "step_us",
+                  num(r->step_us), "idle_us", num(r->idle_us), "exchange_us", num(r->exchange_us),
+                  "exchange_exposed_us", num(r->exchange_exposed_us), "exchange_exposed_ratio",
+                  num(r->exchange_exposed_ratio), "lookup_us", num(r->lookup_us),
+                  "lookup_exposed_us", num(r->lookup_exposed_us), "kinds", kinds);
+    if (!o || r->rank < 0) return o;
+    json_t *ws = json_array();
+    for (int i = 0; ws && i < rep->n_workers; i++) {
+        const np_trace_worker_stats *w = &rep->workers[i];
+        if (w->rank != r->rank) continue;
+        if (json_array_append_new(ws, json_pack("{s:i, s:o, s:o}", "worker", w->worker, "busy_us",
+                                                num(w->busy_us), "idle_us", num(w->idle_us)))) {
+            json_decref(ws);
+            ws = NULL;
+        }
+    }
+    if (!ws || json_object_set_new(o, "workers", ws)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+np_status np_trace_report_print(const np_trace_report *r, FILE *f, int json, np_error *err) {
+    if (json) {
+        json_t *ranks = json_array(), *root = NULL;
+        int bad = !ranks;
+        for (int i = 0; !bad && i < r->n_ranks; i++)
+            bad = json_array_append_new(ranks, rank_json(&r->ranks[i], r)) != 0;
+        if (!bad) {
+            root = json_pack("{s:o, s:o}", "ranks", ranks, "overall", rank_json(&r->overall, r));
+            ranks = NULL; /* "o" stole it, even when the pack failed */
+        }
+        json_decref(ranks);
+        if (!root) return np_err(err, NP_STATUS_NO_MEMORY, "trace report: out of memory");
+        bad = json_dumpf(root, f, JSON_INDENT(2)) != 0 || fputc('\n', f) == EOF;
+        json_decref(root);
+        if (bad || fflush(f) != 0 || ferror(f))
+            return np_err(err, NP_STATUS_IO, "trace report: cannot write the JSON report");
+        return NP_OK;
+    }
+    for (int i = 0; i < r->n_ranks; i++)
+        print_rank(f, &r->ranks[i], r, r->n_ranks);
+    print_rank(f, &r->overall, r, r->n_ranks);
+    if (fflush(f) != 0 || ferror(f))
+        return np_err(err, NP_STATUS_IO, "trace report: cannot write the report");
+    return NP_OK;
+}

@@ -1,0 +1,227 @@
+/* Reading a Chrome trace written by np_trace_write_chrome back into an np_trace, so reports,
+ * pictures and Paje files can be made after the run. Not here: foreign Chrome traces (a task
+ * event without args.kind is refused) or the overlap analysis (trace/analyze.c). */
+#include "trace/trace.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+/* ---- interned task names
+ * np_trace_event.name must outlive the trace, and struct np_trace (trace.c) has nowhere to
+ * own strings. So names read from files live in one process-lifetime set: a trace names a
+ * few dozen codelets, and every trace read in the process shares their single copies. The
+ * set is an open-addressing hash table (so a foreign file with 10^5 distinct names stays
+ * linear) guarded by a mutex, since traces may be read from several threads. It is never
+ * freed: the strings must stay valid for any trace still alive, and valgrind reports them
+ * as "still reachable", not lost. */
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **names; /* (names_cap) slots, NULL = empty; cap a power of two */
+static size_t names_cap, names_n;
+
+static size_t name_hash(const char *s) { /* FNV-1a */
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (size_t)h;
+}
+
+/* Slot of s in tab (cap a power of two, never full): its own or the empty one to use. */
+static size_t name_slot(char **tab, size_t cap, const char *s) {
+    size_t i = name_hash(s) & (cap - 1);
+    while (tab[i] && strcmp(tab[i], s))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* The interned copy of s; NULL when memory runs out. */
+static const char *intern(const char *s) {
+    const char *out = NULL;
+    pthread_mutex_lock(&names_mu);
+    if (2 * (names_n + 1) > names_cap) { /* keep the load under 1/2 */
+        size_t cap = names_cap ? 2 * names_cap : 64;
+        char **tab = calloc(cap, sizeof *tab);
+        if (!tab) goto out;
+        for (size_t i = 0; i < names_cap; i++)
+            if (names[i]) tab[name_slot(tab, cap, names[i])] = names[i];
+        free(names);
+        names = tab;
+        names_cap = cap;
+    }
+    size_t i = name_slot(names, names_cap, s);
+    if (!names[i]) {
+        size_t len = strlen(s);
+        char *copy = malloc(len + 1);
+        if (!copy) goto out;
+        memcpy(copy, s, len + 1);
+        names[i] = copy;
+        names_n++;
+    }
+    out = names[i];
+out:
+    pthread_mutex_unlock(&names_mu);
+    return out;
+}
+
+/* ---- reading */
+
+/* Worker ids that may carry a name: StarPU has a few dozen workers; a larger id in a file
+ * is not ours and would make the name array (one slot per id) huge. */
+enum { MAX_NAMED_WORKER = 65535 };
+
+static int kind_of(const char *s, np_node_kind *k) {
+    for (int i = 0; i < NP_NODE_KIND_COUNT; i++)
+        if (!strcmp(s, np_node_kind_name((np_node_kind)i))) {
+            *k = (np_node_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+static int is_string(json_t *x, const char *s) {
+    return json_is_string(x) && !strcmp(json_string_value(x), s);
+}
+
+static int get_int(json_t *obj, const char *key, json_int_t lo, json_int_t hi, json_int_t *v) {
+    json_t *x = json_object_get(obj, key);
+    if (!json_is_integer(x)) return -1;
+    *v = json_integer_value(x);
+    return *v < lo || *v > hi ? -1 : 0;
+}
+
+static int get_num(json_t *obj, const char *key, double *v) {
+    json_t *x = json_object_get(obj, key);
+    if (!json_is_number(x)) return -1; /* integer or real: hand-edited files write 100 */
+    *v = json_number_value(x);
+    return 0;
+}
+
+/* Fills ev from a "ph":"X" event; on failure names the missing or bad field in *what. */
+static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
+    json_t *args = json_object_get(e, "args"), *name = json_object_get(e, "name");
+    json_t *kind = json_object_get(args, "kind");
+    json_int_t pid, tid, batch, window, bytes;
+    double ts, dur;
+    if (!json_is_object(args)) return *what = "no \"args\" object", NP_STATUS_BAD_INPUT;
+    if (!json_is_string(kind)) return *what = "no string \"args.kind\"", NP_STATUS_BAD_INPUT;
+    if (kind_of(json_string_value(kind), &ev->kind))
+        return *what = "unknown \"args.kind\" (expected a node kind: fwd, exchange_emb, ...)",
+               NP_STATUS_BAD_INPUT;
+    if (!json_is_string(name)) return *what = "no string \"name\"", NP_STATUS_BAD_INPUT;
+    if (get_int(e, "pid", 0, INT_MAX, &pid))
+        return *what = "no integer \"pid\" (rank) >= 0", NP_STATUS_BAD_INPUT;
+    if (get_int(e, "tid", 0, INT_MAX, &tid))
+        return *what = "no integer \"tid\" (worker) >= 0", NP_STATUS_BAD_INPUT;
+    if (get_num(e, "ts", &ts) || get_num(e, "dur", &dur) || !(dur >= 0))
+        return *what = "no number \"ts\" or \"dur\" >= 0", NP_STATUS_BAD_INPUT;
+    if (get_int(args, "batch", LONG_MIN, LONG_MAX, &batch))
+        return *what = "no integer \"args.batch\"", NP_STATUS_BAD_INPUT;
+    if (get_int(args, "window", INT_MIN, INT_MAX, &window))
+        return *what = "no integer \"args.window\"", NP_STATUS_BAD_INPUT;
+    if (get_int(args, "bytes", 0, INT64_MAX, &bytes))
+        return *what = "no integer \"args.bytes\" >= 0", NP_STATUS_BAD_INPUT;
+    ev->name = intern(json_string_value(name));
+    if (!ev->name) return *what = "out of memory", NP_STATUS_NO_MEMORY;
+    ev->batch = (long)batch;
+    ev->window = (int)window;
+    ev->rank = (int)pid;
+    ev->worker = (int)tid;
+    ev->start_us = ts;
+    ev->end_us = ts + dur;
+    ev->bytes = (uint64_t)bytes;
+    return NP_OK;
+}
+
+np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) {
+    *out = NULL;
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        if (json_error_code(&jerr) == json_error_cannot_open_file) {
+            FILE *f = fopen(path, "r"); /* for errno's words; jansson's text repeats the path */
+            int e = errno;
+            if (f) fclose(f);
+            return np_err(err, NP_STATUS_IO, "trace: cannot open %s: %s", path,
+                          f ? "unreadable" : strerror(e));
+        }
+        return np_err(err, NP_STATUS_BAD_INPUT, "trace: %s:%d:%d: not JSON: %s", path, jerr.line,
+                      jerr.column, jerr.text);
+    }
+    np_status st = NP_OK;
+    np_trace *tr = NULL;
+    unsigned char *named = NULL; /* (n_named) 1 = worker id already named by an earlier rank */
+    size_t n_named = 0;
+    json_t *events = json_object_get(root, "traceEvents");
+    if (!json_is_array(events)) {
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "trace: %s: no \"traceEvents\" array (not a Chrome trace written by "
+                    "nestpipe)",
+                    path);
+        goto done;
+    }
+    if ((st = np_trace_create(&tr, err))) goto done;
+
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (!json_is_object(e) || !ph) {
+            st = np_err(err, NP_STATUS_BAD_INPUT,
+                        "trace: %s: traceEvents[%zu] is not an event (an object with \"ph\")", path,
+                        i);
+            goto done;
+        }
+        if (!strcmp(ph, "X")) {
+            np_trace_event ev;
+            const char *what = NULL;
+            if ((st = read_task(e, &ev, &what))) {
+                const char *k =
+                    json_string_value(json_object_get(json_object_get(e, "args"), "kind"));
+                st = np_err(err, st, "trace: %s: traceEvents[%zu] (\"ph\":\"X\"%s%s%s): %s", path,
+                            i, k ? ", kind '" : "", k ? k : "", k ? "'" : "", what);
+                goto done;
+            }
+            if (np_trace_record(tr, &ev)) {
+                st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory reading %s", path);
+                goto done;
+            }
+        } else if (!strcmp(ph, "M") && is_string(json_object_get(e, "name"), "thread_name")) {
+            /* Names are cosmetic: a malformed one is skipped rather than refusing the file,
+             * and so is an id past MAX_NAMED_WORKER (names are an array indexed by id).
+             * Ranks reuse worker ids and the trace keeps one name per id: the first wins. */
+            json_int_t tid;
+            const char *name =
+                json_string_value(json_object_get(json_object_get(e, "args"), "name"));
+            if (!name || get_int(e, "tid", 0, MAX_NAMED_WORKER, &tid)) continue;
+            size_t w = (size_t)tid;
+            if (w >= n_named) {
+                size_t cap = n_named;
+                if (np_grow((void **)&named, &cap, w + 1, 1, "trace worker names", err)) {
+                    st = NP_STATUS_NO_MEMORY;
+                    goto done;
+                }
+                memset(named + n_named, 0, cap - n_named);
+                n_named = cap;
+            }
+            if (named[w]) continue;
+            named[w] = 1;
+            np_trace_set_worker_name(tr, (int)w, name);
+        }
+        /* Other phases (process_name metadata, instants a viewer added) carry no task. */
+    }
+
+done:
+    free(named);
+    json_decref(root);
+    if (st) {
+        np_trace_free(tr);
+        return st;
+    }
+    *out = tr;
+    return NP_OK;
+}
