@@ -52,6 +52,9 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
         json_object_set_new(bytes, kinds[k], json_integer((json_int_t)r->bytes[k]));
     json_object_set_new(o, "bytes_exchanged", bytes);
     json_object_set_new(o, "table_bytes_rank0", json_integer(r->table_bytes_rank0));
+    json_object_set_new(o, "rows_synced", json_integer((json_int_t)r->rows_synced));
+    json_object_set_new(o, "rows_synced_per_step",
+                        num(r->steps ? (double)r->rows_synced / (double)r->steps : 0));
     json_object_set_new(o, "table_bytes_max_rank", json_integer(r->table_bytes_max));
     json_object_set_new(o, "data", json_string(data_name(cfg->data)));
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
@@ -75,6 +78,8 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
         json_object_set_new(tj, "lookup_us", num(t->lookup_us));
         json_object_set_new(tj, "lookup_exposed_us", num(t->lookup_exposed_us));
         json_object_set_new(tj, "idle_us", num(t->idle_us));
+        json_object_set_new(tj, "sync_us_per_step",
+                            num(r->steps ? t->kind[NP_NODE_SYNC].total_us / (double)r->steps : 0));
         json_t *kinds = json_object();
         for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
             json_t *kj = json_object();

@@ -21,6 +21,7 @@ typedef struct np_run_metrics {
     int data_ended;     /* 1 when the data ran out before --steps */
     uint64_t bytes[4];  /* sent by all ranks: keys, rows, grads, all-reduce */
     int64_t table_bytes_rank0, table_bytes_max; /* embedding tables (+ state) per rank */
+    uint64_t rows_synced;                       /* dual-buffer sync, summed over ranks (dbp) */
     int traced; /* 1: trace_overall holds the overlap report of --trace */
     np_trace_rank_stats trace_overall;
 } np_run_metrics;

@@ -21,6 +21,8 @@
 #include "nestpipe/nestpipe.h"
 
 #define EXIT_BAD_INPUT 2
+/* batches held at once: the training one and up to 4 ahead (dbp), plus one being read */
+#define NP_RING 6
 
 static const char *train_help =
     "usage: nestpipe train [--config FILE] [flags]\n"
@@ -204,7 +206,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     np_source_t *train = NULL, *eval = NULL;
     np_model_t *model = NULL, *full = NULL;
     np_trainer_t *tr = NULL;
-    np_batch global = {0}, batch = {0};
+    np_batch ring_global[NP_RING] = {{0}}, ring_local[NP_RING] = {{0}};
     np_run_metrics r = {.global_batch = cfg.batch, .train_loss = NAN, .train_loss_first = NAN};
     double *losses = NULL;
     long local_n = cfg.batch / cfg.ranks, lo = local_n * cfg.rank;
@@ -224,23 +226,42 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     int tty = lead && isatty(fileno(stderr));
     double t0 = now_s(), last_print = 0, recent = 0;
     long recent_n = 0;
+    if (lead && cfg.pipeline == NP_PIPELINE_ASYNC)
+        fprintf(stderr, "nestpipe: warning: --pipeline async trains on stale embedding rows (no "
+                        "dual-buffer sync): it is not synchronous training, only a baseline\n");
+    /* batches are read ahead into a ring: the pipelined modes start work on later ones */
+    int ahead = np_trainer_lookahead(tr);
+    long loaded = 0; /* batches read so far */
+    int data_end = 0;
     for (long s = 0; cfg.steps == 0 || s < cfg.steps; s++) {
         int injected = maybe_die(&cfg, s);
-        /* every rank reads the global batch and keeps its slice [r G/R, (r+1) G/R) */
-        double td = now_s();
-        st = np_source_next_batch(train, cfg.batch, &global, &err);
-        if (!st) st = cfg.ranks > 1 ? np_batch_slice(&global, lo, local_n, &batch, &err) : NP_OK;
-        r.data_seconds += now_s() - td;
-        int outcome = agree(comm, st == NP_OK ? 0 : st == NP_STATUS_END_OF_DATA ? 1 : 2);
-        if (outcome == 1) {
-            st = NP_OK;
+        while (!data_end && loaded <= s + ahead && (cfg.steps == 0 || loaded < cfg.steps)) {
+            /* every rank reads the global batch and keeps its slice [r G/R, (r+1) G/R) */
+            np_batch *g = &ring_global[loaded % NP_RING], *l = &ring_local[loaded % NP_RING];
+            double td = now_s();
+            st = np_source_next_batch(train, cfg.batch, g, &err);
+            if (!st && cfg.ranks > 1) st = np_batch_slice(g, lo, local_n, l, &err);
+            r.data_seconds += now_s() - td;
+            int outcome = agree(comm, st == NP_OK ? 0 : st == NP_STATUS_END_OF_DATA ? 1 : 2);
+            if (outcome == 2) goto step_failed;
+            if (outcome == 1) {
+                st = NP_OK;
+                data_end = 1;
+            } else {
+                loaded++;
+            }
+        }
+        if (s >= loaded) {
             r.data_ended = 1;
             break;
         }
-        if (outcome == 2) goto step_failed;
+        const np_batch *win[NP_RING];
+        int nwin = 0;
+        for (long k = s; k < loaded && nwin <= ahead; k++)
+            win[nwin++] = cfg.ranks > 1 ? &ring_local[k % NP_RING] : &ring_global[k % NP_RING];
         double loss;
         st = injected ? np_err(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
-                      : np_trainer_step(tr, cfg.ranks > 1 ? &batch : &global, &loss, &err);
+                      : np_trainer_step_ahead(tr, win, nwin, &loss, &err);
         if (agree(comm, st ? 2 : 0)) goto step_failed;
         if (np_comm_allreduce_f64_sum(comm, NP_CHAN_CTL, &loss, 1)) {
             st = np_err(&err, NP_STATUS_INTERNAL, "MPI failed summing the loss");
@@ -272,6 +293,11 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     r.samples_per_s_compute =
         r.seconds > r.data_seconds ? r.steps * (double)cfg.batch / (r.seconds - r.data_seconds) : 0;
     np_trainer_bytes(tr, r.bytes);
+    {
+        int64_t v = (int64_t)np_trainer_synced_rows(tr);
+        if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &v, 0)) goto step_failed;
+        r.rows_synced = (uint64_t)v;
+    }
     for (int k = 0; k < 4; k++) {
         int64_t v = (int64_t)r.bytes[k];
         if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &v, 0)) goto step_failed;
@@ -320,6 +346,13 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
                    r.eval.auc, r.eval.n);
             if (r.skipped_lines)
                 printf("skipped %ld malformed lines (--skip-bad-lines)\n", r.skipped_lines);
+            if (cfg.pipeline == NP_PIPELINE_DBP)
+                printf("dual-buffer sync: %.1f rows per step%s\n",
+                       (double)r.rows_synced / (double)r.steps,
+                       r.traced ? "" : " (sync time: run with --trace)");
+            if (r.traced && cfg.pipeline == NP_PIPELINE_DBP)
+                printf("sync time %.3f ms per step\n",
+                       r.trace_overall.kind[NP_NODE_SYNC].total_us / 1e3 / (double)r.steps);
         }
         if (cfg.dump_params[0] && (st = np_model_dump(logical, cfg.dump_params, &err)))
             goto local_failed;
@@ -349,8 +382,10 @@ done:
     rc = 0;
 cleanup:
     free(losses);
-    np_batch_free(&global);
-    np_batch_free(&batch);
+    for (int k = 0; k < NP_RING; k++) {
+        np_batch_free(&ring_global[k]);
+        np_batch_free(&ring_local[k]);
+    }
     np_trainer_free(tr);
     np_model_free(full);
     np_model_free(model);

@@ -104,6 +104,16 @@ typedef struct np_cl_xchg_args {
 extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_cl_exchange_rows,
     np_cl_exchange_grads, np_cl_allreduce;
 
+/* sync buffers: E_prev R, uniq_prev R, meta_prev R, E_cur RW, uniq_cur R, meta_cur R,
+ * [Es_prev R, Es_cur RW]: rows (and state) in both batches' owner sets are copied from the
+ * previous batch's buffer (already updated) into the current one (retrieved stale). */
+typedef struct np_cl_sync_args {
+    int T, d;
+    int with_state;
+    uint64_t *synced; /* rows copied, accumulated (sync tasks run one after another) */
+} np_cl_sync_args;
+extern struct starpu_codelet np_cl_sync;
+
 /* gather buffers: tables R, uniq_o R, meta R, E W, [state R, Es W]
  * scatter buffers: E R, uniq_o R, meta R, tables RW, [Es R, state RW] */
 typedef struct np_cl_rows_args {

@@ -52,5 +52,37 @@ static void scatter_cpu(void *buffers[], void *cl_arg) {
     }
 }
 
+/* Both owner sets are sorted per table: a merge finds the shared rows. */
+static void sync_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_sync_args *a = cl_arg;
+    const float *Ep = NP_BUF(buffers, 0);
+    const int64_t *up = NP_BUF(buffers, 1), *mp = NP_BUF(buffers, 2);
+    float *Ec = NP_BUF(buffers, 3);
+    const int64_t *uc = NP_BUF(buffers, 4), *mc = NP_BUF(buffers, 5);
+    const float *Sp = a->with_state ? NP_BUF(buffers, 6) : NULL;
+    float *Sc = a->with_state ? NP_BUF(buffers, 7) : NULL;
+    size_t d = (size_t)a->d;
+    uint64_t n = 0;
+    for (int t = 0; t < a->T; t++) {
+        int64_t i = mp[NP_META_UCNT(t)], ie = mp[NP_META_UCNT(t + 1)];
+        int64_t j = mc[NP_META_UCNT(t)], je = mc[NP_META_UCNT(t + 1)];
+        while (i < ie && j < je) {
+            if (up[i] < uc[j]) {
+                i++;
+            } else if (up[i] > uc[j]) {
+                j++;
+            } else {
+                memcpy(Ec + (size_t)j * d, Ep + (size_t)i * d, d * sizeof(float));
+                if (Sc) Sc[j] = Sp[i];
+                n++;
+                i++;
+                j++;
+            }
+        }
+    }
+    *a->synced += n;
+}
+
+NP_CODELET(np_cl_sync, sync_cpu, "sync");
 NP_CODELET(np_cl_gather, gather_cpu, "retrieve");
 NP_CODELET(np_cl_scatter, scatter_cpu, "writeback");

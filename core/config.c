@@ -395,10 +395,14 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "chunks: %d chunks of a batch of %ld samples leave some empty; use at most "
                       "%ld",
                       c->chunks, c->batch, c->batch);
-    if (c->pipeline != NP_PIPELINE_SEQUENTIAL)
+    if (c->pipeline == NP_PIPELINE_FWP || c->pipeline == NP_PIPELINE_NESTPIPE)
         return np_err(err, NP_STATUS_UNSUPPORTED,
-                      "pipeline: only 'sequential' is built in this version (dbp, async, fwp and "
-                      "nestpipe are on the way)");
+                      "pipeline: '%s' is not built in this version; use sequential, dbp or async",
+                      c->pipeline == NP_PIPELINE_FWP ? "fwp" : "nestpipe");
+    if (c->engine == NP_ENGINE_REFERENCE && c->pipeline != NP_PIPELINE_SEQUENTIAL)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "pipeline: the reference trainer has no pipeline; use --engine starpu for "
+                      "dbp or async");
     if (c->engine == NP_ENGINE_REFERENCE && c->trace[0])
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "trace: the reference engine runs no tasks to trace; use --engine starpu");

@@ -1,8 +1,9 @@
 /* The StarPU engine: owns every buffer of the per-batch graph, registers them as data
  * handles, and submits each batch's tasks in an order whose access modes encode the
- * dependencies (DESIGN.md "The training step"). One rank; --pipeline sequential: the
- * driver waits for batch t before submitting t+1. Not here: the arithmetic (codelets/) or
- * which modes a node uses (tasks/). */
+ * dependencies (DESIGN.md "The training step"). Pipelines: sequential (batch t+1 starts
+ * after t ends), dbp (stages of t+1..t+4 run while t trains, two embedding buffers and a
+ * sync of shared rows), async (dbp without the sync: stale). Not here: the arithmetic
+ * (codelets/) or which modes a node uses (tasks/). */
 #include <cblas.h>
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +20,32 @@
 typedef struct np_buf {
     np_h h;
     void *mem;
+    size_t count, elem; /* registered size */
 } np_buf;
+
+/* Batches in flight: t trains while t+1 is retrieved, t+2 routed, t+3 made resident and
+ * t+4 prefetched (DESIGN.md DBP). Buffers of a stage are indexed by batch modulo these. */
+#define NP_SLOTS 5 /* input slots: batches t .. t+4 */
+#define NP_RSETS 3 /* route sets: batches t .. t+2 */
+
+/* One input slot: a batch as the data source gave it. */
+typedef struct np_slot {
+    np_buf dense;   /* (nb, n_dense) */
+    np_buf label;   /* (nb) */
+    np_buf offsets; /* (T, nb+1) uint32 */
+    np_buf keys;    /* (cap_nnz) int64 */
+} np_slot;
+
+/* What route computes for one batch, read until its write-back. */
+typedef struct np_rset {
+    np_buf uniq;     /* (cap_nnz) int64 distinct keys per table, table after table */
+    np_buf pos;      /* (cap_nnz) int64 row of Rin each key reads */
+    np_buf sendkeys; /* (cap_nnz) int64 owner-local rows, grouped by owner */
+    np_buf meta;     /* (NP_META_SIZE) int64 counts */
+    np_buf recvkeys; /* (cap_recv) int64 requested local rows, by requester */
+    np_buf uniq_o;   /* (cap_recv) int64 distinct local rows per table (sorted) */
+    np_buf map;      /* (cap_recv) int64 E row of each received key */
+} np_rset;
 
 /* Buffers of one row chunk of the batch (rows [row0, row0+n)). */
 typedef struct np_chunk {
@@ -44,36 +70,26 @@ struct np_sp_engine {
     int R;           /* ranks */
     long nb;         /* samples per local batch (global batch / ranks) */
     int C;           /* chunks */
+    int ahead;       /* batches in flight after the training one: 0 sequential, 4 dbp/async */
+    int sync;        /* 1: dual-buffer sync of shared rows (dbp) */
     size_t cap_nnz;  /* capacity of the requester-side key buffers */
     size_t cap_recv; /* capacity of the owner-side buffers */
     /* model */
     np_h params, tables, state;
-    /* input slot */
-    np_buf in_dense;   /* (nb, n_dense) */
-    np_buf in_label;   /* (nb) */
-    np_buf in_offsets; /* (T, nb+1) uint32 */
-    np_buf in_keys;    /* (cap_nnz) int64 */
-    /* requester side, sized by cap_nnz */
-    np_buf uniq;     /* (cap_nnz) int64 distinct keys per table, table after table */
-    np_buf pos;      /* (cap_nnz) int64 row of Rin each key reads */
-    np_buf sendkeys; /* (cap_nnz) int64 owner-local rows, grouped by owner */
-    np_buf Rin;      /* (cap_nnz, d) received rows */
-    np_buf grows;    /* (cap_nnz, d) their summed gradients */
-    /* owner side, sized by cap_recv */
-    np_buf recvkeys;   /* (cap_recv) int64 requested local rows, by requester */
-    np_buf uniq_o;     /* (cap_recv) int64 distinct local rows per table */
-    np_buf map;        /* (cap_recv) int64 E row of each received key */
-    np_buf E;          /* (cap_recv, d) retrieved rows, updated in place */
-    np_buf Es;         /* (cap_recv) their Adagrad state */
-    np_buf gE;         /* (cap_recv, d) their summed gradients */
+    np_slot slot[NP_SLOTS];
+    np_rset rset[NP_RSETS];
+    np_buf E[2];  /* (cap_recv, d) the dual buffer: retrieved rows of batch b in E[b % 2] */
+    np_buf Es[2]; /* (cap_recv) their Adagrad state */
+    /* the training batch's buffers (one batch trains at a time) */
+    np_buf Rin;        /* (cap_nnz, d) received rows */
+    np_buf grows;      /* (cap_nnz, d) their summed gradients */
+    np_buf gE;         /* (cap_recv, d) owner's summed row gradients */
     np_buf sbuf, rbuf; /* (cap_recv, d) exchange staging */
-    /* batch-wide */
-    np_buf meta;   /* (NP_META_SIZE) int64 counts */
-    np_buf token;  /* (1) the comm token: every collective takes it RW */
-    np_buf glocal; /* (n_dense) this rank's dense grads */
-    np_buf gdense; /* (n_dense) summed over ranks */
-    np_buf gall;   /* (R, n_dense) all-gather staging */
-    np_chunk *ch;  /* (C) */
+    np_buf token;      /* (1) the comm token: every collective takes it RW */
+    np_buf glocal;     /* (n_dense) this rank's dense grads */
+    np_buf gdense;     /* (n_dense) summed over ranks */
+    np_buf gall;       /* (R, n_dense) all-gather staging */
+    np_chunk *ch;      /* (C) */
     np_trace *trace;
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
@@ -81,13 +97,16 @@ struct np_sp_engine {
     unsigned compute_ctx;
     int fail;
     uint64_t bytes[4]; /* sent: keys, rows, grads, all-reduce */
-    long step;
+    uint64_t synced;   /* rows copied by dual-buffer syncs */
+    long step;         /* the next batch to train */
+    long next[4];      /* next batch to submit to prefetch, h2d, route, retrieve */
 };
 
 /* ---------------------------------------------------------------- buffers */
 
 static np_status buf_reg(np_buf *b, size_t count, size_t elem, const char *what, np_error *err) {
-    size_t bytes = (count ? count : 1) * elem;
+    if (count == 0) count = 1; /* StarPU vectors hold at least one element */
+    size_t bytes = count * elem;
     if (count > UINT32_MAX)
         return np_err(err, NP_STATUS_UNSUPPORTED, "%s: %zu elements exceed a StarPU vector", what,
                       count);
@@ -95,8 +114,9 @@ static np_status buf_reg(np_buf *b, size_t count, size_t elem, const char *what,
         return np_err(err, NP_STATUS_NO_MEMORY, "out of memory allocating %s (%zu bytes)", what,
                       bytes);
     memset(b->mem, 0, bytes);
-    starpu_vector_data_register(&b->h, STARPU_MAIN_RAM, (uintptr_t)b->mem,
-                                (uint32_t)(count ? count : 1), elem);
+    b->count = count;
+    b->elem = elem;
+    starpu_vector_data_register(&b->h, STARPU_MAIN_RAM, (uintptr_t)b->mem, (uint32_t)count, elem);
     return NP_OK;
 }
 
@@ -105,37 +125,71 @@ static void buf_unreg(np_buf *b) {
     if (b->mem) starpu_free(b->mem);
     b->h = NULL;
     b->mem = NULL;
+    b->count = 0;
+}
+
+/* Re-registers b with room for count elements, KEEPING its contents: batches already
+ * routed or retrieved stay valid. Only when no task is in flight. */
+static np_status buf_grow(np_buf *b, size_t count, size_t elem, const char *what, np_error *err) {
+    if (b->h && count <= b->count) return NP_OK;
+    np_buf old = *b;
+    if (old.h) starpu_data_unregister(old.h); /* makes main memory hold the latest data */
+    b->h = NULL;
+    np_status st = buf_reg(b, count, elem, what, err);
+    if (!st && old.mem) memcpy(b->mem, old.mem, old.count * old.elem);
+    if (old.mem) starpu_free(old.mem);
+    return st;
 }
 
 /* The buffers whose size follows the number of keys in a batch. */
-static np_status reg_nnz_buffers(np_sp_engine *e, size_t cap, size_t cap_recv, np_error *err) {
-    size_t row = (size_t)e->m->d * sizeof(float);
-    np_status st;
-    e->cap_nnz = cap;
-    e->cap_recv = cap_recv;
-    if ((st = buf_reg(&e->in_keys, cap, sizeof(int64_t), "batch keys", err)) ||
-        (st = buf_reg(&e->uniq, cap, sizeof(int64_t), "unique keys", err)) ||
-        (st = buf_reg(&e->pos, cap, sizeof(int64_t), "key positions", err)) ||
-        (st = buf_reg(&e->sendkeys, cap, sizeof(int64_t), "keys to send", err)) ||
-        (st = buf_reg(&e->Rin, cap, row, "received rows", err)) ||
-        (st = buf_reg(&e->grows, cap, row, "row gradients", err)) ||
-        (st = buf_reg(&e->recvkeys, cap_recv, sizeof(int64_t), "received keys", err)) ||
-        (st = buf_reg(&e->uniq_o, cap_recv, sizeof(int64_t), "owner rows", err)) ||
-        (st = buf_reg(&e->map, cap_recv, sizeof(int64_t), "owner row map", err)) ||
-        (st = buf_reg(&e->E, cap_recv, row, "embedding buffer", err)) ||
-        (st = buf_reg(&e->Es, cap_recv, sizeof(float), "optimizer state buffer", err)) ||
-        (st = buf_reg(&e->gE, cap_recv, row, "owner row gradients", err)) ||
-        (st = buf_reg(&e->sbuf, cap_recv, row, "send staging", err)) ||
-        (st = buf_reg(&e->rbuf, cap_recv, row, "receive staging", err)))
-        return st;
-    for (int c = 0; c < e->C; c++)
-        if ((st = buf_reg(&e->ch[c].grows, cap, row, "chunk row gradients", err))) return st;
-    return NP_OK;
+static np_status grow_nnz_buffers(np_sp_engine *e, size_t cap, size_t cap_recv, np_error *err) {
+    size_t row = (size_t)e->m->d * sizeof(float), i64 = sizeof(int64_t);
+    np_status st = NP_OK;
+    for (int k = 0; k < NP_SLOTS && !st; k++)
+        st = buf_grow(&e->slot[k].keys, cap, i64, "batch keys", err);
+    for (int k = 0; k < NP_RSETS && !st; k++) {
+        np_rset *r = &e->rset[k];
+        if (!st) st = buf_grow(&r->uniq, cap, i64, "unique keys", err);
+        if (!st) st = buf_grow(&r->pos, cap, i64, "key positions", err);
+        if (!st) st = buf_grow(&r->sendkeys, cap, i64, "keys to send", err);
+        if (!st) st = buf_grow(&r->recvkeys, cap_recv, i64, "received keys", err);
+        if (!st) st = buf_grow(&r->uniq_o, cap_recv, i64, "owner rows", err);
+        if (!st) st = buf_grow(&r->map, cap_recv, i64, "owner row map", err);
+    }
+    for (int k = 0; k < 2 && !st; k++) {
+        st = buf_grow(&e->E[k], cap_recv, row, "embedding buffer", err);
+        if (!st) st = buf_grow(&e->Es[k], cap_recv, sizeof(float), "optimizer state buffer", err);
+    }
+    if (!st) st = buf_grow(&e->Rin, cap, row, "received rows", err);
+    if (!st) st = buf_grow(&e->grows, cap, row, "row gradients", err);
+    if (!st) st = buf_grow(&e->gE, cap_recv, row, "owner row gradients", err);
+    if (!st) st = buf_grow(&e->sbuf, cap_recv, row, "send staging", err);
+    if (!st) st = buf_grow(&e->rbuf, cap_recv, row, "receive staging", err);
+    for (int c = 0; c < e->C && !st; c++)
+        st = buf_grow(&e->ch[c].grows, cap, row, "chunk row gradients", err);
+    if (!st) {
+        e->cap_nnz = cap;
+        e->cap_recv = cap_recv;
+    }
+    return st;
 }
 
-static void unreg_nnz_buffers(np_sp_engine *e) {
-    np_buf *all[] = {&e->in_keys, &e->uniq, &e->pos, &e->sendkeys, &e->Rin, &e->grows, &e->recvkeys,
-                     &e->uniq_o,  &e->map,  &e->E,   &e->Es,       &e->gE,  &e->sbuf,  &e->rbuf};
+static void unreg_all_buffers(np_sp_engine *e) {
+    for (int k = 0; k < NP_SLOTS; k++) {
+        buf_unreg(&e->slot[k].dense);
+        buf_unreg(&e->slot[k].label);
+        buf_unreg(&e->slot[k].offsets);
+        buf_unreg(&e->slot[k].keys);
+    }
+    for (int k = 0; k < NP_RSETS; k++) {
+        np_rset *r = &e->rset[k];
+        np_buf *all[] = {&r->uniq,     &r->pos,    &r->sendkeys, &r->meta,
+                         &r->recvkeys, &r->uniq_o, &r->map};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            buf_unreg(all[i]);
+    }
+    np_buf *all[] = {&e->E[0], &e->E[1], &e->Es[0], &e->Es[1],  &e->Rin,    &e->grows, &e->gE,
+                     &e->sbuf, &e->rbuf, &e->token, &e->glocal, &e->gdense, &e->gall};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         buf_unreg(all[i]);
     for (int c = 0; e->ch && c < e->C; c++)
@@ -210,18 +264,10 @@ static void sched_list(char *buf, size_t n) {
 void np_engine_free(np_sp_engine *e) {
     if (!e) return;
     starpu_task_wait_for_all();
-    unreg_nnz_buffers(e);
+    unreg_all_buffers(e);
     for (int c = 0; e->ch && c < e->C; c++)
         unreg_chunk(&e->ch[c]);
     free(e->ch);
-    buf_unreg(&e->in_dense);
-    buf_unreg(&e->in_label);
-    buf_unreg(&e->in_offsets);
-    buf_unreg(&e->meta);
-    buf_unreg(&e->token);
-    buf_unreg(&e->glocal);
-    buf_unreg(&e->gdense);
-    buf_unreg(&e->gall);
     if (e->params) starpu_data_unregister(e->params);
     if (e->tables) starpu_data_unregister(e->tables);
     if (e->state) starpu_data_unregister(e->state);
@@ -272,6 +318,8 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     e->R = cfg->ranks;
     e->nb = cfg->batch / cfg->ranks;
     e->C = cfg->chunks;
+    e->ahead = cfg->pipeline == NP_PIPELINE_SEQUENTIAL ? 0 : NP_SLOTS - 1;
+    e->sync = cfg->pipeline == NP_PIPELINE_DBP;
     e->comm_worker = -1;
     int nw = (int)starpu_worker_get_count();
     if (e->R > 1 && nw >= 2) {
@@ -318,17 +366,23 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         starpu_vector_data_register(&e->state, STARPU_MAIN_RAM, (uintptr_t)m->state_mem,
                                     (uint32_t)total_rows, sizeof(float));
     size_t nb = (size_t)e->nb;
-    if ((st = buf_reg(&e->in_dense, nb * cfg->bottom[0], sizeof(float), "batch dense", err)) ||
-        (st = buf_reg(&e->in_label, nb, sizeof(float), "batch labels", err)) ||
-        (st = buf_reg(&e->in_offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets",
-                      err)) ||
-        (st = buf_reg(&e->meta, NP_META_SIZE((size_t)T, (size_t)e->R), sizeof(int64_t),
-                      "batch counts", err)) ||
-        (st = buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err)) ||
-        (st = buf_reg(&e->glocal, m->n_dense, sizeof(float), "dense grads", err)) ||
-        (st = buf_reg(&e->gdense, m->n_dense, sizeof(float), "summed dense grads", err)) ||
-        (st = buf_reg(&e->gall, m->n_dense * (size_t)e->R, sizeof(float), "all-gather staging",
-                      err))) {
+    for (int k = 0; k < NP_SLOTS && !st; k++) {
+        np_slot *sl = &e->slot[k];
+        if (!st) st = buf_reg(&sl->dense, nb * cfg->bottom[0], sizeof(float), "batch dense", err);
+        if (!st) st = buf_reg(&sl->label, nb, sizeof(float), "batch labels", err);
+        if (!st)
+            st =
+                buf_reg(&sl->offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets", err);
+    }
+    for (int k = 0; k < NP_RSETS && !st; k++)
+        st = buf_reg(&e->rset[k].meta, NP_META_SIZE((size_t)T, (size_t)e->R), sizeof(int64_t),
+                     "batch counts", err);
+    if (!st) st = buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err);
+    if (!st) st = buf_reg(&e->glocal, m->n_dense, sizeof(float), "dense grads", err);
+    if (!st) st = buf_reg(&e->gdense, m->n_dense, sizeof(float), "summed dense grads", err);
+    if (!st)
+        st = buf_reg(&e->gall, m->n_dense * (size_t)e->R, sizeof(float), "all-gather staging", err);
+    if (st) {
         np_engine_free(e);
         return st;
     }
@@ -342,7 +396,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     }
     /* a first guess at the key count: hot keys per bag (at least one) for every table */
     size_t guess = nb * (size_t)T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
-    if ((st = reg_nnz_buffers(e, guess, guess * (size_t)e->R, err))) {
+    if ((st = grow_nnz_buffers(e, guess, guess * (size_t)e->R, err))) {
         np_engine_free(e);
         return st;
     }
@@ -352,7 +406,8 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
 
 /* ---------------------------------------------------------------- one batch */
 
-static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np_error *err) {
+static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const np_slot *sl,
+                              const np_rset *rs, np_error *err) {
     const np_model_t *m = e->m;
     np_status st = NP_OK;
     int T = m->T, d = m->d, nd = m->cfg.bottom[0];
@@ -370,12 +425,12 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np
                                .w_off = L->w_off,
                                .b_off = L->b_off,
                                .x_off = i ? 0 : (size_t)k->row0 * nd};
-        np_h x = i ? k->act_bot[i - 1].h : e->in_dense.h;
+        np_h x = i ? k->act_bot[i - 1].h : sl->dense.h;
         TRY(np_submit_linear_fwd(ctx, &a, x, e->params, k->act_bot[i].h, err));
         TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, err));
     }
     /* embeddings and interaction */
-    TRY(np_submit_pool_fwd(ctx, &ea, e->Rin.h, e->in_offsets.h, e->pos.h, k->P.h, err));
+    TRY(np_submit_pool_fwd(ctx, &ea, e->Rin.h, sl->offsets.h, rs->pos.h, k->P.h, err));
     TRY(np_submit_interact_fwd(ctx, &ea, k->act_bot[m->n_bot - 1].h, k->P.h, k->F.h, k->Z.h, err));
     /* top MLP and loss */
     for (int i = 0; i < m->n_top; i++) {
@@ -388,7 +443,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np
     }
     /* the loss is the mean over the GLOBAL batch: every rank scales by 1/G */
     np_cl_bce_args ba = {.row0 = k->row0, .n = k->n, .scale = 1.0f / (float)e->cfg.batch};
-    TRY(np_submit_bce(ctx, &ba, k->act_top[m->n_top - 1].h, e->in_label.h, k->loss.h,
+    TRY(np_submit_bce(ctx, &ba, k->act_top[m->n_top - 1].h, sl->label.h, k->loss.h,
                       k->dact_top[m->n_top - 1].h, err));
     /* backward: top MLP */
     for (int i = m->n_top - 1; i >= 0; i--) {
@@ -414,116 +469,232 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, np
                                .x_off = i ? 0 : (size_t)k->row0 * nd};
         np_h dy = i == m->n_bot - 1 ? k->dbot.h : k->dact_bot[i].h;
         TRY(np_submit_relu_bwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, dy, err));
-        np_h x = i ? k->act_bot[i - 1].h : e->in_dense.h;
+        np_h x = i ? k->act_bot[i - 1].h : sl->dense.h;
         np_h dx = i ? k->dact_bot[i - 1].h : NULL;
         TRY(np_submit_linear_bwd(ctx, &a, x, e->params, dy, k->gdense.h, dx, err));
     }
     /* embedding-row gradients of this chunk */
-    TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, e->in_offsets.h, e->pos.h, e->meta.h, k->grows.h,
+    TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, sl->offsets.h, rs->pos.h, rs->meta.h, k->grows.h,
                            err));
 #undef TRY
     return NP_OK;
 }
 
-static np_status submit_batch(np_sp_engine *e, const np_batch *b, np_error *err) {
-    const np_model_t *m = e->m;
-    int T = m->T, d = m->d;
-    np_task_ctx ctx = {.batch = e->step,
-                       .window = -1,
-                       .rank = e->cfg.rank,
-                       .trace = e->trace,
-                       .comm_worker = e->comm_worker,
-                       .compute_ctx = e->compute_ctx};
-    np_h slot[4] = {e->in_dense.h, e->in_label.h, e->in_offsets.h, e->in_keys.h};
-    np_status st;
-    int adagrad = m->cfg.sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD;
-    np_cl_xchg_args xa = {.cfg = &e->cfg,
-                          .comm = e->comm,
-                          .nb = e->nb,
-                          .T = T,
-                          .d = d,
-                          .R = e->R,
-                          .cap_recv = e->cap_recv,
-                          .n = m->n_dense,
-                          .fail = &e->fail,
-                          .bytes = e->bytes};
-    np_cl_rows_args wa = {.T = T, .d = d, .with_state = adagrad, .row_base = m->row_base};
-    np_cl_sparse_args sa = {
-        .d = d, .adagrad = adagrad, .lr = (float)m->cfg.lr, .eps = (float)m->cfg.adagrad_eps};
-    np_cl_dense_args da = {.n = m->n_dense, .lr = (float)m->cfg.lr};
-    np_h parts[64];
+/* Everything a batch's tasks share: its place in the graph and the codelets' arguments. */
+typedef struct batch_args {
+    np_task_ctx ctx;
+    np_cl_xchg_args xa;
+    np_cl_rows_args wa;
+    np_cl_sparse_args sa;
+    np_cl_dense_args da;
+    np_cl_sync_args ya;
+} batch_args;
 
-    /* stages 1-4: input, route (two-phase All2All), retrieve, rows to their requesters */
-    if ((st = np_submit_prefetch(&ctx, b, slot, err)) || (st = np_submit_h2d(&ctx, slot, err)) ||
-        (st = np_submit_route(&ctx, &xa, e->in_offsets.h, e->in_keys.h, e->uniq.h, e->pos.h,
-                              e->sendkeys.h, e->meta.h, err)) ||
-        (st = np_submit_a2a_keys(&ctx, &xa, e->meta.h, e->sendkeys.h, e->recvkeys.h, e->token.h,
-                                 err)) ||
-        (st = np_submit_route_owner(&ctx, &xa, e->recvkeys.h, e->meta.h, e->uniq_o.h, e->map.h,
-                                    err)) ||
-        (st = np_submit_retrieve(&ctx, &wa, e->tables, e->uniq_o.h, e->meta.h, e->E.h, e->state,
-                                 e->Es.h, err)) ||
-        (st = np_submit_exchange_rows(&ctx, &xa, e->E.h, e->map.h, e->meta.h, e->Rin.h, e->sbuf.h,
-                                      e->token.h, err)))
+static void make_args(np_sp_engine *e, long batch, batch_args *b) {
+    const np_model_t *m = e->m;
+    int adagrad = m->cfg.sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD;
+    b->ctx = (np_task_ctx){.batch = batch,
+                           .window = -1,
+                           .rank = e->cfg.rank,
+                           .trace = e->trace,
+                           .comm_worker = e->comm_worker,
+                           .compute_ctx = e->compute_ctx};
+    b->xa = (np_cl_xchg_args){.cfg = &e->cfg,
+                              .comm = e->comm,
+                              .nb = e->nb,
+                              .T = m->T,
+                              .d = m->d,
+                              .R = e->R,
+                              .cap_recv = e->cap_recv,
+                              .n = m->n_dense,
+                              .fail = &e->fail,
+                              .bytes = e->bytes};
+    b->wa = (np_cl_rows_args){.T = m->T, .d = m->d, .with_state = adagrad, .row_base = m->row_base};
+    b->sa = (np_cl_sparse_args){
+        .d = m->d, .adagrad = adagrad, .lr = (float)m->cfg.lr, .eps = (float)m->cfg.adagrad_eps};
+    b->da = (np_cl_dense_args){.n = m->n_dense, .lr = (float)m->cfg.lr};
+    b->ya = (np_cl_sync_args){.T = m->T, .d = m->d, .with_state = adagrad, .synced = &e->synced};
+}
+
+static np_slot *slot_of(np_sp_engine *e, long b) {
+    return &e->slot[b % NP_SLOTS];
+}
+
+static np_rset *rset_of(np_sp_engine *e, long b) {
+    return &e->rset[b % NP_RSETS];
+}
+
+/* Stages 1-4 of batch b, each a separate call so the driver can run them ahead. */
+static np_status submit_prefetch(np_sp_engine *e, long b, const np_batch *src, np_error *err) {
+    batch_args a;
+    make_args(e, b, &a);
+    np_slot *sl = slot_of(e, b);
+    np_h h[4] = {sl->dense.h, sl->label.h, sl->offsets.h, sl->keys.h};
+    return np_submit_prefetch(&a.ctx, src, h, err);
+}
+
+static np_status submit_h2d(np_sp_engine *e, long b, np_error *err) {
+    batch_args a;
+    make_args(e, b, &a);
+    np_slot *sl = slot_of(e, b);
+    np_h h[4] = {sl->dense.h, sl->label.h, sl->offsets.h, sl->keys.h};
+    return np_submit_h2d(&a.ctx, h, err);
+}
+
+static np_status submit_route(np_sp_engine *e, long b, np_error *err) {
+    batch_args a;
+    make_args(e, b, &a);
+    np_slot *sl = slot_of(e, b);
+    np_rset *r = rset_of(e, b);
+    np_status st;
+    if ((st = np_submit_route(&a.ctx, &a.xa, sl->offsets.h, sl->keys.h, r->uniq.h, r->pos.h,
+                              r->sendkeys.h, r->meta.h, err)) ||
+        (st = np_submit_a2a_keys(&a.ctx, &a.xa, r->meta.h, r->sendkeys.h, r->recvkeys.h, e->token.h,
+                                 err)))
         return st;
-    /* stage 5: dense forward/backward, chunk by chunk (chunks run in parallel) */
-    for (int c = 0; c < e->C; c++) {
-        ctx.window = c;
-        if ((st = submit_chunk(e, &ctx, &e->ch[c], err))) return st;
+    return np_submit_route_owner(&a.ctx, &a.xa, r->recvkeys.h, r->meta.h, r->uniq_o.h, r->map.h,
+                                 err);
+}
+
+/* Retrieve of batch b reads the table: submitted after writeback(b-2) and before
+ * writeback(b-1), so rows of U_b not in U_{b-1} are fresh and the others are refreshed by
+ * sync(b). */
+static np_status submit_retrieve(np_sp_engine *e, long b, np_error *err) {
+    batch_args a;
+    make_args(e, b, &a);
+    np_rset *r = rset_of(e, b);
+    return np_submit_retrieve(&a.ctx, &a.wa, e->tables, r->uniq_o.h, r->meta.h, e->E[b % 2].h,
+                              e->state, e->Es[b % 2].h, err);
+}
+
+/* Dual-buffer sync: rows of U_{b-1} and U_b, updated by batch b-1, copied into b's buffer. */
+static np_status submit_sync(np_sp_engine *e, long b, np_error *err) {
+    batch_args a;
+    make_args(e, b, &a);
+    np_rset *prev = rset_of(e, b - 1), *cur = rset_of(e, b);
+    return np_submit_sync(&a.ctx, &a.ya, e->E[(b - 1) % 2].h, prev->uniq_o.h, prev->meta.h,
+                          e->E[b % 2].h, cur->uniq_o.h, cur->meta.h, e->Es[(b - 1) % 2].h,
+                          e->Es[b % 2].h, err);
+}
+
+/* Stage 5 of batch b: exchange rows, forward/backward chunk by chunk, gradients back, dense
+ * all-reduce, updates and write-back. */
+static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
+    const np_model_t *m = e->m;
+    batch_args a;
+    make_args(e, b, &a);
+    np_slot *sl = slot_of(e, b);
+    np_rset *r = rset_of(e, b);
+    np_buf *E = &e->E[b % 2], *Es = &e->Es[b % 2];
+    np_h parts[64];
+    np_status st = np_submit_exchange_rows(&a.ctx, &a.xa, E->h, r->map.h, r->meta.h, e->Rin.h,
+                                           e->sbuf.h, e->token.h, err);
+    if (st) return st;
+    for (int c = 0; c < e->C; c++) { /* chunks run in parallel */
+        a.ctx.window = c;
+        if ((st = submit_chunk(e, &a.ctx, &e->ch[c], sl, r, err))) return st;
     }
-    ctx.window = -1;
-    /* gradients: rows back to their owners, dense all-reduce, updates, write-back */
+    a.ctx.window = -1;
     for (int c = 0; c < e->C; c++)
         parts[c] = e->ch[c].grows.h;
-    if ((st = np_submit_sum(&ctx, NP_NODE_BWD, e->C, parts, 0, e->meta.h, NP_META_UQ, d, e->grows.h,
-                            err)) ||
-        (st = np_submit_exchange_grads(&ctx, &xa, e->grows.h, e->map.h, e->meta.h, e->gE.h,
+    if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, e->C, parts, 0, r->meta.h, NP_META_UQ, m->d,
+                            e->grows.h, err)) ||
+        (st = np_submit_exchange_grads(&a.ctx, &a.xa, e->grows.h, r->map.h, r->meta.h, e->gE.h,
                                        e->rbuf.h, e->token.h, err)))
         return st;
     for (int c = 0; c < e->C; c++)
         parts[c] = e->ch[c].gdense.h;
-    if ((st = np_submit_sum(&ctx, NP_NODE_BWD, e->C, parts, m->n_dense, NULL, 0, 0, e->glocal.h,
+    if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, e->C, parts, m->n_dense, NULL, 0, 0, e->glocal.h,
                             err)) ||
-        (st = np_submit_allreduce(&ctx, &xa, e->glocal.h, e->gdense.h, e->gall.h, e->token.h,
+        (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal.h, e->gdense.h, e->gall.h, e->token.h,
                                   err)) ||
-        (st = np_submit_sparse_update(&ctx, &sa, e->E.h, e->gE.h, e->meta.h, e->Es.h, err)) ||
-        (st = np_submit_writeback(&ctx, &wa, e->E.h, e->uniq_o.h, e->meta.h, e->tables, e->Es.h,
+        (st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||
+        (st = np_submit_writeback(&a.ctx, &a.wa, E->h, r->uniq_o.h, r->meta.h, e->tables, Es->h,
                                   e->state, err)) ||
-        (st = np_submit_dense_update(&ctx, &da, e->params, e->gdense.h, err)))
+        (st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense.h, err)))
         return st;
     return NP_OK;
 }
 
-np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss, np_error *err) {
-    const np_model_t *m = e->m;
-    if (b->n != e->nb || b->n_tables != m->T || b->n_dense != m->cfg.bottom[0])
-        return np_err(err, NP_STATUS_INTERNAL,
-                      "batch shape (n=%ld, dense=%d, tables=%d) does not fit the engine "
-                      "(n=%ld, dense=%d, tables=%d)",
-                      b->n, b->n_dense, b->n_tables, e->nb, m->cfg.bottom[0], m->T);
-    np_status st;
-    /* an owner receives at most every rank's keys: size its buffers from the largest batch
-     * (a control collective, between batches, so it never meets the graph's) */
+/* Before batch b enters the pipeline: room for its keys on every rank (a control
+ * all-reduce of the largest key count, so all ranks take part), growing the buffers after
+ * draining what is in flight, which keeps their contents. */
+static np_status make_room(np_sp_engine *e, const np_batch *b, np_error *err) {
     int64_t max_nnz = (int64_t)b->nnz;
     if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &max_nnz, 1))
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
                       e->cfg.rank);
-    size_t need_recv = (size_t)max_nnz * (size_t)e->R;
-    if (b->nnz > e->cap_nnz || need_recv > e->cap_recv) { /* nothing is in flight here */
-        unreg_nnz_buffers(e);
-        size_t cap = e->cap_nnz * 2 > b->nnz ? e->cap_nnz * 2 : b->nnz;
-        size_t cap_recv = e->cap_recv * 2 > need_recv ? e->cap_recv * 2 : need_recv;
-        if ((st = reg_nnz_buffers(e, cap, cap_recv, err))) return st;
+    size_t need = (size_t)b->nnz, need_recv = (size_t)max_nnz * (size_t)e->R;
+    if (need <= e->cap_nnz && need_recv <= e->cap_recv) return NP_OK;
+    starpu_task_wait_for_all();
+    size_t cap = e->cap_nnz * 2 > need ? e->cap_nnz * 2 : need;
+    size_t cap_recv = e->cap_recv * 2 > need_recv ? e->cap_recv * 2 : need_recv;
+    return grow_nnz_buffers(e, cap, cap_recv, err);
+}
+
+np_status np_engine_step(np_sp_engine *e, const np_batch *const *b, int n, double *loss,
+                         np_error *err) {
+    const np_model_t *m = e->m;
+    long t = e->step;
+    for (int i = 0; i < n; i++)
+        if (b[i]->n != e->nb || b[i]->n_tables != m->T || b[i]->n_dense != m->cfg.bottom[0])
+            return np_err(err, NP_STATUS_INTERNAL,
+                          "batch shape (n=%ld, dense=%d, tables=%d) does not fit the engine "
+                          "(n=%ld, dense=%d, tables=%d)",
+                          b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, m->cfg.bottom[0], m->T);
+    if (n < 1) return np_err(err, NP_STATUS_INTERNAL, "step %ld: no batch given", t + 1);
+    /* the stages of the batches ahead, in DESIGN.md's order: prefetch(t+4), h2d(t+3),
+     * route(t+2), retrieve(t+1); then train(t), then sync(t+1). The driver hands over the
+     * batches it has; near the end of the data there are fewer. */
+    long last = t + (n - 1 < e->ahead ? n - 1 : e->ahead); /* newest batch given and used */
+    np_status st = NP_OK;
+    static const int lag[4] = {4, 3, 2, 1}; /* prefetch, h2d, route, retrieve */
+    if (!e->ahead) {                        /* sequential: everything of t, now */
+        if ((st = make_room(e, b[0], err)) || (st = submit_prefetch(e, t, b[0], err)) ||
+            (st = submit_h2d(e, t, err)) || (st = submit_route(e, t, err)) ||
+            (st = submit_retrieve(e, t, err)))
+            goto out;
+        e->next[0] = e->next[1] = e->next[2] = e->next[3] = t + 1;
+    } else {
+        for (int s = 0; s < 4 && !st; s++) {
+            /* stage s runs lag[s] batches ahead of training, never past the newest batch;
+             * at the end of the data that is the training batch itself */
+            long upto = t + lag[s] < last ? t + lag[s] : last;
+            for (; e->next[s] <= upto && !st; e->next[s]++) {
+                long bb = e->next[s];
+                if (s == 0) {
+                    const np_batch *src = b[bb - t];
+                    if (!(st = make_room(e, src, err))) st = submit_prefetch(e, bb, src, err);
+                } else if (s == 1) {
+                    st = submit_h2d(e, bb, err);
+                } else if (s == 2) {
+                    st = submit_route(e, bb, err);
+                } else {
+                    st = submit_retrieve(e, bb, err);
+                }
+            }
+        }
+        if (st) goto out;
     }
-    e->fail = 0;
-    st = submit_batch(e, b, err);
-    starpu_task_wait_for_all(); /* sequential mode: batch t+1 starts after t ends */
+    if ((st = submit_train(e, t, err))) goto out;
+    /* dbp: batch t+1 was retrieved before write-back(t): refresh the rows both share */
+    if (e->sync && e->next[3] > t + 1 && (st = submit_sync(e, t + 1, err))) goto out;
+out:
+    if (!e->ahead || st) {
+        starpu_task_wait_for_all(); /* sequential: batch t+1 starts after t ends */
+    } else {
+        /* pipelined: wait for this batch's loss only; the rest keeps running */
+        for (int c = 0; c < e->C; c++) {
+            starpu_data_acquire(e->ch[c].loss.h, STARPU_R);
+            starpu_data_release(e->ch[c].loss.h);
+        }
+    }
     if (st) return st;
     if (e->fail)
         return np_err(err, NP_STATUS_INTERNAL,
                       "rank %d, step %ld: a key was out of its table's range, memory ran out "
                       "or an exchange failed",
-                      e->cfg.rank, e->step + 1);
+                      e->cfg.rank, t + 1);
     double sum = 0;
     for (int c = 0; c < e->C; c++)
         sum += *(double *)e->ch[c].loss.mem; /* fixed order */
@@ -546,29 +717,13 @@ typedef struct wire_event {
 /* Maps a task name received from another rank to this process's codelet name string, which
  * outlives the trace (every rank runs the same codelets). */
 static const char *codelet_name(const char *name) {
-    static struct starpu_codelet *all[] = {&np_cl_linear_fwd,
-                                           &np_cl_linear_bwd,
-                                           &np_cl_relu_fwd,
-                                           &np_cl_relu_bwd,
-                                           &np_cl_pool_fwd,
-                                           &np_cl_pool_bwd,
-                                           &np_cl_interact_fwd,
-                                           &np_cl_interact_bwd,
-                                           &np_cl_bce_fwd,
-                                           &np_cl_bce_bwd,
-                                           &np_cl_sum,
-                                           &np_cl_route,
-                                           &np_cl_a2a_keys,
-                                           &np_cl_route_owner,
-                                           &np_cl_exchange_rows,
-                                           &np_cl_exchange_grads,
-                                           &np_cl_allreduce,
-                                           &np_cl_gather,
-                                           &np_cl_scatter,
-                                           &np_cl_sparse_update,
-                                           &np_cl_dense_update,
-                                           &np_cl_prefetch,
-                                           &np_cl_h2d};
+    static struct starpu_codelet *all[] = {
+        &np_cl_linear_fwd,   &np_cl_linear_bwd,  &np_cl_relu_fwd,      &np_cl_relu_bwd,
+        &np_cl_pool_fwd,     &np_cl_pool_bwd,    &np_cl_interact_fwd,  &np_cl_interact_bwd,
+        &np_cl_bce_fwd,      &np_cl_bce_bwd,     &np_cl_sum,           &np_cl_route,
+        &np_cl_a2a_keys,     &np_cl_route_owner, &np_cl_exchange_rows, &np_cl_exchange_grads,
+        &np_cl_allreduce,    &np_cl_gather,      &np_cl_scatter,       &np_cl_sparse_update,
+        &np_cl_dense_update, &np_cl_prefetch,    &np_cl_h2d,           &np_cl_sync};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!strcmp(all[i]->name, name)) return all[i]->name;
     return NULL;
@@ -656,6 +811,10 @@ np_status np_engine_finish(np_sp_engine *e, np_error *err) {
 
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
     memcpy(out, e->bytes, sizeof e->bytes);
+}
+
+uint64_t np_engine_synced_rows(const np_sp_engine *e) {
+    return e->synced;
 }
 
 const np_trace *np_engine_trace(const np_sp_engine *e) {

@@ -11,11 +11,15 @@ typedef struct np_sp_engine np_sp_engine;
  * parameters and every buffer of the batch graph. One engine per process at a time. */
 NP_NODISCARD np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out,
                                         np_error *err);
-/* Submits the task graph of this rank's slice of one global batch and waits for it
- * (sequential pipeline). *loss is this rank's BCE sum over the global batch size; summed
- * over ranks it is the global mean. */
-NP_NODISCARD np_status np_engine_step(np_sp_engine *e, const np_batch *b, double *loss,
-                                      np_error *err);
+/* Trains this rank's slice b[0] of the next global batch; b[1..n-1] are the following
+ * batches, as far as the driver has read (the pipelined modes start their early stages;
+ * sequential needs n = 1). Each b[i] must stay valid until its step returned. Sequential
+ * waits for everything; dbp/async wait for this batch's loss only. *loss is this rank's
+ * BCE sum over the global batch size; summed over ranks it is the global mean. */
+NP_NODISCARD np_status np_engine_step(np_sp_engine *e, const np_batch *const *b, int n,
+                                      double *loss, np_error *err);
+/* Rows copied by dual-buffer syncs so far (dbp). */
+uint64_t np_engine_synced_rows(const np_sp_engine *e);
 /* Waits for all tasks and, if a trace was asked for, merges every rank's events on rank 0
  * (times from a common origin taken after a barrier) and writes it there. Collective. */
 NP_NODISCARD np_status np_engine_finish(np_sp_engine *e, np_error *err);

@@ -10,6 +10,7 @@ struct np_trainer {
     int engine;        /* np_engine value from the config */
     np_reference *ref; /* NP_ENGINE_REFERENCE */
     np_sp_engine *sp;  /* NP_ENGINE_STARPU */
+    int lookahead;     /* batches the pipeline wants beyond the training one */
 };
 
 np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
@@ -18,6 +19,8 @@ np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **
     np_trainer_t *tr = np_zalloc(1, sizeof *tr, "trainer", err);
     if (!tr) return NP_STATUS_NO_MEMORY;
     tr->engine = (int)cfg->engine;
+    tr->lookahead =
+        cfg->engine == NP_ENGINE_STARPU && cfg->pipeline != NP_PIPELINE_SEQUENTIAL ? 4 : 0;
     np_status st = cfg->engine == NP_ENGINE_STARPU ? np_engine_create(cfg, m, &tr->sp, err)
                                                    : np_reference_create(cfg, m, &tr->ref, err);
     if (st) {
@@ -29,8 +32,21 @@ np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **
 }
 
 np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss, np_error *err) {
-    return tr->sp ? np_engine_step(tr->sp, batch, loss, err)
-                  : np_reference_step(tr->ref, batch, loss, err);
+    return np_trainer_step_ahead(tr, &batch, 1, loss, err);
+}
+
+np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *batches, int n,
+                                double *loss, np_error *err) {
+    return tr->sp ? np_engine_step(tr->sp, batches, n, loss, err)
+                  : np_reference_step(tr->ref, batches[0], loss, err);
+}
+
+int np_trainer_lookahead(const np_trainer_t *tr) {
+    return tr->lookahead;
+}
+
+uint64_t np_trainer_synced_rows(const np_trainer_t *tr) {
+    return tr->sp ? np_engine_synced_rows(tr->sp) : 0;
 }
 
 np_status np_trainer_finish(np_trainer_t *tr, np_error *err) {

@@ -64,6 +64,11 @@ NP_NODISCARD np_status np_submit_writeback(const np_task_ctx *c, const np_cl_row
                                            np_h uniq, np_h meta, np_h tables, np_h Es, np_h state,
                                            np_error *err);
 
+/* ---- dual-buffer sync (tasks/sync.c); Es_prev/Es_cur NULL-able together (SGD) */
+NP_NODISCARD np_status np_submit_sync(const np_task_ctx *c, const np_cl_sync_args *a, np_h E_prev,
+                                      np_h uniq_prev, np_h meta_prev, np_h E_cur, np_h uniq_cur,
+                                      np_h meta_cur, np_h Es_prev, np_h Es_cur, np_error *err);
+
 /* ---- exchanges and the all-reduce (tasks/exchange.c): collectives, RW on the token. */
 NP_NODISCARD np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a,
                                                np_h E, np_h map, np_h meta, np_h Rin, np_h sbuf,

@@ -57,6 +57,40 @@ static np_model_t *train(const np_config *c, long steps) {
     return m;
 }
 
+/* Trains with the batches ahead that the pipeline asks for (as apps/nestpipe.c does). */
+static np_model_t *train_ahead(const np_config *c, long steps, uint64_t *synced) {
+    np_error e = {{0}};
+    np_source_t *src;
+    np_model_t *m;
+    np_trainer_t *tr;
+    np_batch ring[6] = {{0}};
+    if (np_model_create(c, &m, &e) || np_source_open(c, NP_SPLIT_TRAIN, &src, &e) ||
+        np_trainer_create(c, m, &tr, &e))
+        fail_msg("setup: %s", e.msg);
+    int ahead = np_trainer_lookahead(tr);
+    long loaded = 0;
+    for (long s = 0; s < steps; s++) {
+        while (loaded <= s + ahead && loaded < steps) {
+            assert_int_equal(np_source_next_batch(src, c->batch, &ring[loaded % 6], &e), NP_OK);
+            loaded++;
+        }
+        const np_batch *win[6];
+        int n = 0;
+        for (long k = s; k < loaded && n <= ahead; k++)
+            win[n++] = &ring[k % 6];
+        double loss;
+        if (np_trainer_step_ahead(tr, win, n, &loss, &e)) fail_msg("step %ld: %s", s, e.msg);
+        assert_true(isfinite(loss));
+    }
+    if (np_trainer_finish(tr, &e)) fail_msg("finish: %s", e.msg);
+    if (synced) *synced = np_trainer_synced_rows(tr);
+    np_trainer_free(tr);
+    for (int k = 0; k < 6; k++)
+        np_batch_free(&ring[k]);
+    np_source_free(src);
+    return m;
+}
+
 /* Max of |a-b| / (atol + rtol |b|) over every parameter (<= 1 means within tolerance). */
 static double model_diff(const np_model_t *a, const np_model_t *b, double atol, double rtol) {
     double worst = 0;
@@ -139,6 +173,50 @@ static void test_same_bytes_any_sched_and_workers(void **state) {
         }
     unsetenv("STARPU_NCPU");
     np_model_free(first);
+}
+
+/* DBP reorders work in time, never arithmetic: the same bytes as sequential, on data
+ * whose consecutive batches share many rows (small tables, Zipf 1.2, multi-hot). Async,
+ * the same overlap without the sync, trains on stale rows: its model differs, which also
+ * shows the comparison can fail. */
+static void check_dbp(const char *optim) {
+    np_config c = small_cfg(NP_ENGINE_STARPU, optim);
+    np_error e = {{0}};
+    if (np_config_set(&c, "rows", "300", "t", &e) || np_config_set(&c, "zipf", "1.2", "t", &e))
+        fail_msg("%s", e.msg);
+    np_model_t *seq = train_ahead(&c, 20, NULL);
+    const char *sched[] = {"lws", "eager", "prio", "dmda"};
+    for (int k = 0; k < 4; k++) {
+        np_config d = c;
+        d.pipeline = NP_PIPELINE_DBP;
+        snprintf(d.sched, sizeof d.sched, "%s", sched[k]);
+        uint64_t synced = 0;
+        np_model_t *m = train_ahead(&d, 20, &synced);
+        if (!same_bytes(m, seq))
+            fail_msg("%s dbp with %s differs from sequential", optim, sched[k]);
+        if (m->state_mem)
+            assert_memory_equal(m->state_mem, seq->state_mem,
+                                (size_t)seq->row_base[seq->T] * sizeof(float));
+        assert_true(synced > 1000); /* the sync had work to do */
+        np_model_free(m);
+    }
+    np_config a = c;
+    a.pipeline = NP_PIPELINE_ASYNC;
+    np_model_t *m = train_ahead(&a, 20, NULL);
+    assert_false(same_bytes(m, seq));
+    assert_true(model_diff(m, seq, EQ_ATOL, EQ_RTOL) > 1.0);
+    np_model_free(m);
+    np_model_free(seq);
+}
+
+static void test_dbp_equals_sequential_sgd(void **state) {
+    (void)state;
+    check_dbp("sgd");
+}
+
+static void test_dbp_equals_sequential_adagrad(void **state) {
+    (void)state;
+    check_dbp("rowwise-adagrad");
 }
 
 static void test_bad_sched(void **state) {
@@ -241,6 +319,8 @@ int main(void) {
         cmocka_unit_test(test_matches_reference_adagrad),
         cmocka_unit_test(test_one_chunk_is_reference_bit_for_bit),
         cmocka_unit_test(test_same_bytes_any_sched_and_workers),
+        cmocka_unit_test(test_dbp_equals_sequential_sgd),
+        cmocka_unit_test(test_dbp_equals_sequential_adagrad),
         cmocka_unit_test(test_bad_sched),
         cmocka_unit_test(test_trace_matches_graph),
     };

@@ -232,6 +232,17 @@ NP_NODISCARD np_status np_trainer_finish(np_trainer_t *tr, np_error *err);
 /* One optimizer step on a global batch; *loss is the batch's mean BCE before the update. */
 NP_NODISCARD np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,
                                        np_error *err);
+/* Pipelined modes run the early stages of later batches while one trains: they want the
+ * next np_trainer_lookahead() batches too. b[0] is the batch to train, b[1..n-1] the ones
+ * after it as far as they are read (fewer near the end of the data); every b[i] must stay
+ * valid until the step that trains it has returned. np_trainer_step(tr, b, ...) is
+ * np_trainer_step_ahead(tr, &b, 1, ...). */
+NP_NODISCARD np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *b, int n,
+                                             double *loss, np_error *err);
+int np_trainer_lookahead(const np_trainer_t *tr);
+/* Rows refreshed by the dual-buffer sync so far (dbp); 0 in other modes. */
+uint64_t np_trainer_synced_rows(const np_trainer_t *tr);
+
 /* Bytes this rank sent so far: [0] keys (and counts), [1] embedding rows, [2] row
  * gradients, [3] dense all-reduce. All zero for the reference engine. */
 void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]);
