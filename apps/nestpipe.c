@@ -184,6 +184,47 @@ static int maybe_die(const np_config *cfg, long step) {
     return r && s && atoi(r) == cfg->rank && atol(s) == step;
 }
 
+/* Reads global batches into the ring, every rank alike, agreeing on each one's outcome. */
+typedef struct reader {
+    const np_config *cfg;
+    np_comm *comm;
+    np_source_t *src;
+    np_batch *global, *local; /* (NP_RING) whole global batches, this rank's slices */
+    long lo, local_n;         /* this rank's slice */
+    np_run_metrics *r;
+    long loaded;  /* batches read so far */
+    int ended;    /* the data has no further full batch */
+    np_status st; /* a failure, with err */
+    np_error err;
+} reader;
+
+/* Reads until batch `upto` is in (or the data or --steps end). Returns 0, or -1 when a
+ * rank failed (rd->st/err hold this rank's failure, NP_OK if it was another rank's). */
+static int read_ahead(reader *rd, long upto) {
+    const np_config *cfg = rd->cfg;
+    while (!rd->ended && rd->loaded <= upto && (cfg->steps == 0 || rd->loaded < cfg->steps)) {
+        np_batch *g = &rd->global[rd->loaded % NP_RING], *l = &rd->local[rd->loaded % NP_RING];
+        double td = now_s();
+        rd->st = np_source_next_batch(rd->src, cfg->batch, g, &rd->err);
+        if (!rd->st && cfg->ranks > 1) rd->st = np_batch_slice(g, rd->lo, rd->local_n, l, &rd->err);
+        rd->r->data_seconds += now_s() - td;
+        int outcome = agree(rd->comm, rd->st == NP_OK                   ? 0
+                                      : rd->st == NP_STATUS_END_OF_DATA ? 1
+                                                                        : 2);
+        if (outcome == 2) {
+            if (rd->st == NP_STATUS_END_OF_DATA) rd->st = NP_OK;
+            return -1;
+        }
+        if (outcome == 1) {
+            rd->st = NP_OK;
+            rd->ended = 1;
+        } else {
+            rd->loaded++;
+        }
+    }
+    return 0;
+}
+
 static int cmd_train(np_comm *comm, int argc, char **argv) {
     np_config cfg;
     np_config_defaults(&cfg);
@@ -231,37 +272,43 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
                         "dual-buffer sync): it is not synchronous training, only a baseline\n");
     /* batches are read ahead into a ring: the pipelined modes start work on later ones */
     int ahead = np_trainer_lookahead(tr);
-    long loaded = 0; /* batches read so far */
-    int data_end = 0;
+    reader rd = {.cfg = &cfg,
+                 .comm = comm,
+                 .src = train,
+                 .global = ring_global,
+                 .local = ring_local,
+                 .lo = lo,
+                 .local_n = local_n,
+                 .r = &r};
     for (long s = 0; cfg.steps == 0 || s < cfg.steps; s++) {
         int injected = maybe_die(&cfg, s);
-        while (!data_end && loaded <= s + ahead && (cfg.steps == 0 || loaded < cfg.steps)) {
-            /* every rank reads the global batch and keeps its slice [r G/R, (r+1) G/R) */
-            np_batch *g = &ring_global[loaded % NP_RING], *l = &ring_local[loaded % NP_RING];
-            double td = now_s();
-            st = np_source_next_batch(train, cfg.batch, g, &err);
-            if (!st && cfg.ranks > 1) st = np_batch_slice(g, lo, local_n, l, &err);
-            r.data_seconds += now_s() - td;
-            int outcome = agree(comm, st == NP_OK ? 0 : st == NP_STATUS_END_OF_DATA ? 1 : 2);
-            if (outcome == 2) goto step_failed;
-            if (outcome == 1) {
-                st = NP_OK;
-                data_end = 1;
-            } else {
-                loaded++;
-            }
+        if (read_ahead(&rd, s + ahead)) {
+            st = rd.st;
+            err = rd.err;
+            goto step_failed;
         }
-        if (s >= loaded) {
+        if (s >= rd.loaded) {
             r.data_ended = 1;
             break;
         }
         const np_batch *win[NP_RING];
         int nwin = 0;
-        for (long k = s; k < loaded && nwin <= ahead; k++)
-            win[nwin++] = cfg.ranks > 1 ? &ring_local[k % NP_RING] : &ring_global[k % NP_RING];
-        double loss;
+        for (long k = s; k < rd.loaded && nwin <= ahead; k++)
+            win[nwin++] = cfg.ranks > 1 ? &rd.local[k % NP_RING] : &rd.global[k % NP_RING];
+        double loss = 0;
         st = injected ? np_err(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
-                      : np_trainer_step_ahead(tr, win, nwin, &loss, &err);
+                      : np_trainer_submit(tr, win, nwin, &err);
+        /* pipelined: read the batch the next step will want while this one trains (the
+         * prefetch stage's data); sequential reads nothing until the step has ended */
+        int read_failed = !st && ahead > 0 && read_ahead(&rd, s + 1 + ahead);
+        if (!st) st = np_trainer_wait(tr, &loss, &err);
+        if (read_failed) {
+            if (!st) {
+                st = rd.st; /* NP_OK when another rank's read failed */
+                err = rd.err;
+            }
+            goto step_failed;
+        }
         if (agree(comm, st ? 2 : 0)) goto step_failed;
         if (np_comm_allreduce_f64_sum(comm, NP_CHAN_CTL, &loss, 1)) {
             st = np_err(&err, NP_STATUS_INTERNAL, "MPI failed summing the loss");
@@ -382,11 +429,11 @@ done:
     rc = 0;
 cleanup:
     free(losses);
+    np_trainer_free(tr); /* first: it waits for tasks that may read the ring */
     for (int k = 0; k < NP_RING; k++) {
         np_batch_free(&ring_global[k]);
         np_batch_free(&ring_local[k]);
     }
-    np_trainer_free(tr);
     np_model_free(full);
     np_model_free(model);
     np_source_free(train);

@@ -177,8 +177,14 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
     int T = a->T, R = a->R;
     size_t d = (size_t)a->d;
     int64_t nrecv = meta[NP_META_NRECV], st[64], rt[64];
+    /* one rank without MPI: the requester is the owner, gather straight into Rin */
+    float *dst = a->comm ? sbuf : Rin;
     for (int64_t i = 0; i < nrecv; i++)
-        memcpy(sbuf + (size_t)i * d, E + (size_t)map[i] * d, d * sizeof(float));
+        memcpy(dst + (size_t)i * d, E + (size_t)map[i] * d, d * sizeof(float));
+    if (!a->comm) {
+        a->task_bytes = 0;
+        return;
+    }
     per_rank_totals(meta, T, R, 1, st); /* rows go back along the keys' way */
     per_rank_totals(meta, T, R, 0, rt);
     if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, sbuf, st, Rin, rt, d * sizeof(float))) {
@@ -198,18 +204,22 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     int T = a->T, R = a->R;
     size_t d = (size_t)a->d;
     int64_t nrecv = meta[NP_META_NRECV], st[64], rt[64];
-    per_rank_totals(meta, T, R, 0, st);
-    per_rank_totals(meta, T, R, 1, rt);
-    if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, grows, st, rbuf, rt, d * sizeof(float))) {
-        *a->fail = 1;
-        return;
+    const float *src = grows; /* one rank without MPI: the grads are already here */
+    if (a->comm) {
+        per_rank_totals(meta, T, R, 0, st);
+        per_rank_totals(meta, T, R, 1, rt);
+        if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, grows, st, rbuf, rt, d * sizeof(float))) {
+            *a->fail = 1;
+            return;
+        }
+        a->task_bytes = (uint64_t)meta[NP_META_UQ] * d * sizeof(float);
+        a->bytes[2] += a->task_bytes;
+        src = rbuf;
     }
-    a->task_bytes = (uint64_t)meta[NP_META_UQ] * d * sizeof(float);
-    a->bytes[2] += a->task_bytes;
     memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
     for (int64_t i = 0; i < nrecv; i++) {
         float *g = gE + (size_t)map[i] * d;
-        const float *x = rbuf + (size_t)i * d;
+        const float *x = src + (size_t)i * d;
         for (size_t j = 0; j < d; j++)
             g[j] += x[j];
     }

@@ -100,6 +100,7 @@ struct np_sp_engine {
     uint64_t synced;   /* rows copied by dual-buffer syncs */
     long step;         /* the next batch to train */
     long next[4];      /* next batch to submit to prefetch, h2d, route, retrieve */
+    int pending;       /* a step was submitted and not yet waited for */
 };
 
 /* ---------------------------------------------------------------- buffers */
@@ -577,8 +578,18 @@ static np_status submit_sync(np_sp_engine *e, long b, np_error *err) {
                           e->Es[b % 2].h, err);
 }
 
-/* Stage 5 of batch b: exchange rows, forward/backward chunk by chunk, gradients back, dense
- * all-reduce, updates and write-back. */
+/* Stage 5 of batch b begins: its rows travel to their requesters. Submitted before the
+ * later batches' route, so their key All2All (same comm token) does not delay it. */
+static np_status submit_exchange_rows(np_sp_engine *e, long b, np_error *err) {
+    batch_args a;
+    make_args(e, b, &a);
+    np_rset *r = rset_of(e, b);
+    return np_submit_exchange_rows(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h, e->Rin.h,
+                                   e->sbuf.h, e->token.h, err);
+}
+
+/* The rest of stage 5: forward/backward chunk by chunk, gradients back, dense all-reduce,
+ * updates and write-back. */
 static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     const np_model_t *m = e->m;
     batch_args a;
@@ -587,31 +598,32 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     np_rset *r = rset_of(e, b);
     np_buf *E = &e->E[b % 2], *Es = &e->Es[b % 2];
     np_h parts[64];
-    np_status st = np_submit_exchange_rows(&a.ctx, &a.xa, E->h, r->map.h, r->meta.h, e->Rin.h,
-                                           e->sbuf.h, e->token.h, err);
-    if (st) return st;
+    np_status st;
     for (int c = 0; c < e->C; c++) { /* chunks run in parallel */
         a.ctx.window = c;
         if ((st = submit_chunk(e, &a.ctx, &e->ch[c], sl, r, err))) return st;
     }
     a.ctx.window = -1;
-    for (int c = 0; c < e->C; c++)
-        parts[c] = e->ch[c].grows.h;
-    if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, e->C, parts, 0, r->meta.h, NP_META_UQ, m->d,
-                            e->grows.h, err)) ||
-        (st = np_submit_exchange_grads(&a.ctx, &a.xa, e->grows.h, r->map.h, r->meta.h, e->gE.h,
-                                       e->rbuf.h, e->token.h, err)))
-        return st;
+    /* dense gradients first: the all-reduce is small, and the dense update it feeds is all
+     * the next batch's bottom MLP waits for, so that work can start while the row
+     * gradients are still travelling, summed, applied and synced */
     for (int c = 0; c < e->C; c++)
         parts[c] = e->ch[c].gdense.h;
     if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, e->C, parts, m->n_dense, NULL, 0, 0, e->glocal.h,
                             err)) ||
         (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal.h, e->gdense.h, e->gall.h, e->token.h,
                                   err)) ||
+        (st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense.h, err)))
+        return st;
+    for (int c = 0; c < e->C; c++)
+        parts[c] = e->ch[c].grows.h;
+    if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, e->C, parts, 0, r->meta.h, NP_META_UQ, m->d,
+                            e->grows.h, err)) ||
+        (st = np_submit_exchange_grads(&a.ctx, &a.xa, e->grows.h, r->map.h, r->meta.h, e->gE.h,
+                                       e->rbuf.h, e->token.h, err)) ||
         (st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||
         (st = np_submit_writeback(&a.ctx, &a.wa, E->h, r->uniq_o.h, r->meta.h, e->tables, Es->h,
-                                  e->state, err)) ||
-        (st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense.h, err)))
+                                  e->state, err)))
         return st;
     return NP_OK;
 }
@@ -632,55 +644,61 @@ static np_status make_room(np_sp_engine *e, const np_batch *b, np_error *err) {
     return grow_nnz_buffers(e, cap, cap_recv, err);
 }
 
-np_status np_engine_step(np_sp_engine *e, const np_batch *const *b, int n, double *loss,
-                         np_error *err) {
+static np_status submit_stage(np_sp_engine *e, int s, long b, const np_batch *src, np_error *err) {
+    np_status st;
+    switch (s) {
+    case 0:
+        return (st = make_room(e, src, err)) ? st : submit_prefetch(e, b, src, err);
+    case 1:
+        return submit_h2d(e, b, err);
+    case 2:
+        return submit_route(e, b, err);
+    default:
+        return submit_retrieve(e, b, err);
+    }
+}
+
+np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_error *err) {
     const np_model_t *m = e->m;
     long t = e->step;
+    if (n < 1) return np_err(err, NP_STATUS_INTERNAL, "step %ld: no batch given", t + 1);
     for (int i = 0; i < n; i++)
         if (b[i]->n != e->nb || b[i]->n_tables != m->T || b[i]->n_dense != m->cfg.bottom[0])
             return np_err(err, NP_STATUS_INTERNAL,
                           "batch shape (n=%ld, dense=%d, tables=%d) does not fit the engine "
                           "(n=%ld, dense=%d, tables=%d)",
                           b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, m->cfg.bottom[0], m->T);
-    if (n < 1) return np_err(err, NP_STATUS_INTERNAL, "step %ld: no batch given", t + 1);
-    /* the stages of the batches ahead, in DESIGN.md's order: prefetch(t+4), h2d(t+3),
-     * route(t+2), retrieve(t+1); then train(t), then sync(t+1). The driver hands over the
-     * batches it has; near the end of the data there are fewer. */
-    long last = t + (n - 1 < e->ahead ? n - 1 : e->ahead); /* newest batch given and used */
+    e->pending = 1;
     np_status st = NP_OK;
-    static const int lag[4] = {4, 3, 2, 1}; /* prefetch, h2d, route, retrieve */
-    if (!e->ahead) {                        /* sequential: everything of t, now */
-        if ((st = make_room(e, b[0], err)) || (st = submit_prefetch(e, t, b[0], err)) ||
-            (st = submit_h2d(e, t, err)) || (st = submit_route(e, t, err)) ||
-            (st = submit_retrieve(e, t, err)))
-            goto out;
-        e->next[0] = e->next[1] = e->next[2] = e->next[3] = t + 1;
-    } else {
-        for (int s = 0; s < 4 && !st; s++) {
-            /* stage s runs lag[s] batches ahead of training, never past the newest batch;
-             * at the end of the data that is the training batch itself */
-            long upto = t + lag[s] < last ? t + lag[s] : last;
-            for (; e->next[s] <= upto && !st; e->next[s]++) {
-                long bb = e->next[s];
-                if (s == 0) {
-                    const np_batch *src = b[bb - t];
-                    if (!(st = make_room(e, src, err))) st = submit_prefetch(e, bb, src, err);
-                } else if (s == 1) {
-                    st = submit_h2d(e, bb, err);
-                } else if (s == 2) {
-                    st = submit_route(e, bb, err);
-                } else {
-                    st = submit_retrieve(e, bb, err);
-                }
-            }
-        }
-        if (st) goto out;
+    /* 1. the training batch's own early stages, if no look-ahead ran them (sequential,
+     *    the first steps) */
+    for (int s = 0; s < 4 && !st; s++)
+        for (; e->next[s] <= t && !st; e->next[s]++)
+            st = submit_stage(e, s, t, b[0], err);
+    /* 2. its rows to their requesters; then the stages of the batches ahead, in DESIGN.md's
+     *    order prefetch(t+4), h2d(t+3), route(t+2), retrieve(t+1), each never past the newest
+     *    batch the driver has read. Retrieve(t+1) stays before write-back(t): the rule. */
+    if (!st) st = submit_exchange_rows(e, t, err);
+    static const int lag[4] = {4, 3, 2, 1};
+    long last = t + (n - 1 < e->ahead ? n - 1 : e->ahead);
+    for (int s = 0; s < 4 && !st; s++) {
+        long upto = t + lag[s] < last ? t + lag[s] : last;
+        for (; e->next[s] <= upto && !st; e->next[s]++)
+            st = submit_stage(e, s, e->next[s], b[e->next[s] - t], err);
     }
-    if ((st = submit_train(e, t, err))) goto out;
-    /* dbp: batch t+1 was retrieved before write-back(t): refresh the rows both share */
-    if (e->sync && e->next[3] > t + 1 && (st = submit_sync(e, t + 1, err))) goto out;
-out:
-    if (!e->ahead || st) {
+    /* 3. the rest of training batch t, then (dbp) the sync of the rows t+1 shares with t:
+     *    t+1 was retrieved before write-back(t) */
+    if (!st) st = submit_train(e, t, err);
+    if (!st && e->sync && e->next[3] > t + 1) st = submit_sync(e, t + 1, err);
+    if (st) starpu_task_wait_for_all(); /* leave nothing half-submitted running */
+    return st;
+}
+
+np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err) {
+    long t = e->step;
+    if (!e->pending) return np_err(err, NP_STATUS_INTERNAL, "wait without a submitted step");
+    e->pending = 0;
+    if (!e->ahead) {
         starpu_task_wait_for_all(); /* sequential: batch t+1 starts after t ends */
     } else {
         /* pipelined: wait for this batch's loss only; the rest keeps running */
@@ -689,7 +707,6 @@ out:
             starpu_data_release(e->ch[c].loss.h);
         }
     }
-    if (st) return st;
     if (e->fail)
         return np_err(err, NP_STATUS_INTERNAL,
                       "rank %d, step %ld: a key was out of its table's range, memory ran out "
@@ -701,6 +718,12 @@ out:
     *loss = sum / (double)e->cfg.batch;      /* this rank's share of the global mean */
     e->step++;
     return NP_OK;
+}
+
+np_status np_engine_step(np_sp_engine *e, const np_batch *const *b, int n, double *loss,
+                         np_error *err) {
+    np_status st = np_engine_submit(e, b, n, err);
+    return st ? st : np_engine_wait(e, loss, err);
 }
 
 /* ---------------------------------------------------------------- traces */

@@ -18,6 +18,11 @@ NP_NODISCARD np_status np_engine_create(const np_config *cfg, np_model_t *m, np_
  * BCE sum over the global batch size; summed over ranks it is the global mean. */
 NP_NODISCARD np_status np_engine_step(np_sp_engine *e, const np_batch *const *b, int n,
                                       double *loss, np_error *err);
+/* np_engine_step in two halves, so the driver can read the next batch while this one
+ * trains: submit returns once the tasks are submitted, wait returns the loss. */
+NP_NODISCARD np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n,
+                                        np_error *err);
+NP_NODISCARD np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err);
 /* Rows copied by dual-buffer syncs so far (dbp). */
 uint64_t np_engine_synced_rows(const np_sp_engine *e);
 /* Waits for all tasks and, if a trace was asked for, merges every rank's events on rank 0

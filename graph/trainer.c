@@ -7,10 +7,11 @@
 #include "model/model.h"
 
 struct np_trainer {
-    int engine;        /* np_engine value from the config */
-    np_reference *ref; /* NP_ENGINE_REFERENCE */
-    np_sp_engine *sp;  /* NP_ENGINE_STARPU */
-    int lookahead;     /* batches the pipeline wants beyond the training one */
+    int engine;           /* np_engine value from the config */
+    np_reference *ref;    /* NP_ENGINE_REFERENCE */
+    np_sp_engine *sp;     /* NP_ENGINE_STARPU */
+    int lookahead;        /* batches the pipeline wants beyond the training one */
+    const np_batch *held; /* reference: the batch submitted, trained at wait */
 };
 
 np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
@@ -39,6 +40,21 @@ np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *batches
                                 double *loss, np_error *err) {
     return tr->sp ? np_engine_step(tr->sp, batches, n, loss, err)
                   : np_reference_step(tr->ref, batches[0], loss, err);
+}
+
+np_status np_trainer_submit(np_trainer_t *tr, const np_batch *const *batches, int n,
+                            np_error *err) {
+    if (tr->sp) return np_engine_submit(tr->sp, batches, n, err);
+    tr->held = batches[0]; /* the reference trains when waited for */
+    return NP_OK;
+}
+
+np_status np_trainer_wait(np_trainer_t *tr, double *loss, np_error *err) {
+    if (tr->sp) return np_engine_wait(tr->sp, loss, err);
+    if (!tr->held) return np_err(err, NP_STATUS_INTERNAL, "wait without a submitted step");
+    const np_batch *b = tr->held;
+    tr->held = NULL;
+    return np_reference_step(tr->ref, b, loss, err);
 }
 
 int np_trainer_lookahead(const np_trainer_t *tr) {

@@ -240,6 +240,11 @@ NP_NODISCARD np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, 
 NP_NODISCARD np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *b, int n,
                                              double *loss, np_error *err);
 int np_trainer_lookahead(const np_trainer_t *tr);
+/* np_trainer_step_ahead in two halves: submit returns once the step's work is queued, so the
+ * caller can read the next batch meanwhile; wait returns its loss. Alternate them. */
+NP_NODISCARD np_status np_trainer_submit(np_trainer_t *tr, const np_batch *const *b, int n,
+                                         np_error *err);
+NP_NODISCARD np_status np_trainer_wait(np_trainer_t *tr, double *loss, np_error *err);
 /* Rows refreshed by the dual-buffer sync so far (dbp); 0 in other modes. */
 uint64_t np_trainer_synced_rows(const np_trainer_t *tr);
 
