@@ -3,6 +3,7 @@
  * 2 bad input (arguments, missing or malformed trace), 1 other failures. Not here: the
  * analysis or the formats themselves (trace/). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "apps/trace_cmd.h"
@@ -11,14 +12,16 @@
 #define EXIT_BAD_INPUT 2
 
 static const char *trace_help =
-    "usage: nestpipe trace report FILE [--json]   overlap report of a --trace file\n"
+    "usage: nestpipe trace report FILE [--json] [--from-batch N]   overlap report\n"
     "       nestpipe trace svg FILE OUT.svg       timeline and exposed-time chart\n"
     "       nestpipe trace paje FILE OUT.paje     Paje trace for ViTE / pajeng\n"
     "\n"
     "FILE is a Chrome trace written by nestpipe train --trace (one rank or merged).\n"
     "report prints, per rank and overall, the step time, each worker's busy and idle\n"
     "time, and per node kind the task count, total and exposed time (not hidden behind\n"
-    "dense compute); --json prints the same as one JSON object (docs/tracing.md).\n";
+    "dense compute); --json prints the same as one JSON object (docs/tracing.md).\n"
+    "--from-batch N leaves out the tasks of batches before N (warm-up: first touches of\n"
+    "the tables, perf-model calibration) for steady-state figures.\n";
 
 static int fail(np_status st, const np_error *err) {
     fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));
@@ -49,9 +52,18 @@ int np_cmd_trace(int argc, char **argv) {
 
     const char *in = NULL, *out = NULL;
     int json = 0;
+    long from_batch = 0;
     for (int i = 1; i < argc; i++) {
         if (report && !strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (report && !strcmp(argv[i], "--from-batch")) {
+            char *end = NULL;
+            from_batch = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+            if (!end || *end || end == argv[i + 1] || from_batch < 0) {
+                fprintf(stderr, "nestpipe: trace: --from-batch needs a batch number >= 0\n");
+                return EXIT_BAD_INPUT;
+            }
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage_error("unknown flag", argv[i]);
         } else if (!in) {
@@ -74,6 +86,13 @@ int np_cmd_trace(int argc, char **argv) {
     np_trace *tr = NULL;
     np_status st = np_trace_read_chrome(in, &tr, &err);
     if (st) return fail(st, &err);
+    if (report && from_batch > 0) {
+        np_trace *kept = NULL;
+        st = np_trace_from_batch(tr, from_batch, &kept, &err);
+        np_trace_free(tr);
+        tr = kept;
+        if (st) return fail(st, &err);
+    }
     if (report) {
         np_trace_report rep;
         st = np_trace_analyze(tr, &rep, &err);

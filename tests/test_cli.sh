@@ -124,6 +124,10 @@ expect_ok "reference run" "$NP" train --engine reference --steps 20 "${SMALL[@]}
   --sparse-optim rowwise-adagrad --dump-params "$W/ref.params"
 expect_ok "starpu == reference within rel 1e-4" "$NP" compare "$W/sp.params" "$W/ref.params" --rtol 1e-4 --atol 1e-5
 grep -q '"traceEvents"' "$W/trace.json" && ok "trace written" || bad "no trace"
+"$NP" trace report "$W/trace.json" --from-batch 15 >"$W/rep.txt" 2>"$W/err" &&
+  grep -q "(5 batches in" "$W/rep.txt" && ok "trace report --from-batch keeps batches 15..19" ||
+  bad "trace report --from-batch: $(head -n 3 "$W/rep.txt") $(cat "$W/err")"
+expect_fail "trace report of a missing file" 2 "$W/none.json" -- "$NP" trace report "$W/none.json"
 grep -q '"pipeline": "sequential"' "$W/sp.json" && ok "metrics name the pipeline" || bad "metrics pipeline"
 "$NP" compare "$W/sp.params" "$W/tsv.params" >/dev/null 2>&1
 [[ $? -eq 1 ]] && ok "compare tells different models apart" || bad "compare missed a difference"

@@ -220,21 +220,7 @@ np_status np_trace_write_paje(const np_trace *tr, const char *path, np_error *er
     }
     errno = 0;
     emit(f, tr, ts, n, ch);
-    int bad = fflush(f) != 0 || ferror(f);
-    int saved = bad ? errno : 0;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        saved = errno;
-    }
-    if (bad) {
-        remove(tmp);
-        st = np_err(err, NP_STATUS_IO, "trace: cannot write Paje trace %s: %s", path,
-                    saved ? strerror(saved) : "write error");
-    }
+    st = np_trace_commit_file(f, 0, tmp, path, "Paje trace", err);
 out:
     free(ts);
     free(ch);

@@ -450,21 +450,7 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
         picture p = {f, tr, ts, n, bs, span, analyzed ? &rep : NULL, aerr.msg, n_lanes, n_ranks};
         emit(&p);
     }
-    int bad = fflush(f) != 0 || ferror(f);
-    int saved = bad ? errno : 0;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        saved = errno;
-    }
-    if (bad) {
-        remove(tmp);
-        st = np_err(err, NP_STATUS_IO, "trace: cannot write SVG %s: %s", path,
-                    saved ? strerror(saved) : "write error");
-    }
+    st = np_trace_commit_file(f, 0, tmp, path, "SVG", err);
 out:
     np_trace_report_free(&rep); /* zeroed when analyze did not run */
     free(ts);

@@ -270,22 +270,9 @@ np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *
         goto out;
     }
     errno = 0;
-    int bad = json_dumpf(root, f, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 ||
-              fputc('\n', f) == EOF || fflush(f) != 0 || ferror(f);
-    int saved = bad ? errno : 0;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        saved = errno;
-    }
-    if (bad) {
-        remove(tmp);
-        st = np_err(err, NP_STATUS_IO, "trace: cannot write %s: %s", path,
-                    saved ? strerror(saved) : "write error");
-    }
+    int failed =
+        json_dumpf(root, f, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 || fputc('\n', f) == EOF;
+    st = np_trace_commit_file(f, failed, tmp, path, "", err);
 out:
     free(tmp);
     json_decref(root);
@@ -300,4 +287,42 @@ const char *np_trace_worker_name(const np_trace *tr, int worker) {
     if (worker >= 0 && (size_t)worker < tr->n_names) name = tr->worker_name[worker];
     pthread_mutex_unlock(lock_of(tr));
     return name;
+}
+
+np_status np_trace_commit_file(FILE *f, int failed, const char *tmp, const char *path,
+                               const char *what, np_error *err) {
+    int bad = failed || fflush(f) != 0 || ferror(f);
+    int saved = bad ? errno : 0;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        saved = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = 1;
+        saved = errno;
+    }
+    if (!bad) return NP_OK;
+    remove(tmp);
+    return np_err(err, NP_STATUS_IO, "trace: cannot write %s%s%s: %s", what, *what ? " " : "", path,
+                  saved ? strerror(saved) : "write error");
+}
+
+np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out, np_error *err) {
+    *out = NULL;
+    np_trace *t = NULL;
+    np_status st = np_trace_create(&t, err);
+    if (st) return st;
+    pthread_mutex_lock(lock_of(tr));
+    for (size_t i = 0; i < tr->n_names; i++)
+        if (tr->worker_name[i]) np_trace_set_worker_name(t, (int)i, tr->worker_name[i]);
+    for (size_t i = 0; i < tr->n && !st; i++)
+        if (tr->ev[i].batch >= from && np_trace_record(t, &tr->ev[i]))
+            st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory selecting batches");
+    pthread_mutex_unlock(lock_of(tr));
+    if (st) {
+        np_trace_free(t);
+        return st;
+    }
+    *out = t;
+    return NP_OK;
 }

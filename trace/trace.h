@@ -76,6 +76,11 @@ NP_NODISCARD np_status np_trace_write_chrome(const np_trace *tr, const char *pat
  * -> NP_STATUS_BAD_INPUT naming the path and what is wrong. (trace/read.c) */
 NP_NODISCARD np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err);
 
+/* A new trace with the events of batches >= from (and the worker names): steady-state
+ * figures without the warm-up batches. */
+NP_NODISCARD np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out,
+                                           np_error *err);
+
 /* Name of worker w as set (or read), NULL when none. */
 const char *np_trace_worker_name(const np_trace *tr, int worker);
 
@@ -130,5 +135,11 @@ NP_NODISCARD np_status np_trace_write_paje(const np_trace *tr, const char *path,
 /* SVG: a timeline (rows = ranks x workers, colour = node kind, batches labelled) and a bar
  * chart of exposed vs hidden time per node kind. Self-contained, no scripts. */
 NP_NODISCARD np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err);
+
+/* Finishes a file written to `tmp` through f: flush, close, rename to `path`; on any failure
+ * (or `failed`, an earlier write error) removes tmp and returns NP_STATUS_IO naming `what`
+ * and the path. For the exports' PATH.tmp + rename pattern. */
+NP_NODISCARD np_status np_trace_commit_file(FILE *f, int failed, const char *tmp, const char *path,
+                                            const char *what, np_error *err);
 
 #endif
