@@ -1,10 +1,12 @@
 /* DLRM parameters: layout, deterministic initialisation from the seed, and the NPPARAMS
  * dump of the logical model. Not here: forward/backward (reference.c) or sharding. */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/util.h"
 #include "model/model.h"
@@ -40,6 +42,50 @@ static size_t layout_mlp(np_layer *L, int n, const int *in_sizes, const int *out
         off += (size_t)L[i].out;
     }
     return off;
+}
+
+typedef struct init_job {
+    np_model_t *m;
+    int k0;         /* tensor index of table 0 */
+    int64_t lo, hi; /* rows [lo, hi) of the table block */
+} init_job;
+
+static void *init_rows(void *arg) {
+    const init_job *j = arg;
+    np_model_t *m = j->m;
+    const np_config *cfg = &m->cfg;
+    size_t d = (size_t)m->d;
+    int t = 0;
+    for (int64_t r = j->lo; r < j->hi; r++) {
+        while (r >= m->row_base[t + 1])
+            t++;
+        int64_t local = r - m->row_base[t];
+        uint64_t g = (uint64_t)np_shard_global(cfg, t, cfg->rank, local);
+        float *row = m->table_mem + (size_t)r * d;
+        for (size_t col = 0; col < d; col++)
+            row[col] = np_model_init_value(cfg, j->k0 + t, 0, 0, m->rows[t], g * d + col);
+    }
+    return NULL;
+}
+
+/* Initialises the table block on up to one thread per core (large tables take seconds). */
+static void init_tables(np_model_t *m, int k0) {
+    int64_t total = m->row_base[m->T];
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
+    if (total < 65536) n = 1; /* not worth a thread */
+    pthread_t th[64];
+    init_job jobs[64];
+    int created[64] = {0};
+    for (int i = 1; i < n; i++) {
+        jobs[i] = (init_job){m, k0, total * i / n, total * (i + 1) / n};
+        created[i] = pthread_create(&th[i], NULL, init_rows, &jobs[i]) == 0;
+        if (!created[i]) init_rows(&jobs[i]); /* no thread: do its share here */
+    }
+    jobs[0] = (init_job){m, k0, 0, total / n};
+    init_rows(&jobs[0]);
+    for (int i = 1; i < n; i++)
+        if (created[i]) pthread_join(th[i], NULL);
 }
 
 np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err) {
@@ -110,14 +156,10 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
         size_t d = (size_t)m->d;
         m->table[t] = m->table_mem + (size_t)m->row_base[t] * d;
         if (m->state) m->state[t] = m->state_mem + m->row_base[t];
-        /* every row from its GLOBAL index: a shard holds exactly the single-process rows */
-        for (int64_t j = 0; j < m->local_rows[t]; j++) {
-            uint64_t g = (uint64_t)np_shard_global(cfg, t, cfg->rank, j);
-            for (size_t col = 0; col < d; col++)
-                m->table[t][(size_t)j * d + col] =
-                    np_model_init_value(cfg, k + t, 0, 0, m->rows[t], g * d + col);
-        }
     }
+    /* every row from its GLOBAL index, so a shard holds exactly the single-process rows;
+     * each value depends only on its index, so threads may fill rows in any split */
+    init_tables(m, k);
     *out = m;
     return NP_OK;
 }
