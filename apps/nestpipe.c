@@ -189,8 +189,8 @@ typedef struct reader {
     const np_config *cfg;
     np_comm *comm;
     np_source_t *src;
-    np_batch *global, *local; /* (NP_RING) whole global batches, this rank's slices */
-    long lo, local_n;         /* this rank's slice */
+    np_batch *local;  /* (NP_RING) this rank's slices of the global batches */
+    long lo, local_n; /* this rank's slice */
     np_run_metrics *r;
     long loaded;  /* batches read so far */
     int ended;    /* the data has no further full batch */
@@ -203,10 +203,9 @@ typedef struct reader {
 static int read_ahead(reader *rd, long upto) {
     const np_config *cfg = rd->cfg;
     while (!rd->ended && rd->loaded <= upto && (cfg->steps == 0 || rd->loaded < cfg->steps)) {
-        np_batch *g = &rd->global[rd->loaded % NP_RING], *l = &rd->local[rd->loaded % NP_RING];
+        np_batch *l = &rd->local[rd->loaded % NP_RING];
         double td = now_s();
-        rd->st = np_source_next_batch(rd->src, cfg->batch, g, &rd->err);
-        if (!rd->st && cfg->ranks > 1) rd->st = np_batch_slice(g, rd->lo, rd->local_n, l, &rd->err);
+        rd->st = np_source_next_slice(rd->src, cfg->batch, rd->lo, rd->local_n, l, &rd->err);
         rd->r->data_seconds += now_s() - td;
         int outcome = agree(rd->comm, rd->st == NP_OK                   ? 0
                                       : rd->st == NP_STATUS_END_OF_DATA ? 1
@@ -247,7 +246,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     np_source_t *train = NULL, *eval = NULL;
     np_model_t *model = NULL, *full = NULL;
     np_trainer_t *tr = NULL;
-    np_batch ring_global[NP_RING] = {{0}}, ring_local[NP_RING] = {{0}};
+    np_batch ring[NP_RING] = {{0}};
     np_run_metrics r = {.global_batch = cfg.batch, .train_loss = NAN, .train_loss_first = NAN};
     double *losses = NULL;
     long local_n = cfg.batch / cfg.ranks, lo = local_n * cfg.rank;
@@ -275,8 +274,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     reader rd = {.cfg = &cfg,
                  .comm = comm,
                  .src = train,
-                 .global = ring_global,
-                 .local = ring_local,
+                 .local = ring,
                  .lo = lo,
                  .local_n = local_n,
                  .r = &r};
@@ -294,7 +292,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
         const np_batch *win[NP_RING];
         int nwin = 0;
         for (long k = s; k < rd.loaded && nwin <= ahead; k++)
-            win[nwin++] = cfg.ranks > 1 ? &rd.local[k % NP_RING] : &rd.global[k % NP_RING];
+            win[nwin++] = &rd.local[k % NP_RING];
         double loss = 0;
         st = injected ? np_err(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
                       : np_trainer_submit(tr, win, nwin, &err);
@@ -430,10 +428,8 @@ done:
 cleanup:
     free(losses);
     np_trainer_free(tr); /* first: it waits for tasks that may read the ring */
-    for (int k = 0; k < NP_RING; k++) {
-        np_batch_free(&ring_global[k]);
-        np_batch_free(&ring_local[k]);
-    }
+    for (int k = 0; k < NP_RING; k++)
+        np_batch_free(&ring[k]);
     np_model_free(full);
     np_model_free(model);
     np_source_free(train);

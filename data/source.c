@@ -36,12 +36,14 @@ struct np_source {
     size_t *st_kpos;    /* (st_cap) where each record's keys start in st_keys */
     int64_t *st_keys;   /* (st_nnz) reduced keys, record by record, table-major inside */
     size_t st_nnz, st_keys_cap;
+    np_batch whole;      /* files, several ranks: the global batch a slice is cut from */
     float *rec_dense;    /* (n_dense) binary read scratch */
     uint32_t *rec_count; /* (T) binary read scratch */
 };
 
 void np_source_free(np_source_t *src) {
     if (!src) return;
+    np_batch_free(&src->whole);
     np_syn_free(src->syn);
     np_tsv_close(src->tsv);
     np_bin_close(src->bin);
@@ -316,4 +318,34 @@ np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *
     src->failure = e;
     if (err) *err = e;
     return st;
+}
+
+np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_batch *b,
+                               np_error *err) {
+    if (lo == 0 && n == g) return np_source_next_batch(src, g, b, err);
+    if (src->failed) {
+        if (err) *err = src->failure;
+        return src->failed;
+    }
+    if (n < 1 || lo < 0 || lo + n > g)
+        return np_err(err, NP_STATUS_BAD_INPUT, "slice [%ld, %ld) of a batch of %ld samples", lo,
+                      lo + n, g);
+    if (src->syn && src->split == NP_SPLIT_TRAIN) {
+        /* every sample is a pure function of its index: generate only the slice */
+        np_error e;
+        np_status st =
+            np_syn_fill(src->syn, src->split, src->every, src->delivered + (uint64_t)lo, n, b, &e);
+        if (st) {
+            src->failed = st;
+            src->failure = e;
+            if (err) *err = e;
+            return st;
+        }
+        src->delivered += (uint64_t)g;
+        return NP_OK;
+    }
+    /* files: the records before the slice must be read (and checked) anyway */
+    np_status st = np_source_next_batch(src, g, &src->whole, err);
+    if (st) return st;
+    return np_batch_slice(&src->whole, lo, n, b, err);
 }

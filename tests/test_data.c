@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "data/data.h"
 #include "nestpipe/nestpipe.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -1115,16 +1116,62 @@ static int teardown(void **state) {
     return rmdir(tmpdir);
 }
 
+/* A rank's slice equals the same samples cut from the whole global batch, for synthetic
+ * data (generated directly) and files (read whole, then cut), batch after batch. */
+static void check_slices(const np_config *c) {
+    const long G = 12, lo = 4, n = 4;
+    np_source_t *whole = open_ok(c, NP_SPLIT_TRAIN), *part = open_ok(c, NP_SPLIT_TRAIN);
+    np_batch bw = {0}, bp = {0}, cut = {0};
+    np_error e = {{0}};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(np_source_next_batch(whole, G, &bw, &e), NP_OK);
+        assert_int_equal(np_source_next_slice(part, G, lo, n, &bp, &e), NP_OK);
+        assert_int_equal(np_batch_slice(&bw, lo, n, &cut, &e), NP_OK);
+        if (c->data == NP_DATA_SYNTHETIC) /* exact stream index of sample lo */
+            assert_int_equal(bp.first, np_split_index(NP_SPLIT_TRAIN, c->eval_every,
+                                                      (uint64_t)k * G + (uint64_t)lo));
+        cut.first = bp.first; /* a cut batch only knows its position (see np_batch_slice) */
+        assert_batch_equal(&bp, &cut);
+    }
+    assert_int_equal(np_source_next_slice(part, G, 10, 4, &bp, &e), NP_STATUS_BAD_INPUT);
+    np_batch_free(&bw);
+    np_batch_free(&bp);
+    np_batch_free(&cut);
+    np_source_free(whole);
+    np_source_free(part);
+}
+
+static void test_slices(void **state) {
+    (void)state;
+    np_config c;
+    syn_config(&c);
+    check_slices(&c);
+    char path[300];
+    snprintf(path, sizeof path, "%s/slices.tsv", tmpdir);
+    write_random_tsv(path, 60);
+    criteo_config(&c, path);
+    check_slices(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_syn_batch_split),   cmocka_unit_test(test_syn_keys_reference),
-        cmocka_unit_test(test_syn_seed),          cmocka_unit_test(test_syn_zipf),
-        cmocka_unit_test(test_syn_uniform),       cmocka_unit_test(test_syn_bag_sizes),
-        cmocka_unit_test(test_syn_huge_rows),     cmocka_unit_test(test_syn_labels),
-        cmocka_unit_test(test_split_synthetic),   cmocka_unit_test(test_tsv_good),
-        cmocka_unit_test(test_tsv_errors),        cmocka_unit_test(test_tsv_skip),
-        cmocka_unit_test(test_missing_and_empty), cmocka_unit_test(test_bin_roundtrip),
-        cmocka_unit_test(test_bin_hand_built),    cmocka_unit_test(test_batch_reuse),
+        cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_syn_batch_split),
+        cmocka_unit_test(test_syn_keys_reference),
+        cmocka_unit_test(test_syn_seed),
+        cmocka_unit_test(test_syn_zipf),
+        cmocka_unit_test(test_syn_uniform),
+        cmocka_unit_test(test_syn_bag_sizes),
+        cmocka_unit_test(test_syn_huge_rows),
+        cmocka_unit_test(test_syn_labels),
+        cmocka_unit_test(test_split_synthetic),
+        cmocka_unit_test(test_tsv_good),
+        cmocka_unit_test(test_tsv_errors),
+        cmocka_unit_test(test_tsv_skip),
+        cmocka_unit_test(test_missing_and_empty),
+        cmocka_unit_test(test_bin_roundtrip),
+        cmocka_unit_test(test_bin_hand_built),
+        cmocka_unit_test(test_batch_reuse),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -173,7 +173,9 @@ typedef struct np_batch {
 void np_batch_free(np_batch *b);
 
 /* out = samples [lo, lo+n) of full (out grows as needed; offsets rebased to out's keys).
- * A rank of R takes slice r*G/R of each global batch this way. */
+ * out->first is full->first + lo: a position, not the exact stream index when held-out
+ * records fall inside the batch (np_source_next_slice gives the exact one for synthetic
+ * data). A rank of R takes slice r*G/R of each global batch this way. */
 NP_NODISCARD np_status np_batch_slice(const np_batch *full, long lo, long n, np_batch *out,
                                       np_error *err);
 
@@ -193,6 +195,13 @@ NP_NODISCARD np_status np_source_open(const np_config *cfg, np_split split, np_s
  * file:line:column. Errors stick: after a failure every later call fails the same way, so
  * a bad line is never silently passed over on retry. */
 NP_NODISCARD np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *err);
+
+/* The next global batch of g samples, of which only samples [lo, lo+n) are returned in b:
+ * a rank's slice. Synthetic data generates only the slice; files read the whole batch (its
+ * records must be parsed and checked) and copy the slice. Same end-of-data rule as
+ * np_source_next_batch for g. TRAIN split. */
+NP_NODISCARD np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_batch *b,
+                                            np_error *err);
 
 /* Records skipped so far with --skip-bad-lines. */
 long np_source_skipped(const np_source_t *src);
