@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/cli.h"
 #include "apps/compare.h"
 #include "comm/comm.h"
 #include "core/util.h"
@@ -20,7 +21,6 @@
 #include "apps/trace_cmd.h"
 #include "nestpipe/nestpipe.h"
 
-#define EXIT_BAD_INPUT 2
 /* batches held at once: the training one and up to 4 ahead (dbp), plus one being read */
 #define NP_RING 6
 
@@ -70,10 +70,7 @@ static const char *main_help =
     "  --version                            print the version\n";
 
 static int fail(np_status st, const np_error *err) {
-    fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));
-    return (st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO || st == NP_STATUS_UNSUPPORTED)
-               ? EXIT_BAD_INPUT
-               : 1;
+    return np_cli_fail(st, err);
 }
 
 static int usage_error(const char *msg, const char *arg) {

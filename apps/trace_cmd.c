@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/cli.h"
 #include "apps/trace_cmd.h"
 #include "trace/trace.h"
-
-#define EXIT_BAD_INPUT 2
 
 static const char *trace_help =
     "usage: nestpipe trace report FILE [--json] [--from-batch N]   overlap report\n"
@@ -24,10 +23,7 @@ static const char *trace_help =
     "the tables, perf-model calibration) for steady-state figures.\n";
 
 static int fail(np_status st, const np_error *err) {
-    fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));
-    return (st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO || st == NP_STATUS_UNSUPPORTED)
-               ? EXIT_BAD_INPUT
-               : 1;
+    return np_cli_fail(st, err);
 }
 
 static int usage_error(const char *msg, const char *arg) {

@@ -1,0 +1,11 @@
+/* Shared error reporting of the `nestpipe` subcommands (apps/cli.h). */
+#include <stdio.h>
+
+#include "apps/cli.h"
+
+int np_cli_fail(np_status st, const np_error *err) {
+    fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));
+    return (st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO || st == NP_STATUS_UNSUPPORTED)
+               ? EXIT_BAD_INPUT
+               : 1;
+}
