@@ -92,4 +92,17 @@ __attribute__((warn_unused_result))
 #endif
 int np_keys_dedup(const int64_t *keys, size_t n, int64_t *uniq, size_t *n_uniq, int64_t *pos);
 
+/* ---- key-centric sample clustering (codelets/cluster.c; docs/pipeline.md)
+ * Splits the n samples of a table-major CSR batch (off (T, n+1), keys) into W windows of
+ * n/W or n/W+1 samples: bounds (W+1) gets each window's range in perm (n), which lists
+ * the samples window after window (each in batch order). by_keys = 0: contiguous windows
+ * in batch order; 1: samples sharing keys placed together. 1 <= W <= 64. Returns 0, or -1
+ * on bad arguments or no memory. */
+int np_cluster_windows(const uint32_t *off, const int64_t *keys, long n, int T, int W, int by_keys,
+                       long *perm, long *bounds);
+/* Sum over the windows of the distinct (table, key) pairs each window holds: the rows the
+ * windows' exchanges move. -1 when out of memory. */
+long np_window_volume(const uint32_t *off, const int64_t *keys, long n, int T, int W,
+                      const long *perm, const long *bounds);
+
 #endif
