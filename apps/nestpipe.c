@@ -37,6 +37,7 @@ static const char *train_help =
     "  --eval-samples N       cap on held-out records evaluated [16384]\n"
     "  --zipf A               synthetic key popularity exponent [1.05]\n"
     "  --hot K                synthetic mean keys per sample and table [1]\n"
+    "  --groups N             synthetic latent groups sharing keys across tables; 0 = none [0]\n"
     "model:\n"
     "  --tables T             embedding tables [26]\n"
     "  --rows N[,N...]        rows per table, one value or one per table [20000]\n"

@@ -1,7 +1,7 @@
 /* Key-centric clustering benchmark: exchange volume (sum over windows of distinct keys)
  * with contiguous windows vs clustered windows, and the clustering's time, for G = 8192 on
  * Zipf 1.05 synthetic data, W = 4 and 8. Median of several batches. Prints markdown rows.
- * usage: cluster_bench TABLES ROWS. Run by bench/cluster.sh. */
+ * usage: cluster_bench TABLES ROWS GROUPS. Run by bench/cluster.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,12 +22,14 @@ static int cmp_d(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     const char *tables = argc > 1 ? argv[1] : "26", *rows = argc > 2 ? argv[2] : "100000";
+    const char *groups = argc > 3 ? argv[3] : "0";
     const long G = 8192;
     const int reps = 5;
     np_config c;
     np_error e = {{0}};
     np_config_defaults(&c);
     if (np_config_set(&c, "tables", tables, "bench", &e) ||
+        np_config_set(&c, "groups", groups, "bench", &e) ||
         np_config_set(&c, "rows", rows, "bench", &e) ||
         np_config_set(&c, "batch", "8192", "bench", &e) ||
         np_config_set(&c, "zipf", "1.05", "bench", &e)) {
@@ -60,8 +62,8 @@ int main(int argc, char **argv) {
         }
         qsort(red, reps, sizeof *red, cmp_d);
         qsort(ms, reps, sizeof *ms, cmp_d);
-        printf("| %s | %s | %d | %ld | %ld | %.1f%% | %.2f |\n", tables, rows, W, vn, vk,
-               red[reps / 2], ms[reps / 2]);
+        printf("| %s | %s | %s | %d | %ld | %ld | %.1f%% | %.2f |\n", tables, rows, groups, W, vn,
+               vk, red[reps / 2], ms[reps / 2]);
     }
     free(perm);
     np_batch_free(&b);

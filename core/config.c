@@ -189,6 +189,10 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         if (parse_i64(value, 0, 4096, &i))
             return bad(err, where, key, value, "an integer in [0, 4096]");
         c.hot = (int)i;
+    } else if (!strcmp(key, "groups")) {
+        if (parse_i64(value, 0, 1L << 20, &i))
+            return bad(err, where, key, value, "an integer in [0, 2^20] (0: independent tables)");
+        c.groups = (long)i;
     } else if (!strcmp(key, "tables")) {
         if (parse_i64(value, 1, NP_MAX_TABLES, &i))
             return bad(err, where, key, value, "an integer in [1, 1024]");

@@ -50,12 +50,14 @@ double np_rng_normal(uint64_t seed, uint64_t stream, uint64_t counter);
 
 /* Streams in use; new users take new numbers, never reuse one. */
 enum {
-    NP_STREAM_PARAM = 0x100,       /* + tensor index: parameter init */
-    NP_STREAM_SYN_DENSE = 0x10000, /* synthetic data: dense features */
-    NP_STREAM_SYN_COUNT,           /* synthetic data: keys per bag */
-    NP_STREAM_SYN_KEY,             /* synthetic data: key draws */
-    NP_STREAM_SYN_LABEL,           /* synthetic data: label coin */
-    NP_STREAM_TEACHER = 0x20000,   /* + table index: hidden teacher key weights */
+    NP_STREAM_PARAM = 0x100,             /* + tensor index: parameter init */
+    NP_STREAM_SYN_DENSE = 0x10000,       /* synthetic data: dense features */
+    NP_STREAM_SYN_COUNT,                 /* synthetic data: keys per bag */
+    NP_STREAM_SYN_KEY,                   /* synthetic data: key draws */
+    NP_STREAM_SYN_LABEL,                 /* synthetic data: label coin */
+    NP_STREAM_SYN_GROUP,                 /* synthetic data: latent group of a sample */
+    NP_STREAM_SYN_GROUP_SHIFT = 0x18000, /* + table: a group's key shift in that table */
+    NP_STREAM_TEACHER = 0x20000,         /* + table index: hidden teacher key weights */
     NP_STREAM_TEACHER_DENSE = NP_STREAM_TEACHER + NP_MAX_TABLES, /* teacher dense weights */
 };
 

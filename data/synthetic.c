@@ -30,6 +30,7 @@ struct np_syn {
     uint64_t seed;
     int n_dense, T, hot;
     double zipf;
+    long groups;        /* latent groups correlating tables; 0 = independent */
     int64_t *rows;      /* (T) rows per table */
     const double **cdf; /* (T) unnormalised Zipf CDF of table t, shared by equal row counts;
                            NULL when zipf == 0 (uniform draws need none) */
@@ -89,6 +90,7 @@ np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err) {
     s->T = T;
     s->hot = cfg->hot;
     s->zipf = cfg->zipf;
+    s->groups = cfg->groups;
     np_status st = NP_STATUS_NO_MEMORY;
     s->rows = np_alloc((size_t)T, sizeof(int64_t), "synthetic row counts", err);
     s->cdf = np_zalloc((size_t)T, sizeof(double *), "synthetic CDF table", err);
@@ -137,8 +139,26 @@ static uint32_t bag_size(const np_syn *s, uint64_t i, int t) {
     return c > hi ? hi : c;
 }
 
-/* Key k of bag (i, t): Zipf rank by inverse CDF, so rank 0 (key 0) is the most popular. */
+/* With latent groups, sample i belongs to group g and table t's popularity ranking is
+ * rotated by a shift of (g, t): samples of one group share their hot keys in every table,
+ * as users of one kind do in click logs. */
+static int64_t group_shift(const np_syn *s, uint64_t i, int t) {
+    if (s->groups <= 0) return 0;
+    uint64_t g = np_rng_u64(s->seed, NP_STREAM_SYN_GROUP, i) % (uint64_t)s->groups;
+    return (int64_t)(np_rng_u64(s->seed, (uint64_t)NP_STREAM_SYN_GROUP_SHIFT + (uint64_t)t, g) %
+                     (uint64_t)s->rows[t]);
+}
+
+static int64_t draw_rank(const np_syn *s, uint64_t i, int t, uint32_t k);
+
+/* Key k of bag (i, t): a Zipf rank (rank 0 the most popular), rotated by the group shift. */
 static int64_t draw_key(const np_syn *s, uint64_t i, int t, uint32_t k) {
+    int64_t r = draw_rank(s, i, t, k);
+    return s->groups > 0 ? (r + group_shift(s, i, t)) % s->rows[t] : r;
+}
+
+/* Zipf rank by inverse CDF. */
+static int64_t draw_rank(const np_syn *s, uint64_t i, int t, uint32_t k) {
     uint64_t ctr = ((i * (uint64_t)s->T + (uint64_t)t) << 16) + k;
     double u = np_rng_uniform(s->seed, NP_STREAM_SYN_KEY, ctr); /* [0, 1) */
     int64_t rows = s->rows[t];

@@ -71,11 +71,12 @@ static long volume(const np_batch *b, int by_keys, long *perm) {
     return np_window_volume(b->offsets, b->keys, b->n, b->n_tables, 8, perm, bounds);
 }
 
-static void zipf_case(const char *tables, double min_cut) {
+static void zipf_case(const char *tables, const char *groups, double min_cut) {
     np_config c;
     np_error e = {{0}};
     np_config_defaults(&c);
     if (np_config_set(&c, "tables", tables, "t", &e) ||
+        np_config_set(&c, "groups", groups, "t", &e) ||
         np_config_set(&c, "rows", "20000", "t", &e) || np_config_set(&c, "batch", "2048", "t", &e))
         fail_msg("%s", e.msg);
     np_source_t *src;
@@ -84,9 +85,9 @@ static void zipf_case(const char *tables, double min_cut) {
     assert_int_equal(np_source_next_batch(src, 2048, &b, &e), NP_OK);
     long *perm = malloc(2048 * sizeof *perm), *perm2 = malloc(2048 * sizeof *perm2);
     long none = volume(&b, 0, perm), keyed = volume(&b, 1, perm);
-    print_message("%s table(s), W=8, 2048 samples: volume %ld contiguous, %ld clustered "
-                  "(%.1f%% less)\n",
-                  tables, none, keyed, 100.0 * (none - keyed) / none);
+    print_message("%s table(s), %s groups, W=8, 2048 samples: volume %ld contiguous, %ld "
+                  "clustered (%.1f%% less)\n",
+                  tables, groups, none, keyed, 100.0 * (none - keyed) / none);
     assert_true(keyed <= none);
     assert_true(none - keyed >= min_cut * none);
     assert_int_equal(volume(&b, 1, perm2), keyed);
@@ -99,20 +100,26 @@ static void zipf_case(const char *tables, double min_cut) {
 
 static void test_zipf_one_table(void **state) {
     (void)state;
-    zipf_case("1", 0.15);
+    zipf_case("1", "0", 0.15);
 }
 
 static void test_zipf_many_tables(void **state) {
     (void)state;
-    zipf_case("26", 0.0);
+    zipf_case("26", "0", 0.0);
+}
+
+/* Tables correlated by latent groups: samples of a group share keys in every table, and
+ * clustering finds them. */
+static void test_zipf_grouped_tables(void **state) {
+    (void)state;
+    zipf_case("26", "16", 0.08);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_made),
-        cmocka_unit_test(test_no_worse_when_sorted),
-        cmocka_unit_test(test_zipf_one_table),
-        cmocka_unit_test(test_zipf_many_tables),
+        cmocka_unit_test(test_hand_made),           cmocka_unit_test(test_no_worse_when_sorted),
+        cmocka_unit_test(test_zipf_one_table),      cmocka_unit_test(test_zipf_many_tables),
+        cmocka_unit_test(test_zipf_grouped_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,8 @@ typedef struct np_config {
     long eval_samples; /* key "eval-samples": size cap of the held-out set */
     double zipf;       /* key "zipf": synthetic key popularity exponent (>= 0) */
     int hot;           /* key "hot": mean keys per sample and table (synthetic) */
+    long groups;       /* key "groups": synthetic latent groups correlating keys
+                          across tables; 0 = tables drawn independently */
     /* model */
     int tables;                    /* key "tables" */
     int n_rows;                    /* values given for "rows": 1 (all tables alike) or tables */
