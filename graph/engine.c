@@ -832,6 +832,10 @@ np_status np_engine_finish(np_sp_engine *e, np_error *err) {
     return st;
 }
 
+int np_engine_lookahead(const np_sp_engine *e) {
+    return e->ahead;
+}
+
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
     memcpy(out, e->bytes, sizeof e->bytes);
 }

@@ -23,6 +23,8 @@ NP_NODISCARD np_status np_engine_step(np_sp_engine *e, const np_batch *const *b,
 NP_NODISCARD np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n,
                                         np_error *err);
 NP_NODISCARD np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err);
+/* Batches the pipeline runs ahead of the training one: 0 sequential, 4 dbp/async. */
+int np_engine_lookahead(const np_sp_engine *e);
 /* Rows copied by dual-buffer syncs so far (dbp). */
 uint64_t np_engine_synced_rows(const np_sp_engine *e);
 /* Waits for all tasks and, if a trace was asked for, merges every rank's events on rank 0

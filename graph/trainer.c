@@ -7,10 +7,8 @@
 #include "model/model.h"
 
 struct np_trainer {
-    int engine;           /* np_engine value from the config */
     np_reference *ref;    /* NP_ENGINE_REFERENCE */
     np_sp_engine *sp;     /* NP_ENGINE_STARPU */
-    int lookahead;        /* batches the pipeline wants beyond the training one */
     const np_batch *held; /* reference: the batch submitted, trained at wait */
 };
 
@@ -19,9 +17,6 @@ np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **
     *out = NULL;
     np_trainer_t *tr = np_zalloc(1, sizeof *tr, "trainer", err);
     if (!tr) return NP_STATUS_NO_MEMORY;
-    tr->engine = (int)cfg->engine;
-    tr->lookahead =
-        cfg->engine == NP_ENGINE_STARPU && cfg->pipeline != NP_PIPELINE_SEQUENTIAL ? 4 : 0;
     np_status st = cfg->engine == NP_ENGINE_STARPU ? np_engine_create(cfg, m, &tr->sp, err)
                                                    : np_reference_create(cfg, m, &tr->ref, err);
     if (st) {
@@ -58,7 +53,7 @@ np_status np_trainer_wait(np_trainer_t *tr, double *loss, np_error *err) {
 }
 
 int np_trainer_lookahead(const np_trainer_t *tr) {
-    return tr->lookahead;
+    return tr->sp ? np_engine_lookahead(tr->sp) : 0;
 }
 
 uint64_t np_trainer_synced_rows(const np_trainer_t *tr) {
