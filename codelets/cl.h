@@ -31,14 +31,19 @@ typedef struct np_cl_relu_args {
 extern struct starpu_codelet np_cl_relu_fwd, np_cl_relu_bwd;
 
 /* The int64 "meta" buffer of a batch: the counts that route, the exchanges and the updates
- * share. Written by route (requester side), a2a_keys and route_owner (owner side). */
-#define NP_META_UQ 0              /* distinct keys this rank requests = rows of Rin */
+ * share. Written by route (requester side), a2a_keys and route_owner (owner side). A batch
+ * is W windows (micro-batches, FWP); the requester dedups per window, the owner over the
+ * union of windows and requesters, so E, the updates and the dual-buffer sync stay per batch.
+ * Send counts are laid out (owner, window, table), which is the order keys travel in. */
+#define NP_META_UQ 0              /* distinct keys requested, summed over windows */
 #define NP_META_UO 1              /* distinct rows this rank serves as owner = rows of E */
 #define NP_META_NRECV 2           /* keys received as owner = rows of the exchange buffers */
 #define NP_META_UCNT(t) (3 + (t)) /* first E row of table t; NP_META_UCNT(T) = UO */
-#define NP_META_SC(T, o, t) (4 + (T) + (o) * (T) + (t))            /* keys sent to rank o */
-#define NP_META_RC(T, R, q, t) (4 + (T) + ((R) + (q)) * (T) + (t)) /* keys received from q */
-#define NP_META_SIZE(T, R) (4 + (T) + 2 * (R) * (T))
+#define NP_META_WUQ(T, w) (4 + (T) + (w)) /* distinct keys of window w = rows of its Rin */
+#define NP_META_SC(T, W, o, w, t) (4 + (T) + (W) + ((o) * (W) + (w)) * (T) + (t)) /* sent to o */
+#define NP_META_RC(T, W, R, q, w, t)                                           /* from q */    \
+    (4 + (T) + (W) + ((R) + (q)) * (W) * (T) + (w) * (T) + (t))
+#define NP_META_SIZE(T, W, R) (4 + (T) + (W) + 2 * (R) * (W) * (T))
 
 /* Pooling and interaction of one chunk. Batch-wide buffers: offsets (T, nb+1) and pos
  * (nnz): the row of Rin (received rows, all tables) each key reads. */
@@ -47,9 +52,12 @@ typedef struct np_cl_emb_args {
     long row0; /* first sample of the chunk */
     long n;    /* samples in the chunk */
     int T, d;
+    int w;    /* the chunk's window: its rows are that window's Rin */
+    int zero; /* pool_bwd: first chunk of its window, which zeroes the window's grads */
 } np_cl_emb_args;
-/* pool_fwd buffers: Rin R (Uq, d), offsets R, pos R, P W (n, T, d) */
-/* pool_bwd buffers: dP R (n, T, d), offsets R, pos R, meta R, grows W (Uq, d) (zeroed) */
+/* pool_fwd buffers: Rin_w R (Uq_w, d), offsets R, pos R, P W (n, T, d) */
+/* pool_bwd buffers: dP R (n, T, d), offsets R, pos R, meta R, grows_w RW (Uq_w, d):
+ * the window's chunks accumulate into it one after another, in chunk order */
 extern struct starpu_codelet np_cl_pool_fwd, np_cl_pool_bwd;
 /* interact_fwd buffers: bot R (n, d), P R (n, T, d), F W (n, T+1, d), Z W (n, top_in) */
 /* interact_bwd buffers: F R, dZ R, dF W (n, T+1, d), dbot W (n, d), dP W (n, T, d) */
@@ -85,20 +93,26 @@ typedef struct np_cl_xchg_args {
     struct np_comm *comm;
     long nb; /* local batch samples */
     int T, d, R;
+    int W;           /* windows per batch */
+    int w;           /* exchange_rows / exchange_grads: the window moved */
     size_t cap_recv; /* rows the owner-side buffers hold */
+    size_t cap_win;  /* rows each window's Rin and grads hold */
     size_t n;        /* all-reduce: floats */
     int *fail;       /* set to 1 on a bad key, overflow, no memory or an MPI error */
     uint64_t *bytes; /* (4) bytes sent: keys, rows, grads, all-reduce */
 } np_cl_xchg_args;
 /* route buffers: offsets R, keys R, uniq W (Uq scratch), pos W, sendkeys W, meta RW.
- * Dedups each table's keys, buckets them by owner (owner, table, key order) and points
- * pos at each key's row in Rin. */
+ * Window w is the samples [nb*w/W, nb*(w+1)/W). Dedups each (window, table)'s keys,
+ * buckets them by owner (owner, window, table, key order) and points pos at each key's
+ * row in its window's Rin, which holds (owner, table, key) order. */
 /* a2a_keys buffers: meta RW, sendkeys R, recvkeys W, token RW (counts, then keys) */
 /* route_owner buffers: recvkeys R, meta RW, uniq_o W, map W: the owner's distinct rows per
- * table across requesters, and for each received key its E row */
-/* exchange_rows buffers: E R, map R, meta R, Rin W, sbuf W (scratch), token RW */
-/* exchange_grads buffers: grows R, map R, meta R, gE W, rbuf W (scratch), token RW:
- * gE[map[i]] += received grad i, in rank order: a fixed sum */
+ * table across requesters and windows, and for each received key its E row */
+/* exchange_rows buffers: E R, map R, meta R, Rin_w W, sbuf W (scratch), token RW: window
+ * w's rows */
+/* exchange_grads buffers: grows_w R, map R, meta R, gE RW, rbuf W (scratch), token RW:
+ * window w's grads; gE[map[i]] += received grad i in rank order, gE zeroed by window 0:
+ * each row's sum runs in (window, rank, key) order in every pipeline */
 /* allreduce buffers: glocal R (n), gdense W (n), all W (R, n) scratch, token RW:
  * all-gather then a sum in rank order, the same bits on every rank */
 extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_cl_exchange_rows,
@@ -141,6 +155,9 @@ extern struct starpu_codelet np_cl_dense_update;
 /* prefetch buffers: dense W, label W, offsets W, keys W: copies *src into the slot */
 typedef struct np_cl_prefetch_args {
     const void *src; /* const np_batch *, valid until the task ran */
+    int W;           /* windows; with cluster, samples are reordered window after window */
+    int cluster;     /* 1: key-centric clustering (np_cluster_windows) */
+    int *fail;       /* set to 1 when clustering runs out of memory */
 } np_cl_prefetch_args;
 /* h2d buffers: the slot's handles, RW; nothing to move on CPU-only builds */
 extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;

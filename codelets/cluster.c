@@ -114,6 +114,28 @@ out:
     return rc;
 }
 
+void np_permute_samples(long n, int nd, int T, const long *perm, const float *dense,
+                        const float *label, const uint32_t *off, const int64_t *keys,
+                        float *dense_o, float *label_o, uint32_t *off_o, int64_t *keys_o) {
+    for (long j = 0; j < n; j++) {
+        long s = perm[j];
+        memcpy(dense_o + (size_t)j * nd, dense + (size_t)s * nd, (size_t)nd * sizeof *dense);
+        label_o[j] = label[s];
+    }
+    uint32_t acc = off[0];
+    for (int t = 0; t < T; t++) {
+        const uint32_t *o = off + (size_t)t * (n + 1);
+        uint32_t *oo = off_o + (size_t)t * (n + 1);
+        for (long j = 0; j < n; j++) {
+            oo[j] = acc;
+            uint32_t b = o[perm[j]], c = o[perm[j] + 1] - b;
+            memcpy(keys_o + acc, keys + b, c * sizeof *keys);
+            acc += c;
+        }
+        oo[n] = acc;
+    }
+}
+
 long np_window_volume(const uint32_t *off, const int64_t *keys, long n, int T, int W,
                       const long *perm, const long *bounds) {
     size_t total = off[(size_t)T * (n + 1) - 1] - off[0];

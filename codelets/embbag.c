@@ -56,8 +56,8 @@ static void pool_bwd_cpu(void *buffers[], void *cl_arg) {
     const uint32_t *off = NP_BUF(buffers, 1);
     const int64_t *pos = NP_BUF(buffers, 2);
     const int64_t *meta = NP_BUF(buffers, 3);
-    float *g = NP_BUF(buffers, 4); /* (Uq, d) this chunk's row grads */
-    memset(g, 0, (size_t)meta[NP_META_UQ] * a->d * sizeof(float));
+    float *g = NP_BUF(buffers, 4); /* (Uq_w, d) the window's row grads, accumulated */
+    if (a->zero) memset(g, 0, (size_t)meta[NP_META_WUQ(a->T, a->w)] * a->d * sizeof(float));
     for (int t = 0; t < a->T; t++)
         np_embbag_bwd(dP + (size_t)t * a->d, (long)a->T * a->d,
                       off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d, g);

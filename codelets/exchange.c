@@ -11,13 +11,28 @@
 #include "comm/comm.h"
 #include "core/shard.h"
 
-/* Keys per rank of the send (sc) or receive (rc) side, summed over tables. */
-static void per_rank_totals(const int64_t *meta, int T, int R, int recv, int64_t *tot) {
+/* Keys of window w (every window: w < 0) per rank, summed over tables, on the send (sc:
+ * per owner) or receive (rc: per requester) side. */
+static void per_rank_totals(const int64_t *meta, int T, int W, int R, int recv, int w,
+                            int64_t *tot) {
     for (int o = 0; o < R; o++) {
         tot[o] = 0;
-        for (int t = 0; t < T; t++)
-            tot[o] += meta[recv ? NP_META_RC(T, R, o, t) : NP_META_SC(T, o, t)];
+        for (int v = 0; v < W; v++)
+            if (w < 0 || v == w)
+                for (int t = 0; t < T; t++)
+                    tot[o] += meta[recv ? NP_META_RC(T, W, R, o, v, t) : NP_META_SC(T, W, o, v, t)];
     }
+}
+
+/* Where the keys received from requester q for window w start in the owner's key list,
+ * which is in (requester, window, table) order. */
+static int64_t recv_start(const int64_t *meta, int T, int W, int R, int q, int w) {
+    int64_t s = 0;
+    for (int p = 0; p <= q; p++)
+        for (int v = 0; v < (p < q ? W : w); v++)
+            for (int t = 0; t < T; t++)
+                s += meta[NP_META_RC(T, W, R, p, v, t)];
+    return s;
 }
 
 /* ---- route (requester side) */
@@ -25,62 +40,88 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     const np_cl_xchg_args *a = cl_arg;
     const uint32_t *off = NP_BUF(buffers, 0); /* (T, nb+1) */
     const int64_t *keys = NP_BUF(buffers, 1); /* (nnz) */
-    int64_t *uniq = NP_BUF(buffers, 2);       /* (Uq) distinct keys, table after table */
-    int64_t *pos = NP_BUF(buffers, 3);        /* (nnz) */
-    int64_t *sendkeys = NP_BUF(buffers, 4);   /* (Uq) owner-local rows, by owner */
+    int64_t *uniq = NP_BUF(buffers, 2); /* distinct keys, (window, table) after (window, table) */
+    int64_t *pos = NP_BUF(buffers, 3);  /* (nnz) */
+    int64_t *sendkeys = NP_BUF(buffers, 4); /* owner-local rows, (owner, window, table) order */
     int64_t *meta = NP_BUF(buffers, 5);
     const np_config *cfg = a->cfg;
-    int T = a->T, R = a->R;
-    int64_t *tbase = malloc(((size_t)T + 1 + (size_t)R * T) * sizeof *tbase);
+    int T = a->T, R = a->R, W = a->W;
+    size_t nwt = (size_t)W * T;
+    /* tbase (W*T+1): first uniq index of (window, table); scur (R, W, T): next send
+     * position; rcur (W, R, T): next row of the window's Rin */
+    int64_t *tbase = malloc((nwt + 1 + 2 * (size_t)R * nwt) * sizeof *tbase);
     if (!tbase) {
         *a->fail = 1;
         return;
     }
-    int64_t *cursor = tbase + T + 1; /* (R, T) next send position of (owner, table) */
-    /* 1. dedup every table; pos[k] = absolute index into uniq */
+    int64_t *scur = tbase + nwt + 1, *rcur = scur + (size_t)R * nwt;
+    /* 1. dedup every (window, table); pos[k] = absolute index into uniq */
     int64_t base = 0;
-    for (int t = 0; t < T; t++) {
-        const uint32_t *o = off + (size_t)t * (a->nb + 1);
-        size_t nu = 0;
-        tbase[t] = base;
-        if (np_keys_dedup(keys + o[0], o[a->nb] - o[0], uniq + base, &nu, pos + o[0]) ||
-            (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= np_config_rows(cfg, t)))) {
+    for (int w = 0; w < W; w++) {
+        long r0 = a->nb * w / W, r1 = a->nb * (w + 1) / W;
+        int64_t wbase = base;
+        for (int t = 0; t < T; t++) {
+            const uint32_t *o = off + (size_t)t * (a->nb + 1);
+            size_t nu = 0;
+            tbase[w * T + t] = base;
+            if (np_keys_dedup(keys + o[r0], o[r1] - o[r0], uniq + base, &nu, pos + o[r0]) ||
+                (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= np_config_rows(cfg, t)))) {
+                *a->fail = 1;
+                free(tbase);
+                return;
+            }
+            for (size_t k = o[r0]; k < o[r1]; k++)
+                pos[k] += base;
+            base += (int64_t)nu;
+        }
+        meta[NP_META_WUQ(T, w)] = base - wbase;
+        if ((size_t)(base - wbase) > a->cap_win) { /* the engine sized it: a bug if hit */
             *a->fail = 1;
             free(tbase);
             return;
         }
-        for (size_t k = o[0]; k < o[a->nb]; k++)
-            pos[k] += base;
-        base += (int64_t)nu;
     }
-    tbase[T] = base;
+    tbase[nwt] = base;
     meta[NP_META_UQ] = base;
-    /* 2. bucket by owner, keeping (table, key) order inside a bucket: a counting sort */
-    int64_t *slot = malloc(((size_t)base + 1) * sizeof *slot); /* uniq index -> send index */
+    /* 2. bucket by owner, keeping (window, table, key) order inside a bucket: a counting
+     *    sort; each window's Rin takes its keys in (owner, table, key) order */
+    int64_t *slot = malloc(((size_t)base + 1) * sizeof *slot); /* uniq index -> Rin_w row */
     if (!slot) {
         *a->fail = 1;
         free(tbase);
         return;
     }
     for (int o = 0; o < R; o++)
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++)
+                meta[NP_META_SC(T, W, o, w, t)] = 0;
+    for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++)
-            meta[NP_META_SC(T, o, t)] = 0;
-    for (int t = 0; t < T; t++)
-        for (int64_t u = tbase[t]; u < tbase[t + 1]; u++)
-            meta[NP_META_SC(T, np_shard_owner(cfg, t, uniq[u]), t)]++;
+            for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++)
+                meta[NP_META_SC(T, W, np_shard_owner(cfg, t, uniq[u]), w, t)]++;
     int64_t acc = 0;
     for (int o = 0; o < R; o++)
-        for (int t = 0; t < T; t++) {
-            cursor[o * T + t] = acc;
-            acc += meta[NP_META_SC(T, o, t)];
-        }
-    for (int t = 0; t < T; t++)
-        for (int64_t u = tbase[t]; u < tbase[t + 1]; u++) {
-            int64_t p = cursor[np_shard_owner(cfg, t, uniq[u]) * T + t]++;
-            slot[u] = p;
-            sendkeys[p] = np_shard_local(cfg, uniq[u]);
-        }
-    /* 3. every key reads its row where it will arrive: Rin follows the send order */
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++) {
+                scur[((size_t)o * W + w) * T + t] = acc;
+                acc += meta[NP_META_SC(T, W, o, w, t)];
+            }
+    for (int w = 0; w < W; w++) {
+        acc = 0;
+        for (int o = 0; o < R; o++)
+            for (int t = 0; t < T; t++) {
+                rcur[((size_t)w * R + o) * T + t] = acc;
+                acc += meta[NP_META_SC(T, W, o, w, t)];
+            }
+    }
+    for (int w = 0; w < W; w++)
+        for (int t = 0; t < T; t++)
+            for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++) {
+                int o = np_shard_owner(cfg, t, uniq[u]);
+                sendkeys[scur[((size_t)o * W + w) * T + t]++] = np_shard_local(cfg, uniq[u]);
+                slot[u] = rcur[((size_t)w * R + o) * T + t]++;
+            }
+    /* 3. every key reads its row where it will arrive in its window's Rin */
     for (int t = 0; t < T; t++) {
         const uint32_t *o = off + (size_t)t * (a->nb + 1);
         for (size_t k = o[0]; k < o[a->nb]; k++)
@@ -90,21 +131,21 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     free(tbase);
 }
 
-/* ---- the two-phase All2All: counts, then keys (owner-local rows) */
+/* ---- the two-phase All2All: counts, then keys (owner-local rows), all windows at once */
 static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     int64_t *meta = NP_BUF(buffers, 0);
     const int64_t *send = NP_BUF(buffers, 1);
     int64_t *recv = NP_BUF(buffers, 2);
-    int T = a->T, R = a->R;
+    int T = a->T, R = a->R, W = a->W;
     int64_t st[64], rt[64];
-    if (np_comm_alltoall_i64(a->comm, NP_CHAN_DATA, meta + NP_META_SC(T, 0, 0),
-                             meta + NP_META_RC(T, R, 0, 0), T)) {
+    if (np_comm_alltoall_i64(a->comm, NP_CHAN_DATA, meta + NP_META_SC(T, W, 0, 0, 0),
+                             meta + NP_META_RC(T, W, R, 0, 0, 0), W * T)) {
         *a->fail = 1;
         return;
     }
-    per_rank_totals(meta, T, R, 0, st);
-    per_rank_totals(meta, T, R, 1, rt);
+    per_rank_totals(meta, T, W, R, 0, -1, st);
+    per_rank_totals(meta, T, W, R, 1, -1, rt);
     int64_t nrecv = 0, nsend = 0;
     for (int q = 0; q < R; q++) {
         nrecv += rt[q];
@@ -116,50 +157,50 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
         *a->fail = 1;
         return;
     }
-    a->task_bytes = (uint64_t)(nsend + (int64_t)R * T) * sizeof(int64_t);
+    a->task_bytes = (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t);
     a->bytes[0] += a->task_bytes;
 }
 
-/* ---- owner side: distinct rows per table across requesters, E row of each received key */
+/* ---- owner side: distinct rows per table across requesters and windows, and the E row
+ *      of each received key */
 static void route_owner_cpu(void *buffers[], void *cl_arg) {
     const np_cl_xchg_args *a = cl_arg;
-    const int64_t *recv = NP_BUF(buffers, 0); /* (nrecv) (requester, table, key) order */
+    const int64_t *recv = NP_BUF(buffers, 0); /* (nrecv) (requester, window, table, key) */
     int64_t *meta = NP_BUF(buffers, 1);
     int64_t *uniq = NP_BUF(buffers, 2); /* (Uo) owner-local rows, table after table */
     int64_t *map = NP_BUF(buffers, 3);  /* (nrecv) E row of each received key */
-    int T = a->T, R = a->R;
+    int T = a->T, R = a->R, W = a->W;
     int64_t nrecv = meta[NP_META_NRECV];
-    int64_t *keys = malloc(((size_t)nrecv + 1) * 2 * sizeof *keys);
+    int64_t *keys = malloc(((size_t)nrecv + 1) * 3 * sizeof *keys);
     if (!keys) {
         *a->fail = 1;
         return;
     }
-    int64_t *idx = keys + nrecv; /* (nrecv) where each collected key came from */
+    int64_t *idx = keys + nrecv;    /* (nrecv) where each collected key came from */
+    int64_t *tmp = idx + nrecv + 1; /* (nrecv) dedup positions */
     int64_t ubase = 0;
     for (int t = 0; t < T; t++) {
-        /* collect table t's keys from every requester's segment, in rank order */
+        /* collect table t's keys from every (requester, window) segment, in that order */
         int64_t n = 0, seg = 0;
         for (int q = 0; q < R; q++)
-            for (int tt = 0; tt < T; tt++) {
-                int64_t c = meta[NP_META_RC(T, R, q, tt)];
-                if (tt == t)
-                    for (int64_t i = 0; i < c; i++) {
-                        keys[n] = recv[seg + i];
-                        idx[n++] = seg + i;
-                    }
-                seg += c;
-            }
+            for (int w = 0; w < W; w++)
+                for (int tt = 0; tt < T; tt++) {
+                    int64_t c = meta[NP_META_RC(T, W, R, q, w, tt)];
+                    if (tt == t)
+                        for (int64_t i = 0; i < c; i++) {
+                            keys[n] = recv[seg + i];
+                            idx[n++] = seg + i;
+                        }
+                    seg += c;
+                }
         size_t nu = 0;
-        int64_t *tmp = malloc(((size_t)n + 1) * sizeof *tmp);
-        if (!tmp || np_keys_dedup(keys, (size_t)n, uniq + ubase, &nu, tmp)) {
-            free(tmp);
+        if (np_keys_dedup(keys, (size_t)n, uniq + ubase, &nu, tmp)) {
             free(keys);
             *a->fail = 1;
             return;
         }
         for (int64_t i = 0; i < n; i++)
             map[idx[i]] = ubase + tmp[i];
-        free(tmp);
         meta[NP_META_UCNT(t)] = ubase;
         ubase += (int64_t)nu;
     }
@@ -168,60 +209,65 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
     free(keys);
 }
 
-/* ---- rows to their requesters */
+/* ---- window w's rows to their requesters */
 static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     const float *E = NP_BUF(buffers, 0);
     const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *Rin = NP_BUF(buffers, 3), *sbuf = NP_BUF(buffers, 4);
-    int T = a->T, R = a->R;
+    int T = a->T, R = a->R, W = a->W, w = a->w;
     size_t d = (size_t)a->d;
-    int64_t nrecv = meta[NP_META_NRECV], st[64], rt[64];
+    int64_t st[64], rt[64], n = 0;
+    per_rank_totals(meta, T, W, R, 1, w, st); /* rows go back along the keys' way */
+    per_rank_totals(meta, T, W, R, 0, w, rt);
     /* one rank without MPI: the requester is the owner, gather straight into Rin */
     float *dst = a->comm ? sbuf : Rin;
-    for (int64_t i = 0; i < nrecv; i++)
-        memcpy(dst + (size_t)i * d, E + (size_t)map[i] * d, d * sizeof(float));
+    for (int q = 0; q < R; q++) {
+        const int64_t *mp = map + recv_start(meta, T, W, R, q, w);
+        for (int64_t i = 0; i < st[q]; i++, n++)
+            memcpy(dst + (size_t)n * d, E + (size_t)mp[i] * d, d * sizeof(float));
+    }
     if (!a->comm) {
         a->task_bytes = 0;
         return;
     }
-    per_rank_totals(meta, T, R, 1, st); /* rows go back along the keys' way */
-    per_rank_totals(meta, T, R, 0, rt);
     if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, sbuf, st, Rin, rt, d * sizeof(float))) {
         *a->fail = 1;
         return;
     }
-    a->task_bytes = (uint64_t)nrecv * d * sizeof(float);
+    a->task_bytes = (uint64_t)n * d * sizeof(float);
     a->bytes[1] += a->task_bytes;
 }
 
-/* ---- gradients back to the owners, summed per row in a fixed order */
+/* ---- window w's gradients back to the owners, added per row in a fixed order */
 static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     const float *grows = NP_BUF(buffers, 0);
     const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *gE = NP_BUF(buffers, 3), *rbuf = NP_BUF(buffers, 4);
-    int T = a->T, R = a->R;
+    int T = a->T, R = a->R, W = a->W, w = a->w;
     size_t d = (size_t)a->d;
-    int64_t nrecv = meta[NP_META_NRECV], st[64], rt[64];
+    int64_t st[64], rt[64];
+    per_rank_totals(meta, T, W, R, 0, w, st);
+    per_rank_totals(meta, T, W, R, 1, w, rt);
     const float *src = grows; /* one rank without MPI: the grads are already here */
     if (a->comm) {
-        per_rank_totals(meta, T, R, 0, st);
-        per_rank_totals(meta, T, R, 1, rt);
         if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, grows, st, rbuf, rt, d * sizeof(float))) {
             *a->fail = 1;
             return;
         }
-        a->task_bytes = (uint64_t)meta[NP_META_UQ] * d * sizeof(float);
+        a->task_bytes = (uint64_t)meta[NP_META_WUQ(T, w)] * d * sizeof(float);
         a->bytes[2] += a->task_bytes;
         src = rbuf;
     }
-    memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
-    for (int64_t i = 0; i < nrecv; i++) {
-        float *g = gE + (size_t)map[i] * d;
-        const float *x = src + (size_t)i * d;
-        for (size_t j = 0; j < d; j++)
-            g[j] += x[j];
+    if (w == 0) memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
+    for (int q = 0; q < R; q++) {
+        const int64_t *mp = map + recv_start(meta, T, W, R, q, w);
+        for (int64_t i = 0; i < rt[q]; i++, src += d) {
+            float *g = gE + (size_t)mp[i] * d;
+            for (size_t j = 0; j < d; j++)
+                g[j] += src[j];
+        }
     }
 }
 

@@ -100,6 +100,12 @@ int np_keys_dedup(const int64_t *keys, size_t n, int64_t *uniq, size_t *n_uniq, 
  * on bad arguments or no memory. */
 int np_cluster_windows(const uint32_t *off, const int64_t *keys, long n, int T, int W, int by_keys,
                        long *perm, long *bounds);
+/* Writes the batch with its samples in perm order (sample j of the output is sample
+ * perm[j] of the input): dense (n, nd), labels (n), offsets (T, n+1) table-major and keys.
+ * Output offsets start where the input's do; the output must not alias the input. */
+void np_permute_samples(long n, int nd, int T, const long *perm, const float *dense,
+                        const float *label, const uint32_t *off, const int64_t *keys,
+                        float *dense_o, float *label_o, uint32_t *off_o, int64_t *keys_o);
 /* Sum over the windows of the distinct (table, key) pairs each window holds: the rows the
  * windows' exchanges move. -1 when out of memory. */
 long np_window_volume(const uint32_t *off, const int64_t *keys, long n, int T, int W,

@@ -1,18 +1,38 @@
-/* Input codelets: prefetch copies a loaded batch into a pipeline slot; h2d makes the slot
- * resident where dense compute runs (nothing to move on CPU-only builds: a marker node
- * that keeps the stage visible in the graph and the trace). */
+/* Input codelets: prefetch copies a loaded batch into a pipeline slot, reordering its
+ * samples into windows when key-centric clustering is on; h2d makes the slot resident
+ * where dense compute runs (nothing to move on CPU-only builds: a marker node that keeps
+ * the stage visible in the graph and the trace). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "codelets/cl.h"
+#include "codelets/kernels.h"
 #include "nestpipe/nestpipe.h"
 
 static void prefetch_cpu(void *buffers[], void *cl_arg) {
     const np_cl_prefetch_args *a = cl_arg;
     const np_batch *b = a->src;
-    memcpy(NP_BUF(buffers, 0), b->dense, (size_t)b->n * b->n_dense * sizeof(float));
-    memcpy(NP_BUF(buffers, 1), b->label, (size_t)b->n * sizeof(float));
-    memcpy(NP_BUF(buffers, 2), b->offsets, (size_t)b->n_tables * (b->n + 1) * sizeof(uint32_t));
-    memcpy(NP_BUF(buffers, 3), b->keys, b->nnz * sizeof(int64_t));
+    float *dense = NP_BUF(buffers, 0), *label = NP_BUF(buffers, 1);
+    uint32_t *off = NP_BUF(buffers, 2);
+    int64_t *keys = NP_BUF(buffers, 3);
+    if (a->cluster && a->W > 1) {
+        /* window w is slots [n*w/W, n*(w+1)/W) of the reordered batch, as in route */
+        long *perm = malloc(((size_t)b->n + 1) * sizeof *perm), bounds[65];
+        if (!perm || np_cluster_windows(b->offsets, b->keys, b->n, b->n_tables, a->W, 1, perm,
+                                        bounds)) {
+            free(perm);
+            *a->fail = 1;
+            return;
+        }
+        np_permute_samples(b->n, b->n_dense, b->n_tables, perm, b->dense, b->label, b->offsets,
+                           b->keys, dense, label, off, keys);
+        free(perm);
+        return;
+    }
+    memcpy(dense, b->dense, (size_t)b->n * b->n_dense * sizeof(float));
+    memcpy(label, b->label, (size_t)b->n * sizeof(float));
+    memcpy(off, b->offsets, (size_t)b->n_tables * (b->n + 1) * sizeof(uint32_t));
+    memcpy(keys, b->keys, b->nnz * sizeof(int64_t));
 }
 
 static void h2d_cpu(void *buffers[], void *cl_arg) {

@@ -42,6 +42,8 @@ void np_config_defaults(np_config *cfg) {
     cfg->pipeline = NP_PIPELINE_SEQUENTIAL;
     snprintf(cfg->sched, sizeof cfg->sched, "lws");
     cfg->chunks = 4;
+    cfg->windows = 0;
+    cfg->cluster = 1;
     cfg->shard = NP_SHARD_ROW;
     cfg->rank = 0;
     cfg->ranks = 1;
@@ -52,6 +54,11 @@ void np_config_defaults(np_config *cfg) {
 int np_config_top_input(const np_config *cfg) {
     int t1 = cfg->tables + 1;
     return cfg->dim + t1 * (t1 - 1) / 2;
+}
+
+int np_config_windows(const np_config *cfg) {
+    if (cfg->windows) return cfg->windows;
+    return cfg->pipeline == NP_PIPELINE_FWP || cfg->pipeline == NP_PIPELINE_NESTPIPE ? 4 : 1;
 }
 
 int64_t np_config_rows(const np_config *cfg, int t) {
@@ -279,6 +286,20 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         if (parse_i64(value, 1, 64, &i))
             return bad(err, where, key, value, "an integer in [1, 64]");
         c.chunks = (int)i;
+    } else if (!strcmp(key, "windows")) {
+        if (!strcmp(value, "auto"))
+            c.windows = 0;
+        else if (parse_i64(value, 1, 64, &i))
+            return bad(err, where, key, value, "an integer in [1, 64] or auto");
+        else
+            c.windows = (int)i;
+    } else if (!strcmp(key, "cluster")) {
+        if (!strcmp(value, "none"))
+            c.cluster = 0;
+        else if (!strcmp(value, "keys"))
+            c.cluster = 1;
+        else
+            return bad(err, where, key, value, "none or keys");
     } else if (!strcmp(key, "shard")) {
         if (!strcmp(value, "row"))
             c.shard = NP_SHARD_ROW;
@@ -389,24 +410,27 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "batch: the global batch %ld is not divisible by %d ranks (each rank "
                       "takes batch/ranks samples); use a multiple of %d",
                       c->batch, c->ranks, c->ranks);
-    if (c->engine == NP_ENGINE_STARPU && c->chunks > c->batch / c->ranks)
+    long local = c->batch / c->ranks;
+    int nwin = np_config_windows(c);
+    if (c->engine == NP_ENGINE_STARPU && nwin == 1 && c->chunks > local)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "chunks: %d chunks of a local batch of %ld samples leave some empty; use "
                       "at most %ld",
-                      c->chunks, c->batch / c->ranks, c->batch / c->ranks);
-    if (c->engine == NP_ENGINE_STARPU && c->chunks > c->batch)
+                      c->chunks, local, local);
+    if (c->engine == NP_ENGINE_STARPU && (long)nwin * c->chunks > local)
         return np_err(err, NP_STATUS_BAD_INPUT,
-                      "chunks: %d chunks of a batch of %ld samples leave some empty; use at most "
-                      "%ld",
-                      c->chunks, c->batch, c->batch);
-    if (c->pipeline == NP_PIPELINE_FWP || c->pipeline == NP_PIPELINE_NESTPIPE)
-        return np_err(err, NP_STATUS_UNSUPPORTED,
-                      "pipeline: '%s' is not built in this version; use sequential, dbp or async",
-                      c->pipeline == NP_PIPELINE_FWP ? "fwp" : "nestpipe");
+                      "chunks: %d windows of %d chunks of a local batch of %ld samples leave "
+                      "some empty; use windows x chunks <= %ld",
+                      nwin, c->chunks, local, local);
+    if (c->engine == NP_ENGINE_STARPU && nwin * c->chunks > 64)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "chunks: %d windows of %d chunks make %d pieces; use windows x chunks "
+                      "<= 64",
+                      nwin, c->chunks, nwin * c->chunks);
     if (c->engine == NP_ENGINE_REFERENCE && c->pipeline != NP_PIPELINE_SEQUENTIAL)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "pipeline: the reference trainer has no pipeline; use --engine starpu for "
-                      "dbp or async");
+                      "dbp, async, fwp or nestpipe");
     if (c->engine == NP_ENGINE_REFERENCE && c->trace[0])
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "trace: the reference engine runs no tasks to trace; use --engine starpu");

@@ -2,8 +2,9 @@
  * handles, and submits each batch's tasks in an order whose access modes encode the
  * dependencies (DESIGN.md "The training step"). Pipelines: sequential (batch t+1 starts
  * after t ends), dbp (stages of t+1..t+4 run while t trains, two embedding buffers and a
- * sync of shared rows), async (dbp without the sync: stale). Not here: the arithmetic
- * (codelets/) or which modes a node uses (tasks/). */
+ * sync of shared rows), async (dbp without the sync: stale), fwp (a batch's windows
+ * exchange rows and gradients while their neighbours compute), nestpipe (dbp + fwp).
+ * Not here: the arithmetic (codelets/) or which modes a node uses (tasks/). */
 #include <cblas.h>
 #include <errno.h>
 #include <stdio.h>
@@ -47,9 +48,10 @@ typedef struct np_rset {
     np_buf map;      /* (cap_recv) int64 E row of each received key */
 } np_rset;
 
-/* Buffers of one row chunk of the batch (rows [row0, row0+n)). */
+/* Buffers of one row chunk of the batch (rows [row0, row0+n) of window w). */
 typedef struct np_chunk {
     long row0, n;
+    int w;
     np_buf act_bot[NP_MAX_LAYERS];  /* (n, bot[i].out) post-ReLU */
     np_buf dact_bot[NP_MAX_LAYERS]; /* (n, bot[i].out) grads; [last] unused (dbot) */
     np_buf act_top[NP_MAX_LAYERS];  /* (n, top[i].out); the last holds logits */
@@ -60,7 +62,6 @@ typedef struct np_chunk {
     np_buf dbot;                    /* (n, d) grad of the bottom output */
     np_buf loss;                    /* (1) double: BCE sum of the chunk */
     np_buf gdense;                  /* (n_dense) this chunk's dense gradient */
-    np_buf grows;                   /* (cap_nnz, d) this chunk's embedding-row grads */
 } np_chunk;
 
 struct np_sp_engine {
@@ -69,11 +70,15 @@ struct np_sp_engine {
     np_comm *comm;   /* NULL: one rank, no MPI */
     int R;           /* ranks */
     long nb;         /* samples per local batch (global batch / ranks) */
-    int C;           /* chunks */
+    int W;           /* windows (micro-batches) per local batch */
+    int C;           /* chunks per window; W * C chunks in all */
+    int fwp;         /* 1: window w+1's rows travel while window w computes */
+    int cluster;     /* 1: key-centric clustering of samples into windows */
     int ahead;       /* batches in flight after the training one: 0 sequential, 4 dbp/async */
     int sync;        /* 1: dual-buffer sync of shared rows (dbp) */
     size_t cap_nnz;  /* capacity of the requester-side key buffers */
     size_t cap_recv; /* capacity of the owner-side buffers */
+    size_t cap_win;  /* capacity of each window's requester-side row buffers */
     /* model */
     np_h params, tables, state;
     np_slot slot[NP_SLOTS];
@@ -81,15 +86,15 @@ struct np_sp_engine {
     np_buf E[2];  /* (cap_recv, d) the dual buffer: retrieved rows of batch b in E[b % 2] */
     np_buf Es[2]; /* (cap_recv) their Adagrad state */
     /* the training batch's buffers (one batch trains at a time) */
-    np_buf Rin;        /* (cap_nnz, d) received rows */
-    np_buf grows;      /* (cap_nnz, d) their summed gradients */
+    np_buf *Rin;       /* (W) (cap_win, d) each window's received rows */
+    np_buf *grows;     /* (W) (cap_win, d) their gradients, summed over the window's chunks */
     np_buf gE;         /* (cap_recv, d) owner's summed row gradients */
     np_buf sbuf, rbuf; /* (cap_recv, d) exchange staging */
     np_buf token;      /* (1) the comm token: every collective takes it RW */
     np_buf glocal;     /* (n_dense) this rank's dense grads */
     np_buf gdense;     /* (n_dense) summed over ranks */
     np_buf gall;       /* (R, n_dense) all-gather staging */
-    np_chunk *ch;      /* (C) */
+    np_chunk *ch;      /* (W * C) window after window */
     np_trace *trace;
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
@@ -143,7 +148,8 @@ static np_status buf_grow(np_buf *b, size_t count, size_t elem, const char *what
 }
 
 /* The buffers whose size follows the number of keys in a batch. */
-static np_status grow_nnz_buffers(np_sp_engine *e, size_t cap, size_t cap_recv, np_error *err) {
+static np_status grow_nnz_buffers(np_sp_engine *e, size_t cap, size_t cap_recv, size_t cap_win,
+                                  np_error *err) {
     size_t row = (size_t)e->m->d * sizeof(float), i64 = sizeof(int64_t);
     np_status st = NP_OK;
     for (int k = 0; k < NP_SLOTS && !st; k++)
@@ -161,16 +167,17 @@ static np_status grow_nnz_buffers(np_sp_engine *e, size_t cap, size_t cap_recv, 
         st = buf_grow(&e->E[k], cap_recv, row, "embedding buffer", err);
         if (!st) st = buf_grow(&e->Es[k], cap_recv, sizeof(float), "optimizer state buffer", err);
     }
-    if (!st) st = buf_grow(&e->Rin, cap, row, "received rows", err);
-    if (!st) st = buf_grow(&e->grows, cap, row, "row gradients", err);
+    for (int w = 0; w < e->W && !st; w++) {
+        st = buf_grow(&e->Rin[w], cap_win, row, "received rows", err);
+        if (!st) st = buf_grow(&e->grows[w], cap_win, row, "row gradients", err);
+    }
     if (!st) st = buf_grow(&e->gE, cap_recv, row, "owner row gradients", err);
     if (!st) st = buf_grow(&e->sbuf, cap_recv, row, "send staging", err);
     if (!st) st = buf_grow(&e->rbuf, cap_recv, row, "receive staging", err);
-    for (int c = 0; c < e->C && !st; c++)
-        st = buf_grow(&e->ch[c].grows, cap, row, "chunk row gradients", err);
     if (!st) {
         e->cap_nnz = cap;
         e->cap_recv = cap_recv;
+        e->cap_win = cap_win;
     }
     return st;
 }
@@ -189,12 +196,14 @@ static void unreg_all_buffers(np_sp_engine *e) {
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             buf_unreg(all[i]);
     }
-    np_buf *all[] = {&e->E[0], &e->E[1], &e->Es[0], &e->Es[1],  &e->Rin,    &e->grows, &e->gE,
-                     &e->sbuf, &e->rbuf, &e->token, &e->glocal, &e->gdense, &e->gall};
+    np_buf *all[] = {&e->E[0], &e->E[1],  &e->Es[0],  &e->Es[1],  &e->gE,  &e->sbuf,
+                     &e->rbuf, &e->token, &e->glocal, &e->gdense, &e->gall};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         buf_unreg(all[i]);
-    for (int c = 0; e->ch && c < e->C; c++)
-        buf_unreg(&e->ch[c].grows);
+    for (int w = 0; w < e->W; w++) {
+        if (e->Rin) buf_unreg(&e->Rin[w]);
+        if (e->grows) buf_unreg(&e->grows[w]);
+    }
 }
 
 static np_status reg_chunk(np_sp_engine *e, np_chunk *k, np_error *err) {
@@ -266,9 +275,11 @@ void np_engine_free(np_sp_engine *e) {
     if (!e) return;
     starpu_task_wait_for_all();
     unreg_all_buffers(e);
-    for (int c = 0; e->ch && c < e->C; c++)
+    for (int c = 0; e->ch && c < e->W * e->C; c++)
         unreg_chunk(&e->ch[c]);
     free(e->ch);
+    free(e->Rin);
+    free(e->grows);
     if (e->params) starpu_data_unregister(e->params);
     if (e->tables) starpu_data_unregister(e->tables);
     if (e->state) starpu_data_unregister(e->state);
@@ -319,8 +330,13 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     e->R = cfg->ranks;
     e->nb = cfg->batch / cfg->ranks;
     e->C = cfg->chunks;
-    e->ahead = cfg->pipeline == NP_PIPELINE_SEQUENTIAL ? 0 : NP_SLOTS - 1;
-    e->sync = cfg->pipeline == NP_PIPELINE_DBP;
+    e->W = np_config_windows(cfg);
+    e->cluster = cfg->cluster;
+    e->fwp = cfg->pipeline == NP_PIPELINE_FWP || cfg->pipeline == NP_PIPELINE_NESTPIPE;
+    e->ahead = cfg->pipeline == NP_PIPELINE_SEQUENTIAL || cfg->pipeline == NP_PIPELINE_FWP
+                   ? 0
+                   : NP_SLOTS - 1;
+    e->sync = cfg->pipeline == NP_PIPELINE_DBP || cfg->pipeline == NP_PIPELINE_NESTPIPE;
     e->comm_worker = -1;
     int nw = (int)starpu_worker_get_count();
     if (e->R > 1 && nw >= 2) {
@@ -332,8 +348,12 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         e->compute_ctx = starpu_sched_ctx_create(ids, nw - 1, "compute",
                                                  STARPU_SCHED_CTX_POLICY_NAME, cfg->sched, 0);
     }
-    e->ch = calloc((size_t)e->C, sizeof *e->ch);
-    np_status st = e->ch ? NP_OK : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
+    e->ch = calloc((size_t)e->W * (size_t)e->C, sizeof *e->ch);
+    e->Rin = calloc((size_t)e->W, sizeof *e->Rin);
+    e->grows = calloc((size_t)e->W, sizeof *e->grows);
+    np_status st = e->ch && e->Rin && e->grows
+                       ? NP_OK
+                       : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
     if (!st && cfg->trace[0]) {
         /* one time origin for all ranks: everyone leaves this barrier at about the same time */
         if (np_comm_barrier(e->comm, NP_CHAN_CTL))
@@ -376,8 +396,8 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                 buf_reg(&sl->offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets", err);
     }
     for (int k = 0; k < NP_RSETS && !st; k++)
-        st = buf_reg(&e->rset[k].meta, NP_META_SIZE((size_t)T, (size_t)e->R), sizeof(int64_t),
-                     "batch counts", err);
+        st = buf_reg(&e->rset[k].meta, NP_META_SIZE((size_t)T, (size_t)e->W, (size_t)e->R),
+                     sizeof(int64_t), "batch counts", err);
     if (!st) st = buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err);
     if (!st) st = buf_reg(&e->glocal, m->n_dense, sizeof(float), "dense grads", err);
     if (!st) st = buf_reg(&e->gdense, m->n_dense, sizeof(float), "summed dense grads", err);
@@ -387,17 +407,23 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         np_engine_free(e);
         return st;
     }
-    for (int c = 0; c < e->C; c++) {
-        e->ch[c].row0 = (long)(nb * (size_t)c / (size_t)e->C);
-        e->ch[c].n = (long)(nb * (size_t)(c + 1) / (size_t)e->C) - e->ch[c].row0;
-        if ((st = reg_chunk(e, &e->ch[c], err))) {
-            np_engine_free(e);
-            return st;
+    for (int w = 0; w < e->W; w++) { /* window w: samples [nb*w/W, nb*(w+1)/W), as in route */
+        size_t w0 = nb * (size_t)w / (size_t)e->W, wn = nb * (size_t)(w + 1) / (size_t)e->W - w0;
+        for (int c = 0; c < e->C; c++) {
+            np_chunk *k = &e->ch[w * e->C + c];
+            k->w = w;
+            k->row0 = (long)(w0 + wn * (size_t)c / (size_t)e->C);
+            k->n = (long)(w0 + wn * (size_t)(c + 1) / (size_t)e->C) - k->row0;
+            if ((st = reg_chunk(e, k, err))) {
+                np_engine_free(e);
+                return st;
+            }
         }
     }
     /* a first guess at the key count: hot keys per bag (at least one) for every table */
     size_t guess = nb * (size_t)T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
-    if ((st = grow_nnz_buffers(e, guess, guess * (size_t)e->R, err))) {
+    size_t guess_win = (guess + (size_t)e->W - 1) / (size_t)e->W;
+    if ((st = grow_nnz_buffers(e, guess, guess * (size_t)e->R, guess_win, err))) {
         np_engine_free(e);
         return st;
     }
@@ -412,7 +438,13 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
     const np_model_t *m = e->m;
     np_status st = NP_OK;
     int T = m->T, d = m->d, nd = m->cfg.bottom[0];
-    np_cl_emb_args ea = {.nb = e->nb, .row0 = k->row0, .n = k->n, .T = T, .d = d};
+    np_cl_emb_args ea = {.nb = e->nb,
+                         .row0 = k->row0,
+                         .n = k->n,
+                         .T = T,
+                         .d = d,
+                         .w = k->w,
+                         .zero = k == &e->ch[k->w * e->C]};
 #define TRY(call)                                                                                  \
     do {                                                                                           \
         if ((st = (call))) return st;                                                              \
@@ -431,7 +463,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
         TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, err));
     }
     /* embeddings and interaction */
-    TRY(np_submit_pool_fwd(ctx, &ea, e->Rin.h, sl->offsets.h, rs->pos.h, k->P.h, err));
+    TRY(np_submit_pool_fwd(ctx, &ea, e->Rin[k->w].h, sl->offsets.h, rs->pos.h, k->P.h, err));
     TRY(np_submit_interact_fwd(ctx, &ea, k->act_bot[m->n_bot - 1].h, k->P.h, k->F.h, k->Z.h, err));
     /* top MLP and loss */
     for (int i = 0; i < m->n_top; i++) {
@@ -474,9 +506,9 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
         np_h dx = i ? k->dact_bot[i - 1].h : NULL;
         TRY(np_submit_linear_bwd(ctx, &a, x, e->params, dy, k->gdense.h, dx, err));
     }
-    /* embedding-row gradients of this chunk */
-    TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, sl->offsets.h, rs->pos.h, rs->meta.h, k->grows.h,
-                           err));
+    /* embedding-row gradients of this chunk, added to its window's */
+    TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, sl->offsets.h, rs->pos.h, rs->meta.h,
+                           e->grows[k->w].h, err));
 #undef TRY
     return NP_OK;
 }
@@ -506,7 +538,9 @@ static void make_args(np_sp_engine *e, long batch, batch_args *b) {
                               .T = m->T,
                               .d = m->d,
                               .R = e->R,
+                              .W = e->W,
                               .cap_recv = e->cap_recv,
+                              .cap_win = e->cap_win,
                               .n = m->n_dense,
                               .fail = &e->fail,
                               .bytes = e->bytes};
@@ -531,7 +565,8 @@ static np_status submit_prefetch(np_sp_engine *e, long b, const np_batch *src, n
     make_args(e, b, &a);
     np_slot *sl = slot_of(e, b);
     np_h h[4] = {sl->dense.h, sl->label.h, sl->offsets.h, sl->keys.h};
-    return np_submit_prefetch(&a.ctx, src, h, err);
+    np_cl_prefetch_args pa = {.src = src, .W = e->W, .cluster = e->cluster, .fail = &e->fail};
+    return np_submit_prefetch(&a.ctx, &pa, h, err);
 }
 
 static np_status submit_h2d(np_sp_engine *e, long b, np_error *err) {
@@ -578,18 +613,42 @@ static np_status submit_sync(np_sp_engine *e, long b, np_error *err) {
                           e->Es[b % 2].h, err);
 }
 
-/* Stage 5 of batch b begins: its rows travel to their requesters. Submitted before the
- * later batches' route, so their key All2All (same comm token) does not delay it. */
-static np_status submit_exchange_rows(np_sp_engine *e, long b, np_error *err) {
+/* Window w of batch b gets its rows. Window 0's (and with fwp window 1's) are submitted
+ * before the later batches' route, so their key All2All (same comm token) does not delay
+ * them. */
+static np_status submit_exchange_rows(np_sp_engine *e, long b, int w, np_error *err) {
     batch_args a;
     make_args(e, b, &a);
+    a.ctx.window = w;
+    a.xa.w = w;
     np_rset *r = rset_of(e, b);
-    return np_submit_exchange_rows(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h, e->Rin.h,
-                                   e->sbuf.h, e->token.h, err);
+    return np_submit_exchange_rows(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
+                                   e->Rin[w].h, e->sbuf.h, e->token.h, err);
 }
 
-/* The rest of stage 5: forward/backward chunk by chunk, gradients back, dense all-reduce,
- * updates and write-back. */
+/* Window w of batch b returns its row gradients; the owner adds them to gE. */
+static np_status submit_exchange_grads(np_sp_engine *e, long b, int w, np_error *err) {
+    batch_args a;
+    make_args(e, b, &a);
+    a.ctx.window = w;
+    a.xa.w = w;
+    np_rset *r = rset_of(e, b);
+    return np_submit_exchange_grads(&a.ctx, &a.xa, e->grows[w].h, r->map.h, r->meta.h, e->gE.h,
+                                    e->rbuf.h, e->token.h, err);
+}
+
+/* Windows whose rows np_engine_submit sends before the later batches' stages. */
+static int early_windows(const np_sp_engine *e) {
+    return e->fwp && e->W > 1 ? 2 : 1;
+}
+
+/* The rest of stage 5: window after window, forward/backward chunk by chunk and the
+ * window's gradients back; then the dense all-reduce, the updates and the write-back.
+ * The comm token orders the exchanges. fwp: rows(0), rows(1), grads(0), rows(2),
+ * grads(1), ...: window w+1's rows travel while w computes, and w's gradients while w+1
+ * computes. Otherwise rows(w) follows grads(w-1), so windows run one after another.
+ * Either way the parameters stay frozen until the updates at the end of the batch, and
+ * every sum runs in the same order: the modes differ in time only. */
 static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     const np_model_t *m = e->m;
     batch_args a;
@@ -599,29 +658,33 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     np_buf *E = &e->E[b % 2], *Es = &e->Es[b % 2];
     np_h parts[64];
     np_status st;
-    for (int c = 0; c < e->C; c++) { /* chunks run in parallel */
-        a.ctx.window = c;
-        if ((st = submit_chunk(e, &a.ctx, &e->ch[c], sl, r, err))) return st;
+    int K = e->W * e->C, ahead = e->fwp ? 1 : 0;
+    for (int w = 0; w < e->W; w++) {
+        int next = w + ahead; /* the window whose rows go now, if not sent yet */
+        if (next >= early_windows(e) && next < e->W &&
+            (st = submit_exchange_rows(e, b, next, err)))
+            return st;
+        for (int c = 0; c < e->C; c++) { /* a window's chunks run in parallel */
+            a.ctx.window = w;
+            if ((st = submit_chunk(e, &a.ctx, &e->ch[w * e->C + c], sl, r, err))) return st;
+        }
+        if (w == e->W - 1) {
+            /* dense gradients before the last row gradients: the all-reduce is small, and
+             * the dense update it feeds is all the next batch's bottom MLP waits for */
+            a.ctx.window = -1;
+            for (int k = 0; k < K; k++)
+                parts[k] = e->ch[k].gdense.h;
+            if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, K, parts, m->n_dense, NULL, 0, 0,
+                                    e->glocal.h, err)) ||
+                (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal.h, e->gdense.h, e->gall.h,
+                                          e->token.h, err)) ||
+                (st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense.h, err)))
+                return st;
+        }
+        if ((st = submit_exchange_grads(e, b, w, err))) return st;
     }
     a.ctx.window = -1;
-    /* dense gradients first: the all-reduce is small, and the dense update it feeds is all
-     * the next batch's bottom MLP waits for, so that work can start while the row
-     * gradients are still travelling, summed, applied and synced */
-    for (int c = 0; c < e->C; c++)
-        parts[c] = e->ch[c].gdense.h;
-    if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, e->C, parts, m->n_dense, NULL, 0, 0, e->glocal.h,
-                            err)) ||
-        (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal.h, e->gdense.h, e->gall.h, e->token.h,
-                                  err)) ||
-        (st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense.h, err)))
-        return st;
-    for (int c = 0; c < e->C; c++)
-        parts[c] = e->ch[c].grows.h;
-    if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, e->C, parts, 0, r->meta.h, NP_META_UQ, m->d,
-                            e->grows.h, err)) ||
-        (st = np_submit_exchange_grads(&a.ctx, &a.xa, e->grows.h, r->map.h, r->meta.h, e->gE.h,
-                                       e->rbuf.h, e->token.h, err)) ||
-        (st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||
+    if ((st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||
         (st = np_submit_writeback(&a.ctx, &a.wa, E->h, r->uniq_o.h, r->meta.h, e->tables, Es->h,
                                   e->state, err)))
         return st;
@@ -631,17 +694,50 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
 /* Before batch b enters the pipeline: room for its keys on every rank (a control
  * all-reduce of the largest key count, so all ranks take part), growing the buffers after
  * draining what is in flight, which keeps their contents. */
+static int cmp_desc(const void *x, const void *y) {
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a < b) - (a > b);
+}
+
+/* The most keys any window of b can hold, whichever samples clustering puts together: the
+ * keys of its ceil(nb/W) largest samples. */
+static size_t window_keys_bound(const np_batch *b, int W, np_error *err, np_status *st) {
+    if (W == 1) return b->nnz;
+    uint32_t *cnt = calloc((size_t)b->n + 1, sizeof *cnt);
+    if (!cnt) {
+        *st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
+        return 0;
+    }
+    for (int t = 0; t < b->n_tables; t++) {
+        const uint32_t *o = b->offsets + (size_t)t * (size_t)(b->n + 1);
+        for (long s = 0; s < b->n; s++)
+            cnt[s] += o[s + 1] - o[s];
+    }
+    qsort(cnt, (size_t)b->n, sizeof *cnt, cmp_desc);
+    size_t sum = 0;
+    for (long s = 0; s < (b->n + W - 1) / W; s++)
+        sum += cnt[s];
+    free(cnt);
+    return sum < b->nnz ? sum : b->nnz;
+}
+
 static np_status make_room(np_sp_engine *e, const np_batch *b, np_error *err) {
     int64_t max_nnz = (int64_t)b->nnz;
     if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &max_nnz, 1))
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
                       e->cfg.rank);
+    np_status st = NP_OK;
     size_t need = (size_t)b->nnz, need_recv = (size_t)max_nnz * (size_t)e->R;
-    if (need <= e->cap_nnz && need_recv <= e->cap_recv) return NP_OK;
+    size_t need_win = window_keys_bound(b, e->W, err, &st);
+    if (st) return st;
+    if (need <= e->cap_nnz && need_recv <= e->cap_recv && need_win <= e->cap_win) return NP_OK;
     starpu_task_wait_for_all();
-    size_t cap = e->cap_nnz * 2 > need ? e->cap_nnz * 2 : need;
-    size_t cap_recv = e->cap_recv * 2 > need_recv ? e->cap_recv * 2 : need_recv;
-    return grow_nnz_buffers(e, cap, cap_recv, err);
+    /* grow what is short, at least doubling */
+#define GROW(cur, want) ((want) <= (cur) ? (cur) : (cur) * 2 > (want) ? (cur) * 2 : (want))
+    size_t cap = GROW(e->cap_nnz, need), cap_recv = GROW(e->cap_recv, need_recv);
+    size_t cap_win = GROW(e->cap_win, need_win);
+#undef GROW
+    return grow_nnz_buffers(e, cap, cap_recv, cap_win, err);
 }
 
 static np_status submit_stage(np_sp_engine *e, int s, long b, const np_batch *src, np_error *err) {
@@ -678,7 +774,8 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     /* 2. its rows to their requesters; then the stages of the batches ahead, in DESIGN.md's
      *    order prefetch(t+4), h2d(t+3), route(t+2), retrieve(t+1), each never past the newest
      *    batch the driver has read. Retrieve(t+1) stays before write-back(t): the rule. */
-    if (!st) st = submit_exchange_rows(e, t, err);
+    for (int w = 0; w < early_windows(e) && !st; w++)
+        st = submit_exchange_rows(e, t, w, err);
     static const int lag[4] = {4, 3, 2, 1};
     long last = t + (n - 1 < e->ahead ? n - 1 : e->ahead);
     for (int s = 0; s < 4 && !st; s++) {
@@ -702,7 +799,7 @@ np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err) {
         starpu_task_wait_for_all(); /* sequential: batch t+1 starts after t ends */
     } else {
         /* pipelined: wait for this batch's loss only; the rest keeps running */
-        for (int c = 0; c < e->C; c++) {
+        for (int c = 0; c < e->W * e->C; c++) {
             starpu_data_acquire(e->ch[c].loss.h, STARPU_R);
             starpu_data_release(e->ch[c].loss.h);
         }
@@ -713,7 +810,7 @@ np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err) {
                       "or an exchange failed",
                       e->cfg.rank, t + 1);
     double sum = 0;
-    for (int c = 0; c < e->C; c++)
+    for (int c = 0; c < e->W * e->C; c++)
         sum += *(double *)e->ch[c].loss.mem; /* fixed order */
     *loss = sum / (double)e->cfg.batch;      /* this rank's share of the global mean */
     e->step++;

@@ -23,7 +23,8 @@ np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *
     np_task_ctx cc = *c;
     cc.pin = 1;
     np_h h[6] = {grows, map, meta, gE, rbuf, token};
-    enum starpu_data_access_mode m[6] = {R, R, R, W, W, RW};
+    /* window 0 starts the sum, the others add to it */
+    enum starpu_data_access_mode m[6] = {R, R, R, a->w ? RW : W, W, RW};
     return np_task_submit(&cc, &np_cl_exchange_grads, NP_NODE_EXCHANGE_GRAD, NP_PRIO_CRITICAL, 6, h,
                           m, a, sizeof *a, NP_BYTES_FROM_ARGS, err);
 }

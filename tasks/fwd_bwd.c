@@ -48,7 +48,8 @@ np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h
 np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP, np_h offsets,
                              np_h pos, np_h meta, np_h grows, np_error *err) {
     np_h h[5] = {dP, offsets, pos, meta, grows};
-    enum starpu_data_access_mode m[5] = {R, R, R, R, W};
+    /* the window's chunks add into one buffer, in submission (chunk) order */
+    enum starpu_data_access_mode m[5] = {R, R, R, R, a->zero ? W : RW};
     return np_task_submit(c, &np_cl_pool_bwd, NP_NODE_BWD, NP_PRIO_CRITICAL, 5, h, m, a, sizeof *a,
                           0, err);
 }

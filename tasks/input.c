@@ -2,12 +2,11 @@
  * stage sits in the dependency chain between prefetch and route. */
 #include "tasks/tasks.h"
 
-np_status np_submit_prefetch(const np_task_ctx *c, const np_batch *src, const np_h slot[4],
-                             np_error *err) {
+np_status np_submit_prefetch(const np_task_ctx *c, const np_cl_prefetch_args *a,
+                             const np_h slot[4], np_error *err) {
     enum starpu_data_access_mode m[4] = {STARPU_W, STARPU_W, STARPU_W, STARPU_W};
-    np_cl_prefetch_args a = {.src = src};
-    return np_task_submit(c, &np_cl_prefetch, NP_NODE_PREFETCH, NP_PRIO_INPUT, 4, slot, m, &a,
-                          sizeof a, 0, err);
+    return np_task_submit(c, &np_cl_prefetch, NP_NODE_PREFETCH, NP_PRIO_INPUT, 4, slot, m, a,
+                          sizeof *a, 0, err);
 }
 
 np_status np_submit_h2d(const np_task_ctx *c, const np_h slot[4], np_error *err) {

@@ -40,7 +40,7 @@ NP_NODISCARD np_status np_task_submit(const np_task_ctx *ctx, struct starpu_code
                                       size_t size, uint64_t bytes, np_error *err);
 
 /* ---- input stages (tasks/input.c): the slot is dense (n, nd), label (n), offsets, keys */
-NP_NODISCARD np_status np_submit_prefetch(const np_task_ctx *c, const np_batch *src,
+NP_NODISCARD np_status np_submit_prefetch(const np_task_ctx *c, const np_cl_prefetch_args *a,
                                           const np_h slot[4], np_error *err);
 NP_NODISCARD np_status np_submit_h2d(const np_task_ctx *c, const np_h slot[4], np_error *err);
 

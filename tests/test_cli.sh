@@ -77,7 +77,9 @@ expect_fail "criteo needs 26 tables" 2 "26 categorical" -- "$NP" train --data "c
 head -c 100 /dev/urandom >"$W/junk.bin"
 expect_fail "foreign binary" 2 "$W/junk.bin" -- "$NP" train --data "bin:$W/junk.bin" "${SMALL[@]}"
 expect_fail "unknown scheduler" 2 "unknown StarPU policy 'fastest'" -- "$NP" train --sched fastest --steps 1
-expect_fail "pipeline not built" 2 "'fwp' is not built" -- "$NP" train --pipeline fwp --steps 1
+expect_fail "windows range" 2 "windows" -- "$NP" train --windows 0 --steps 1
+expect_fail "cluster value" 2 "none or keys" -- "$NP" train --cluster maybe --steps 1
+expect_fail "too many pieces" 2 "windows x chunks <= 64" -- "$NP" train --windows 32 --chunks 4 --steps 1
 expect_fail "reference has no pipeline" 2 "reference trainer has no pipeline" -- "$NP" train --engine reference --pipeline dbp --steps 1
 expect_fail "trace needs starpu" 2 "reference engine runs no tasks" -- "$NP" train --engine reference --trace "$W/t.json"
 

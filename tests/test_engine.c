@@ -219,6 +219,59 @@ static void test_dbp_equals_sequential_adagrad(void **state) {
     check_dbp("rowwise-adagrad");
 }
 
+/* FWP reorders work in time, never arithmetic: with the same windows and clustering,
+ * dbp, fwp and nestpipe give the bytes of sequential, and all stay within the tolerance of
+ * the reference. Latent groups give clustering something to do, so the windows are
+ * really reordered batches (cluster none gives other bytes). */
+static void check_fwp(const char *optim) {
+    np_config c = small_cfg(NP_ENGINE_STARPU, optim), r = small_cfg(NP_ENGINE_REFERENCE, optim);
+    np_error e = {{0}};
+    const char *keys[] = {"rows", "zipf", "groups", "windows", "chunks"};
+    const char *vals[] = {"300", "1.2", "4", "4", "2"};
+    for (int k = 0; k < 5; k++)
+        if (np_config_set(&c, keys[k], vals[k], "t", &e) ||
+            (k < 3 && np_config_set(&r, keys[k], vals[k], "t", &e)))
+            fail_msg("%s", e.msg);
+    np_model_t *ref = train(&r, 20);
+    np_model_t *seq = train_ahead(&c, 20, NULL);
+    double worst = model_diff(seq, ref, EQ_ATOL, EQ_RTOL);
+    print_message("%s: sequential, 4 windows: worst |starpu-ref| is %.3g of the tolerance\n",
+                  optim, worst);
+    assert_true(worst <= 1.0);
+    const np_pipeline modes[] = {NP_PIPELINE_DBP, NP_PIPELINE_FWP, NP_PIPELINE_NESTPIPE};
+    const char *sched[] = {"lws", "eager", "dmda"};
+    for (int k = 0; k < 3; k++) {
+        np_config d = c;
+        d.pipeline = modes[k];
+        snprintf(d.sched, sizeof d.sched, "%s", sched[k]);
+        np_model_t *m = train_ahead(&d, 20, NULL);
+        if (!same_bytes(m, seq)) fail_msg("%s: pipeline %d differs from sequential", optim, k);
+        if (m->state_mem)
+            assert_memory_equal(m->state_mem, seq->state_mem,
+                                (size_t)seq->row_base[seq->T] * sizeof(float));
+        np_model_free(m);
+    }
+    np_config n = c;
+    n.cluster = 0;
+    n.pipeline = NP_PIPELINE_NESTPIPE;
+    np_model_t *m = train_ahead(&n, 20, NULL);
+    assert_false(same_bytes(m, seq)); /* other windows, other sums */
+    assert_true(model_diff(m, ref, EQ_ATOL, EQ_RTOL) <= 1.0);
+    np_model_free(m);
+    np_model_free(seq);
+    np_model_free(ref);
+}
+
+static void test_fwp_equals_sequential_sgd(void **state) {
+    (void)state;
+    check_fwp("sgd");
+}
+
+static void test_fwp_equals_sequential_adagrad(void **state) {
+    (void)state;
+    check_fwp("rowwise-adagrad");
+}
+
 static void test_bad_sched(void **state) {
     (void)state;
     np_config c = small_cfg(NP_ENGINE_STARPU, "sgd");
@@ -257,13 +310,14 @@ static void test_trace_matches_graph(void **state) {
     snprintf(c.trace, sizeof c.trace, "%s", path);
     const long steps = 3;
     np_model_t *m = train(&c, steps);
-    /* tasks per batch: 7 before the chunks (prefetch, h2d, route, a2a_keys, route_owner,
-     * retrieve, exchange_rows) and 7 after (two sums, exchange_grads, allreduce, sparse
-     * update, write-back, dense update),
+    /* tasks per batch: 6 before the windows (prefetch, h2d, route, a2a_keys, route_owner,
+     * retrieve), per window exchange_rows and exchange_grads, 5 after (the dense sum,
+     * allreduce, sparse update, write-back, dense update),
      * and per chunk: bottom linear+relu, pool, interaction, top linear (+relu but the last),
      * bce fwd+bwd, the same backward, pool backward */
     long per_chunk = 4L * m->n_bot + 4L * m->n_top + 4;
-    long expect = steps * (14 + c.chunks * per_chunk);
+    long W = np_config_windows(&c);
+    long expect = steps * (11 + 2 * W + W * c.chunks * per_chunk);
 
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
@@ -321,6 +375,8 @@ int main(void) {
         cmocka_unit_test(test_same_bytes_any_sched_and_workers),
         cmocka_unit_test(test_dbp_equals_sequential_sgd),
         cmocka_unit_test(test_dbp_equals_sequential_adagrad),
+        cmocka_unit_test(test_fwp_equals_sequential_sgd),
+        cmocka_unit_test(test_fwp_equals_sequential_adagrad),
         cmocka_unit_test(test_bad_sched),
         cmocka_unit_test(test_trace_matches_graph),
     };

@@ -67,6 +67,36 @@ for optim in sgd rowwise-adagrad; do
       bad "R=$R $optim: no rows synced"
   done
 done
+# fwp and nestpipe reorder work, never arithmetic: with the same windows and clustering they
+# give the bytes of sequential on R ranks, and match the reference
+FW=(--rows 300 --zipf 1.2 --groups 3 --windows 4)
+for optim in sgd rowwise-adagrad; do
+  "$NP" train --engine reference "${SM[@]}" --rows 300 --zipf 1.2 --groups 3 \
+    --sparse-optim "$optim" --dump-params "$W/ref_fw" >/dev/null 2>"$W/err" ||
+    bad "reference $optim: $(cat "$W/err")"
+  for R in 2 4; do
+    run_np "$R" "$W/seq" --sparse-optim "$optim" "${FW[@]}" ||
+      bad "R=$R sequential windows run failed: $(tail -n 3 "$W/err")"
+    "$NP" compare "$W/seq" "$W/ref_fw" --rtol 1e-4 --atol 1e-5 >"$W/cmp" &&
+      ok "R=$R $optim: 4 windows match the reference" ||
+      bad "R=$R $optim: 4 windows differ from the reference: $(grep -m3 OUT "$W/cmp")"
+    for p in fwp nestpipe; do
+      run_np "$R" "$W/$p" --sparse-optim "$optim" "${FW[@]}" --pipeline "$p" ||
+        bad "R=$R $p run failed: $(tail -n 3 "$W/err")"
+      cmp -s "$W/seq" "$W/$p" && ok "R=$R $optim: $p gives the bytes of sequential" ||
+        bad "R=$R $optim: $p differs from sequential"
+    done
+  done
+done
+# clustering moves fewer rows than contiguous windows on grouped data
+run_np 2 "$W/k" "${FW[@]}" --cluster keys --metrics-json "$W/keys.json" &&
+  run_np 2 "$W/n" "${FW[@]}" --cluster none --metrics-json "$W/none.json" ||
+  bad "cluster runs failed: $(tail -n 3 "$W/err")"
+rows_of() { sed -n 's/.*"rows": \([0-9]*\).*/\1/p' "$1" | head -n 1; }
+rk=$(rows_of "$W/keys.json") rn=$(rows_of "$W/none.json")
+[[ -n $rk && -n $rn && $rk -lt $rn ]] && ok "clustering sends fewer row bytes ($rk < $rn)" ||
+  bad "clustering does not cut row bytes (keys '$rk', none '$rn')"
+
 run_np 2 "$W/async" --rows 300 --zipf 1.2 --pipeline async
 cmp -s "$W/seq" "$W/async" && bad "async gave the bytes of sequential" ||
   ok "async (stale rows) trains a different model"

@@ -76,10 +76,10 @@ typedef enum np_shard {
 } np_shard;
 typedef enum np_pipeline {
     NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
-    NP_PIPELINE_DBP,        /* dual-buffer pipelining (later) */
-    NP_PIPELINE_ASYNC,      /* dbp without the sync: the stale baseline (later) */
-    NP_PIPELINE_FWP,        /* frozen-window pipelining (later) */
-    NP_PIPELINE_NESTPIPE,   /* dbp + fwp (later) */
+    NP_PIPELINE_DBP,        /* dual-buffer pipelining: batches overlap, same model */
+    NP_PIPELINE_ASYNC,      /* dbp without the sync: the stale baseline */
+    NP_PIPELINE_FWP,        /* frozen-window pipelining: windows' exchanges overlap compute */
+    NP_PIPELINE_NESTPIPE,   /* dbp + fwp */
 } np_pipeline;
 
 /* Every field has a config-file key and a flag of the same name (see docs/cli.md);
@@ -113,10 +113,15 @@ typedef struct np_config {
     double adagrad_eps;           /* key "adagrad-eps" */
     uint64_t seed;                /* key "seed" */
     np_engine engine;             /* key "engine": reference | starpu */
-    np_pipeline pipeline;         /* key "pipeline": sequential (dbp, async, fwp, nestpipe later) */
+    np_pipeline pipeline;         /* key "pipeline": sequential, dbp, async, fwp, nestpipe */
     char sched[64];               /* key "sched": StarPU scheduling policy */
     int chunks;                   /* key "chunks": row chunks of a batch computed in parallel;
-                                     fixes the arithmetic, so results never depend on workers */
+                                     fixes the arithmetic, so results never depend on workers;
+                                     with windows, the chunks of each window */
+    int windows;                  /* key "windows": micro-batches of a local batch (FWP); 0:
+                                     auto (np_config_windows); fixes the arithmetic too */
+    int cluster;                  /* key "cluster": none (0) | keys (1): how samples go to
+                                     windows */
     /* output */
     char metrics_json[NP_PATH_MAX]; /* key "metrics-json" */
     char dump_params[NP_PATH_MAX];  /* key "dump-params" */
@@ -147,6 +152,9 @@ NP_NODISCARD np_status np_config_check(const np_config *cfg, np_error *err);
 
 /* Number of inputs of the first top layer: dim + (T+1)T/2. */
 int np_config_top_input(const np_config *cfg);
+/* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1
+ * otherwise. Modes match bit for bit only with the same windows, so compare with it set. */
+int np_config_windows(const np_config *cfg);
 
 /* Rows of table t (handles the single-value form of "rows"). */
 int64_t np_config_rows(const np_config *cfg, int t);
