@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Frozen-Window Pipelining benchmark: 2 ranks over a bandwidth-limited link on this machine
+# (a network namespace whose loopback is shaped by `tc qdisc ... tbf rate 2gbit`, MPI over
+# TCP on it), all measured in this one run:
+# - the ablation table: sequential, dbp, fwp, nestpipe, async at W windows (samples/s:
+#   medians of untraced runs; exposed lookup and exchange: from a traced run of each, first
+#   batches left out; eval AUC);
+# - the ideal speedup T_seq / max(T_cpu_work, T_wire) from the sequential trace, per W;
+# - exchanged row bytes per step with --cluster keys and --cluster none;
+# - SVG timelines of sequential and nestpipe.
+# Writes bench/results/<date>-fwp.md (+ .svg). Needs root (ip netns, tc). See bench/README.md.
+#
+#   bash bench/fwp.sh [--steps S] [--repeats R] [--windows "4 8"] [--rate 2gbit] [--quick]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+STEPS=10 REPEATS=3 WINDOWS="4 8" RATE=2gbit QUICK=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+  --steps) STEPS=$2; shift 2 ;;
+  --repeats) REPEATS=$2; shift 2 ;;
+  --windows) WINDOWS=$2; shift 2 ;;
+  --rate) RATE=$2; shift 2 ;;
+  --quick) QUICK=1; shift ;;
+  *) echo "fwp.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+NP=$(realpath "${NESTPIPE:-build/nestpipe}")
+[[ -x $NP ]] || { echo "fwp.sh: $NP not found; build first: bash .ci/build" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || { echo "fwp.sh: needs root for ip netns and tc" >&2; exit 2; }
+# lookup- and exchange-heavy: 26 tables, dim 64, Zipf 1.05, 4 keys a bag on average, 16
+# latent groups correlating keys across tables (what clustering can exploit). The dense
+# part is sized so that, in sequential, the CPU work is about the time on the 2 Gbit/s wire.
+SHAPE=(--tables 26 --rows 50000 --dim 64 --zipf 1.05 --hot 4 --groups 16
+  --bottom 13-512-256-64 --top 1024-512-256-1 --batch 2048 --eval-samples 4096 --chunks 1
+  --quiet)
+TRACE_STEPS=8 WARM=3
+if [[ $QUICK == 1 ]]; then
+  SHAPE=(--tables 26 --rows 20000 --dim 64 --zipf 1.05 --hot 4 --groups 16
+    --bottom 13-128-64 --top 256-128-1 --batch 2048 --eval-samples 2048 --chunks 1 --quiet)
+  STEPS=5 REPEATS=1 TRACE_STEPS=5 WARM=2 WINDOWS=4
+fi
+W=$(mktemp -d /tmp/np_fwp_XXXXXX)
+NS=np_fwp_$$
+cleanup() {
+  ip netns del "$NS" 2>/dev/null || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+ip netns add "$NS"
+ip netns exec "$NS" ip link set lo up
+ip netns exec "$NS" tc qdisc add dev lo root tbf rate "$RATE" burst 256kb latency 5ms
+STAMP=$(date +%Y-%m-%d)
+OUT=bench/results/$STAMP-fwp.md
+mkdir -p bench/results
+export STARPU_SILENT=1 STARPU_HOME=$W/starpu OMPI_ALLOW_RUN_AS_ROOT=1 \
+  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+launch() { # ARGS...: one 2-rank run inside the namespace, MPI over TCP on its shaped lo
+  ip netns exec "$NS" mpirun --allow-run-as-root --oversubscribe -np 2 \
+    --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+    -x STARPU_SILENT -x STARPU_HOME "$NP" train "${SHAPE[@]}" "$@"
+}
+jget() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d' + sys.argv[2]))" "$@"; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+RES=$W/res.tsv
+: >"$RES"
+NT=$((TRACE_STEPS - WARM))
+for win in $WINDOWS; do
+  for p in sequential dbp fwp nestpipe async; do
+    rates=""
+    for ((k = 1; k <= REPEATS; k++)); do
+      echo "fwp.sh: W=$win $p run $k/$REPEATS" >&2
+      launch --windows "$win" --pipeline "$p" --steps "$STEPS" --metrics-json "$W/m.json" \
+        2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
+      rates+="$(jget "$W/m.json" "['samples_per_s']") "
+    done
+    auc=$(jget "$W/m.json" "['eval_auc']")
+    rowbytes=$(jget "$W/m.json" "['bytes_exchanged']['rows'] // $STEPS")
+    echo "fwp.sh: W=$win $p traced run" >&2
+    launch --windows "$win" --pipeline "$p" --steps "$TRACE_STEPS" --trace "$W/t.json" \
+      2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
+    "$NP" trace report "$W/t.json" --json --from-batch "$WARM" >"$W/rep.json"
+    # per rank and step: the report sums over the ranks
+    o="['overall']"
+    lookup=$(jget "$W/rep.json" "$o['lookup_us'] / 2 / $NT / 1e3")
+    lookup_x=$(jget "$W/rep.json" "$o['lookup_exposed_us'] / 2 / $NT / 1e3")
+    wire=$(jget "$W/rep.json" "$o['exchange_us'] / 2 / $NT / 1e3")
+    wire_x=$(jget "$W/rep.json" "$o['exchange_exposed_us'] / 2 / $NT / 1e3")
+    ratio=$(jget "$W/rep.json" "$o['exchange_exposed_ratio']")
+    fwd=$(jget "$W/rep.json" "$o['kinds']['fwd']['union_us'] / 2 / $NT / 1e3")
+    bwd=$(jget "$W/rep.json" "$o['kinds']['bwd']['union_us'] / 2 / $NT / 1e3")
+    dense=$(/usr/bin/python3 -c "print($fwd + $bwd)")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$win" "$p" "$(echo "$rates" | median)" \
+      "$rates" "$auc" "$rowbytes" "$lookup" "$lookup_x" "$wire" "$wire_x" "$ratio" >>"$RES"
+    printf '%s\t%s\t%s\n' "$win" "$p" "$dense" >>"$W/dense.tsv"
+    if [[ $win == "${WINDOWS%% *}" && ($p == sequential || $p == nestpipe) ]]; then
+      "$NP" trace svg "$W/t.json" "bench/results/$STAMP-fwp-W$win-$p.svg"
+    fi
+  done
+  echo "fwp.sh: W=$win cluster none" >&2
+  launch --windows "$win" --cluster none --steps "$STEPS" --metrics-json "$W/m.json" \
+    2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
+  printf '%s\t%s\n' "$win" "$(jget "$W/m.json" "['bytes_exchanged']['rows'] // $STEPS")" >>"$W/none.tsv"
+done
+
+SHAPE_TEXT="${SHAPE[*]}" /usr/bin/python3 - "$RES" "$W/dense.tsv" "$W/none.tsv" >"$OUT" <<'EOF'
+import sys, os, platform, subprocess
+res = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+dense = {(r[0], r[1]): float(r[2]) for r in (l.split("\t") for l in open(sys.argv[2]))}
+none = {r[0]: int(r[1]) for r in (l.split("\t") for l in open(sys.argv[3]))}
+cpu = subprocess.run(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p'"], capture_output=True, text=True).stdout.strip()
+print("# FWP benchmark: 2 ranks over a 2 Gbit/s link\n")
+print("Machine: %s, %d cores, %s. Both ranks share this machine; MPI runs over TCP on the "
+      "loopback of a network namespace shaped with `tc tbf` (see bench/fwp.sh)." %
+      (cpu, os.cpu_count(), platform.platform()))
+print("\nShape: `%s`.\n" % " ".join(os.environ.get("SHAPE_TEXT", "").split()))
+print("samples/s: median of the untraced runs (all runs listed). Per rank and step, from a "
+      "traced run with the first batches left out: lookup = route + retrieve + sync, "
+      "exchange = row/gradient exchanges + dense all-reduce; exposed = not overlapped by "
+      "dense compute. Ratio = exposed exchange / exchange.\n")
+print("| W | pipeline | samples/s | vs sequential | runs | lookup ms | exposed | exchange ms | exposed | exposed ratio | row bytes/step | eval AUC |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+seq = {r[0]: float(r[2]) for r in res if r[1] == "sequential"}
+for r in res:
+    w, p, med, runs, auc, rb, lk, lkx, wi, wix, ratio = r
+    print("| %s | %s | %.0f | %.2fx | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %s | %.4f |" % (
+        w, p, float(med), float(med) / seq[w], " ".join("%.0f" % float(x) for x in runs.split()),
+        float(lk), float(lkx), float(wi), float(wix), float(ratio), rb, float(auc)))
+print("\n## Ideal speedup from the sequential trace\n")
+print("T_seq = batch / samples/s; T_cpu = lookup + dense compute (fwd + bwd union); T_wire = "
+      "exchange time; ideal = T_seq / max(T_cpu, T_wire).\n")
+print("| W | T_seq ms | T_cpu ms | T_wire ms | ideal | nestpipe | % of ideal | fwp | dbp |")
+print("|---|---|---|---|---|---|---|---|---|")
+batch = 2048
+for w in seq:
+    row = {r[1]: r for r in res if r[0] == w}
+    s = row["sequential"]
+    tseq = batch / float(s[2]) * 1e3
+    tcpu = float(s[6]) + dense[(w, "sequential")]
+    twire = float(s[8])
+    ideal = tseq / max(tcpu, twire)
+    sp = lambda p: float(row[p][2]) / float(s[2])
+    print("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.0f%% | %.2fx | %.2fx |" % (
+        w, tseq, tcpu, twire, ideal, sp("nestpipe"), 100 * sp("nestpipe") / ideal, sp("fwp"), sp("dbp")))
+print("\n## Clustering: exchanged row bytes per step (rank 0, sequential)\n")
+print("| W | --cluster none | --cluster keys | cut |")
+print("|---|---|---|---|")
+for w in seq:
+    k = int([r for r in res if r[0] == w and r[1] == "sequential"][0][5])
+    print("| %s | %d | %d | %.1f%% |" % (w, none[w], k, 100 * (1 - k / none[w])))
+EOF
+echo "fwp.sh: wrote $OUT" >&2
