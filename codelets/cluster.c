@@ -8,14 +8,17 @@
  * in batch order; a sample's score for window w is the number of its keys already in w
  * (summed over the set bits of its keys' masks); it goes to the non-full window with the
  * highest score, ties to the emptiest, then the lowest index; then its keys' masks get bit
- * w. Capacities are G/W or G/W+1, so windows are balanced to one sample. The greedy is not
- * optimal, so the result is kept only if it moves fewer rows than contiguous windows.
- * Cost: three sorts of the batch's keys (dedup, two volume counts) plus O(nnz * W) for the
- * placement; W <= 64. */
+ * w. Capacities are G/W or G/W+1, so windows are balanced to one sample. Then up to
+ * NP_CLUSTER_ROUNDS rounds of k-means-like re-placement (refine) undo the greedy's early
+ * mistakes. The result is kept only if it moves fewer rows than contiguous windows.
+ * Cost: a few sorts of the batch's keys plus O(nnz * W) per greedy pass and round;
+ * W <= 64. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "codelets/kernels.h"
+
+#define NP_CLUSTER_ROUNDS 4 /* refinement rounds at most; each stops early if no gain */
 
 /* The batch's (table, key) pairs as one int64 each: table in the high bits. */
 static int64_t *pair_keys(const uint32_t *off, const int64_t *keys, long n, int T, size_t *nnz) {
@@ -30,6 +33,97 @@ static int64_t *pair_keys(const uint32_t *off, const int64_t *keys, long n, int 
     }
     *nnz = k;
     return pk;
+}
+
+/* Distinct (key, window) pairs: the rows the windows move. */
+static long volume_of(const uint32_t *cnt, size_t nu, int W) {
+    long v = 0;
+    for (size_t i = 0; i < nu * (size_t)W; i++)
+        v += cnt[i] > 0;
+    return v;
+}
+
+typedef struct pref {
+    long s, margin;
+} pref;
+
+static int by_margin(const void *x, const void *y) {
+    const pref *a = x, *b = y;
+    if (a->margin != b->margin) return a->margin < b->margin ? 1 : -1;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
+/* Refinement after the greedy, k-means style: with every other sample where the last
+ * assignment put it, each sample scores each window (its keys that window would still
+ * hold without it); samples then choose again, the most decided first (largest gap
+ * between their best and second-best window), each taking its best window with room. A
+ * round is kept only if it lowers the volume. cnt (nu, W): each window's occurrences of
+ * each distinct key. */
+static int refine(const uint32_t *off, const int64_t *pos, size_t base, long n, int T, int W,
+                  size_t nu, long *win, const long *bounds, int rounds) {
+    uint32_t *cnt = calloc(nu * (size_t)W + 1, sizeof *cnt);
+    long *score = malloc(((size_t)n * W + 1) * sizeof *score);
+    long *next = malloc(((size_t)n + 1) * sizeof *next);
+    pref *order = malloc(((size_t)n + 1) * sizeof *order);
+    int rc = -1;
+    if (!cnt || !score || !next || !order) goto out;
+#define KEYS_OF(s, body)                                                                           \
+    for (int t = 0; t < T; t++) {                                                                  \
+        const uint32_t *o = off + (size_t)t * (n + 1);                                             \
+        for (uint32_t i = o[s]; i < o[(s) + 1]; i++) {                                             \
+            size_t u = (size_t)pos[i - base];                                                      \
+            body;                                                                                  \
+        }                                                                                          \
+    }
+    for (long s = 0; s < n; s++)
+        KEYS_OF(s, cnt[u * W + win[s]]++);
+    long vol = volume_of(cnt, nu, W);
+    for (int r = 0; r < rounds; r++) {
+        for (long s = 0; s < n; s++) {
+            long *sc = score + (size_t)s * W;
+            memset(sc, 0, (size_t)W * sizeof *sc);
+            KEYS_OF(s, {
+                const uint32_t *c = cnt + u * W;
+                for (int w = 0; w < W; w++)
+                    sc[w] += c[w] > (w == win[s]);
+            });
+            long b1 = -1, b2 = -1;
+            for (int w = 0; w < W; w++) {
+                if (sc[w] > b1) {
+                    b2 = b1;
+                    b1 = sc[w];
+                } else if (sc[w] > b2)
+                    b2 = sc[w];
+            }
+            order[s] = (pref){s, b1 - b2};
+        }
+        qsort(order, (size_t)n, sizeof *order, by_margin);
+        long fill[64] = {0};
+        for (long k = 0; k < n; k++) {
+            long s = order[k].s, *sc = score + (size_t)s * W;
+            int best = -1;
+            for (int w = 0; w < W; w++)
+                if (fill[w] < bounds[w + 1] - bounds[w] && (best < 0 || sc[w] > sc[best]))
+                    best = w;
+            next[s] = best;
+            fill[best]++;
+        }
+        memset(cnt, 0, nu * (size_t)W * sizeof *cnt);
+        for (long s = 0; s < n; s++)
+            KEYS_OF(s, cnt[u * W + next[s]]++);
+        long v = volume_of(cnt, nu, W);
+        if (v >= vol) break; /* win stays the better one */
+        vol = v;
+        memcpy(win, next, (size_t)n * sizeof *win);
+    }
+#undef KEYS_OF
+    rc = 0;
+out:
+    free(cnt);
+    free(score);
+    free(next);
+    free(order);
+    return rc;
 }
 
 int np_cluster_windows(const uint32_t *off, const int64_t *keys, long n, int T, int W, int by_keys,
@@ -89,13 +183,19 @@ int np_cluster_windows(const uint32_t *off, const int64_t *keys, long n, int T, 
                 mask[pos[i - off[0]]] |= 1ULL << best;
         }
     }
+    free(freq);
+    freq = NULL;
+    /* rounds of re-placement that lower the volume; skipped when the key counts would
+     * not fit in 64 MiB */
+    if (nu * (size_t)W <= ((size_t)16 << 20) &&
+        refine(off, pos, off[0], n, T, W, nu, win, bounds, NP_CLUSTER_ROUNDS))
+        goto out;
     /* perm: window 0's samples first, each window in batch order */
     long next[65];
     for (int w = 0; w <= W; w++)
         next[w] = bounds[w];
     for (long s = 0; s < n; s++)
         perm[next[win[s]]++] = s;
-    free(freq);
     /* the greedy is not optimal: keep contiguous windows when they move fewer rows (with
      * many independent tables there is little to gain and the greedy can lose a little) */
     long keyed = np_window_volume(off, keys, n, T, W, perm, bounds);
