@@ -669,8 +669,10 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
             if ((st = submit_chunk(e, &a.ctx, &e->ch[w * e->C + c], sl, r, err))) return st;
         }
         if (w == e->W - 1) {
-            /* dense gradients before the last row gradients: the all-reduce is small, and
-             * the dense update it feeds is all the next batch's bottom MLP waits for */
+            /* the last row gradients go first: the sparse update and the next batch's sync
+             * then run while the dense all-reduce is on the wire, and the next batch's
+             * first rows can follow it at once */
+            if ((st = submit_exchange_grads(e, b, w, err))) return st;
             a.ctx.window = -1;
             for (int k = 0; k < K; k++)
                 parts[k] = e->ch[k].gdense.h;
@@ -680,8 +682,9 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
                                           e->token.h, err)) ||
                 (st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense.h, err)))
                 return st;
+        } else if ((st = submit_exchange_grads(e, b, w, err))) {
+            return st;
         }
-        if ((st = submit_exchange_grads(e, b, w, err))) return st;
     }
     a.ctx.window = -1;
     if ((st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||
