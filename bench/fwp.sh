@@ -89,11 +89,15 @@ for win in $WINDOWS; do
     wire=$(jget "$W/rep.json" "$o['exchange_us'] / 2 / $NT / 1e3")
     wire_x=$(jget "$W/rep.json" "$o['exchange_exposed_us'] / 2 / $NT / 1e3")
     ratio=$(jget "$W/rep.json" "$o['exchange_exposed_ratio']")
+    # the windows' All2All alone (row and gradient exchanges, no dense all-reduce)
+    a2a=$(jget "$W/rep.json" "sum($o['kinds'][k]['exposed_us'] for k in ('exchange_emb', 'exchange_grad')) / sum($o['kinds'][k]['union_us'] for k in ('exchange_emb', 'exchange_grad'))")
+    ar=$(jget "$W/rep.json" "$o['kinds']['allreduce']['union_us'] / 2 / $NT / 1e3")
     fwd=$(jget "$W/rep.json" "$o['kinds']['fwd']['union_us'] / 2 / $NT / 1e3")
     bwd=$(jget "$W/rep.json" "$o['kinds']['bwd']['union_us'] / 2 / $NT / 1e3")
     dense=$(/usr/bin/python3 -c "print($fwd + $bwd)")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$win" "$p" "$(echo "$rates" | median)" \
-      "$rates" "$auc" "$rowbytes" "$lookup" "$lookup_x" "$wire" "$wire_x" "$ratio" >>"$RES"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$win" "$p" \
+      "$(echo "$rates" | median)" "$rates" "$auc" "$rowbytes" "$lookup" "$lookup_x" "$wire" \
+      "$wire_x" "$ratio" "$a2a" "$ar" >>"$RES"
     printf '%s\t%s\t%s\n' "$win" "$p" "$dense" >>"$W/dense.tsv"
     if [[ $win == "${WINDOWS%% *}" && ($p == sequential || $p == nestpipe) ]]; then
       "$NP" trace svg "$W/t.json" "bench/results/$STAMP-fwp-W$win-$p.svg"
@@ -119,15 +123,18 @@ print("\nShape: `%s`.\n" % " ".join(os.environ.get("SHAPE_TEXT", "").split()))
 print("samples/s: median of the untraced runs (all runs listed). Per rank and step, from a "
       "traced run with the first batches left out: lookup = route + retrieve + sync, "
       "exchange = row/gradient exchanges + dense all-reduce; exposed = not overlapped by "
-      "dense compute. Ratio = exposed exchange / exchange.\n")
-print("| W | pipeline | samples/s | vs sequential | runs | lookup ms | exposed | exchange ms | exposed | exposed ratio | row bytes/step | eval AUC |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "dense compute. Ratio = exposed exchange / exchange; All2All ratio: the same for the "
+      "row and gradient exchanges alone; all-reduce ms: the dense all-reduce (part of "
+      "exchange), which stays at the end of each batch in every mode.\n")
+print("| W | pipeline | samples/s | vs sequential | runs | lookup ms | exposed | exchange ms | exposed | exposed ratio | All2All ratio | all-reduce ms | row bytes/step | eval AUC |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 seq = {r[0]: float(r[2]) for r in res if r[1] == "sequential"}
 for r in res:
-    w, p, med, runs, auc, rb, lk, lkx, wi, wix, ratio = r
-    print("| %s | %s | %.0f | %.2fx | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %s | %.4f |" % (
+    w, p, med, runs, auc, rb, lk, lkx, wi, wix, ratio, a2a, ar = r
+    print("| %s | %s | %.0f | %.2fx | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f | %s | %.4f |" % (
         w, p, float(med), float(med) / seq[w], " ".join("%.0f" % float(x) for x in runs.split()),
-        float(lk), float(lkx), float(wi), float(wix), float(ratio), rb, float(auc)))
+        float(lk), float(lkx), float(wi), float(wix), float(ratio), float(a2a), float(ar), rb,
+        float(auc)))
 print("\n## Ideal speedup from the sequential trace\n")
 print("T_seq = batch / samples/s; T_cpu = lookup + dense compute (fwd + bwd union); T_wire = "
       "exchange time; ideal = T_seq / max(T_cpu, T_wire).\n")

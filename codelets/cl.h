@@ -20,7 +20,8 @@ typedef struct np_cl_linear_args {
     long n; /* rows in the chunk */
     int in, out;
     size_t x_off;        /* floats to skip in x (the chunk's first row in a whole-batch input) */
-    size_t w_off, b_off; /* W and b (and their grads) in params / gdense */
+    size_t w_off, b_off; /* W and b in params */
+    size_t gw_off, gb_off; /* their grads in the layer's gradient buffer (bwd) */
 } np_cl_linear_args;
 extern struct starpu_codelet np_cl_linear_fwd, np_cl_linear_bwd;
 
@@ -145,9 +146,10 @@ typedef struct np_cl_sparse_args {
 } np_cl_sparse_args;
 extern struct starpu_codelet np_cl_sparse_update;
 
-/* dense_update buffers: params RW, gdense R */
+/* dense_update buffers: params RW, gdense R (one layer's: n floats from params + off) */
 typedef struct np_cl_dense_args {
-    size_t n;
+    size_t n;   /* floats of the layer */
+    size_t off; /* where the layer starts in params */
     float lr;
 } np_cl_dense_args;
 extern struct starpu_codelet np_cl_dense_update;

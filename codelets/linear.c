@@ -76,7 +76,7 @@ static void linear_bwd_cpu(void *buffers[], void *cl_arg) {
     const float *x = NP_BUF(buffers, 0), *P = NP_BUF(buffers, 1), *dy = NP_BUF(buffers, 2);
     float *g = NP_BUF(buffers, 3);
     float *dx = starpu_task_get_current()->nbuffers > 4 ? NP_BUF(buffers, 4) : NULL;
-    np_linear_bwd(x + a->x_off, P + a->w_off, dy, dx, g + a->w_off, g + a->b_off, a->n, a->in,
+    np_linear_bwd(x + a->x_off, P + a->w_off, dy, dx, g + a->gw_off, g + a->gb_off, a->n, a->in,
                   a->out);
 }
 

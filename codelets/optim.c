@@ -50,7 +50,7 @@ static void sparse_update_cpu(void *buffers[], void *cl_arg) {
 
 static void dense_update_cpu(void *buffers[], void *cl_arg) {
     const np_cl_dense_args *a = cl_arg;
-    np_sgd_dense(NP_BUF(buffers, 0), NP_BUF(buffers, 1), a->n, a->lr);
+    np_sgd_dense((float *)NP_BUF(buffers, 0) + a->off, NP_BUF(buffers, 1), a->n, a->lr);
 }
 
 NP_CODELET(np_cl_sparse_update, sparse_update_cpu, "sparse_update");

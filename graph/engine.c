@@ -61,7 +61,7 @@ typedef struct np_chunk {
     np_buf Z, dZ;                   /* (n, top_in) */
     np_buf dbot;                    /* (n, d) grad of the bottom output */
     np_buf loss;                    /* (1) double: BCE sum of the chunk */
-    np_buf gdense;                  /* (n_dense) this chunk's dense gradient */
+    np_buf gd[2 * NP_MAX_LAYERS];   /* per layer (bottom, then top): this chunk's dense grads */
 } np_chunk;
 
 struct np_sp_engine {
@@ -91,9 +91,12 @@ struct np_sp_engine {
     np_buf gE;         /* (cap_recv, d) owner's summed row gradients */
     np_buf sbuf, rbuf; /* (cap_recv, d) exchange staging */
     np_buf token;      /* (1) the comm token: every collective takes it RW */
-    np_buf glocal;     /* (n_dense) this rank's dense grads */
-    np_buf gdense;     /* (n_dense) summed over ranks */
-    np_buf gall;       /* (R, n_dense) all-gather staging */
+    /* dense gradients per layer (bottom, then top), so each layer's all-reduce can start
+     * as soon as the last window's backward is past it */
+    int NL;                          /* layers */
+    np_buf glocal[2 * NP_MAX_LAYERS]; /* this rank's, summed over chunks */
+    np_buf gdense[2 * NP_MAX_LAYERS]; /* summed over ranks */
+    np_buf gall[2 * NP_MAX_LAYERS];   /* (R, layer) all-gather staging */
     np_chunk *ch;      /* (W * C) window after window */
     np_trace *trace;
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
@@ -196,14 +199,29 @@ static void unreg_all_buffers(np_sp_engine *e) {
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             buf_unreg(all[i]);
     }
-    np_buf *all[] = {&e->E[0], &e->E[1],  &e->Es[0],  &e->Es[1],  &e->gE,  &e->sbuf,
-                     &e->rbuf, &e->token, &e->glocal, &e->gdense, &e->gall};
+    np_buf *all[] = {&e->E[0], &e->E[1], &e->Es[0], &e->Es[1], &e->gE, &e->sbuf, &e->rbuf, &e->token};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         buf_unreg(all[i]);
+    for (int L = 0; L < 2 * NP_MAX_LAYERS; L++) {
+        buf_unreg(&e->glocal[L]);
+        buf_unreg(&e->gdense[L]);
+        buf_unreg(&e->gall[L]);
+    }
     for (int w = 0; w < e->W; w++) {
         if (e->Rin) buf_unreg(&e->Rin[w]);
         if (e->grows) buf_unreg(&e->grows[w]);
     }
+}
+
+/* Layer L of the dense part: bottom layers first, then top, as in the parameter vector. */
+static const np_layer *layer_at(const np_model_t *m, int L) {
+    return L < m->n_bot ? &m->bot[L] : &m->top[L - m->n_bot];
+}
+
+/* Floats of layer L's parameters (W then b, contiguous in the parameter vector). */
+static size_t layer_floats(const np_model_t *m, int L) {
+    const np_layer *l = layer_at(m, L);
+    return (size_t)l->in * (size_t)l->out + (size_t)l->out;
 }
 
 static np_status reg_chunk(np_sp_engine *e, np_chunk *k, np_error *err) {
@@ -231,7 +249,8 @@ static np_status reg_chunk(np_sp_engine *e, np_chunk *k, np_error *err) {
     if (!st) st = buf_reg(&k->dZ, n * top_in, sizeof(float), "interaction output grads", err);
     if (!st) st = buf_reg(&k->dbot, n * d, sizeof(float), "bottom output grads", err);
     if (!st) st = buf_reg(&k->loss, 1, sizeof(double), "chunk loss", err);
-    if (!st) st = buf_reg(&k->gdense, m->n_dense, sizeof(float), "chunk dense grads", err);
+    for (int L = 0; L < m->n_bot + m->n_top && !st; L++)
+        st = buf_reg(&k->gd[L], layer_floats(m, L), sizeof(float), "chunk dense grads", err);
     return st;
 }
 
@@ -250,7 +269,8 @@ static void unreg_chunk(np_chunk *k) {
     buf_unreg(&k->dZ);
     buf_unreg(&k->dbot);
     buf_unreg(&k->loss);
-    buf_unreg(&k->gdense);
+    for (int L = 0; L < 2 * NP_MAX_LAYERS; L++)
+        buf_unreg(&k->gd[L]);
 }
 
 /* ---------------------------------------------------------------- life cycle */
@@ -399,10 +419,13 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         st = buf_reg(&e->rset[k].meta, NP_META_SIZE((size_t)T, (size_t)e->W, (size_t)e->R),
                      sizeof(int64_t), "batch counts", err);
     if (!st) st = buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err);
-    if (!st) st = buf_reg(&e->glocal, m->n_dense, sizeof(float), "dense grads", err);
-    if (!st) st = buf_reg(&e->gdense, m->n_dense, sizeof(float), "summed dense grads", err);
-    if (!st)
-        st = buf_reg(&e->gall, m->n_dense * (size_t)e->R, sizeof(float), "all-gather staging", err);
+    e->NL = m->n_bot + m->n_top;
+    for (int L = 0; L < e->NL && !st; L++) {
+        size_t n = layer_floats(m, L);
+        st = buf_reg(&e->glocal[L], n, sizeof(float), "dense grads", err);
+        if (!st) st = buf_reg(&e->gdense[L], n, sizeof(float), "summed dense grads", err);
+        if (!st) st = buf_reg(&e->gall[L], n * (size_t)e->R, sizeof(float), "all-gather staging", err);
+    }
     if (st) {
         np_engine_free(e);
         return st;
@@ -481,14 +504,19 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
     /* backward: top MLP */
     for (int i = m->n_top - 1; i >= 0; i--) {
         const np_layer *L = &m->top[i];
-        np_cl_linear_args a = {
-            .n = k->n, .in = L->in, .out = L->out, .w_off = L->w_off, .b_off = L->b_off};
+        np_cl_linear_args a = {.n = k->n,
+                               .in = L->in,
+                               .out = L->out,
+                               .w_off = L->w_off,
+                               .b_off = L->b_off,
+                               .gb_off = (size_t)L->in * L->out};
         if (L->relu)
             TRY(np_submit_relu_bwd(ctx, (size_t)k->n * L->out, k->act_top[i].h, k->dact_top[i].h,
                                    err));
         np_h x = i ? k->act_top[i - 1].h : k->Z.h;
         np_h dx = i ? k->dact_top[i - 1].h : k->dZ.h;
-        TRY(np_submit_linear_bwd(ctx, &a, x, e->params, k->dact_top[i].h, k->gdense.h, dx, err));
+        TRY(np_submit_linear_bwd(ctx, &a, x, e->params, k->dact_top[i].h, k->gd[m->n_bot + i].h,
+                                 dx, err));
     }
     TRY(np_submit_interact_bwd(ctx, &ea, k->F.h, k->dZ.h, k->dF.h, k->dbot.h, k->dP.h, err));
     /* backward: bottom MLP */
@@ -499,12 +527,13 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
                                .out = L->out,
                                .w_off = L->w_off,
                                .b_off = L->b_off,
+                               .gb_off = (size_t)L->in * L->out,
                                .x_off = i ? 0 : (size_t)k->row0 * nd};
         np_h dy = i == m->n_bot - 1 ? k->dbot.h : k->dact_bot[i].h;
         TRY(np_submit_relu_bwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, dy, err));
         np_h x = i ? k->act_bot[i - 1].h : sl->dense.h;
         np_h dx = i ? k->dact_bot[i - 1].h : NULL;
-        TRY(np_submit_linear_bwd(ctx, &a, x, e->params, dy, k->gdense.h, dx, err));
+        TRY(np_submit_linear_bwd(ctx, &a, x, e->params, dy, k->gd[i].h, dx, err));
     }
     /* embedding-row gradients of this chunk, added to its window's */
     TRY(np_submit_pool_bwd(ctx, &ea, k->dP.h, sl->offsets.h, rs->pos.h, rs->meta.h,
@@ -642,6 +671,40 @@ static int early_windows(const np_sp_engine *e) {
     return e->fwp && e->W > 1 ? 2 : 1;
 }
 
+/* The dense gradients of batch b, submitted after its last window w: layer by layer in
+ * backward order, each summed over the chunks (chunk order) and all-reduced (rank order),
+ * so a top layer's all-reduce travels while the last window is still in its lower layers;
+ * then the update. The last window's row gradients go between the top and the bottom
+ * layers: the sparse update and the next batch's sync then run during the bottom layers'
+ * all-reduce. */
+static np_status submit_dense_reduce(np_sp_engine *e, long b, int w, np_error *err) {
+    const np_model_t *m = e->m;
+    batch_args a;
+    make_args(e, b, &a);
+    np_h parts[64];
+    int K = e->W * e->C;
+    np_status st;
+    for (int L = e->NL - 1; L >= 0; L--) {
+        if (L == m->n_bot - 1 && (st = submit_exchange_grads(e, b, w, err))) return st;
+        a.ctx.window = -1;
+        a.xa.n = layer_floats(m, L);
+        for (int k = 0; k < K; k++)
+            parts[k] = e->ch[k].gd[L].h;
+        if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, K, parts, a.xa.n, NULL, 0, 0,
+                                e->glocal[L].h, err)) ||
+            (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal[L].h, e->gdense[L].h,
+                                      e->gall[L].h, e->token.h, err)))
+            return st;
+    }
+    for (int L = 0; L < e->NL; L++) {
+        a.da.n = layer_floats(m, L);
+        a.da.off = layer_at(m, L)->w_off;
+        if ((st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense[L].h, err)))
+            return st;
+    }
+    return NP_OK;
+}
+
 /* The rest of stage 5: window after window, forward/backward chunk by chunk and the
  * window's gradients back; then the dense all-reduce, the updates and the write-back.
  * The comm token orders the exchanges. fwp: rows(0), rows(1), grads(0), rows(2),
@@ -650,15 +713,13 @@ static int early_windows(const np_sp_engine *e) {
  * Either way the parameters stay frozen until the updates at the end of the batch, and
  * every sum runs in the same order: the modes differ in time only. */
 static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
-    const np_model_t *m = e->m;
     batch_args a;
     make_args(e, b, &a);
     np_slot *sl = slot_of(e, b);
     np_rset *r = rset_of(e, b);
     np_buf *E = &e->E[b % 2], *Es = &e->Es[b % 2];
-    np_h parts[64];
     np_status st;
-    int K = e->W * e->C, ahead = e->fwp ? 1 : 0;
+    int ahead = e->fwp ? 1 : 0;
     for (int w = 0; w < e->W; w++) {
         int next = w + ahead; /* the window whose rows go now, if not sent yet */
         if (next >= early_windows(e) && next < e->W &&
@@ -666,25 +727,12 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
             return st;
         for (int c = 0; c < e->C; c++) { /* a window's chunks run in parallel */
             a.ctx.window = w;
+            a.ctx.boost = e->W - w;
             if ((st = submit_chunk(e, &a.ctx, &e->ch[w * e->C + c], sl, r, err))) return st;
         }
-        if (w == e->W - 1) {
-            /* the last row gradients go first: the sparse update and the next batch's sync
-             * then run while the dense all-reduce is on the wire, and the next batch's
-             * first rows can follow it at once */
-            if ((st = submit_exchange_grads(e, b, w, err))) return st;
-            a.ctx.window = -1;
-            for (int k = 0; k < K; k++)
-                parts[k] = e->ch[k].gdense.h;
-            if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, K, parts, m->n_dense, NULL, 0, 0,
-                                    e->glocal.h, err)) ||
-                (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal.h, e->gdense.h, e->gall.h,
-                                          e->token.h, err)) ||
-                (st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense.h, err)))
-                return st;
-        } else if ((st = submit_exchange_grads(e, b, w, err))) {
-            return st;
-        }
+        /* the last window's row gradients go inside the dense reduction */
+        st = w < e->W - 1 ? submit_exchange_grads(e, b, w, err) : submit_dense_reduce(e, b, w, err);
+        if (st) return st;
     }
     a.ctx.window = -1;
     if ((st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||

@@ -10,7 +10,7 @@ np_status np_submit_route(const np_task_ctx *c, const np_cl_xchg_args *a, np_h o
                           np_h uniq, np_h pos, np_h sendkeys, np_h meta, np_error *err) {
     np_h h[6] = {offsets, keys, uniq, pos, sendkeys, meta};
     enum starpu_data_access_mode m[6] = {R, R, W, W, W, RW};
-    return np_task_submit(c, &np_cl_route, NP_NODE_ROUTE, NP_PRIO_BATCH, 6, h, m, a, sizeof *a, 0,
+    return np_task_submit(c, &np_cl_route, NP_NODE_ROUTE, NP_PRIO_FEEDS_COMM, 6, h, m, a, sizeof *a, 0,
                           err);
 }
 

@@ -36,7 +36,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     if (!task) return np_err(err, NP_STATUS_NO_MEMORY, "cannot create a StarPU task");
     task->cl = cl;
     task->name = cl->name;
-    task->priority = prio;
+    task->priority = prio + ctx->boost;
     if (ctx->pin && ctx->comm_worker >= 0) {
         /* collectives run one at a time on the communication worker */
         task->execute_on_a_specific_worker = 1;

@@ -22,11 +22,16 @@ typedef struct np_task_ctx {
     int comm_worker;      /* worker that runs every collective, -1: any worker */
     unsigned compute_ctx; /* scheduling context of the other tasks (0: the global one) */
     int pin;              /* set by the comm submitters: run this task on comm_worker */
+    int boost;            /* added to the task's priority: earlier windows go first */
 } np_task_ctx;
 
 /* Priorities for policies that honour them (prio, lws, dmdas): the dense chain of the
- * training batch is the critical path; input stages run in the gaps. */
-enum { NP_PRIO_INPUT = 0, NP_PRIO_BATCH = 1, NP_PRIO_CRITICAL = 2 };
+ * training batch is the critical path; input stages run in the gaps. A window's tasks get
+ * a boost of W - w (np_task_ctx.boost), so window w's backward, whose gradients the comm
+ * worker waits for, goes before the next windows' forward. Above all, the CPU tasks a
+ * collective waits for (route, before its key All2All): the comm token is FIFO, so a late
+ * route would hold every exchange queued behind its All2All. */
+enum { NP_PRIO_INPUT = 0, NP_PRIO_BATCH = 1, NP_PRIO_CRITICAL = 2, NP_PRIO_FEEDS_COMM = 100 };
 
 /* `bytes` value meaning: the codelet writes the bytes it sent into the first uint64 of its
  * args (np_cl_xchg_args.task_bytes); the trace takes it from there. */

@@ -311,13 +311,14 @@ static void test_trace_matches_graph(void **state) {
     const long steps = 3;
     np_model_t *m = train(&c, steps);
     /* tasks per batch: 6 before the windows (prefetch, h2d, route, a2a_keys, route_owner,
-     * retrieve), per window exchange_rows and exchange_grads, 5 after (the dense sum,
-     * allreduce, sparse update, write-back, dense update),
+     * retrieve), per window exchange_rows and exchange_grads, per dense layer a sum, an
+     * allreduce and an update, and the sparse update and write-back,
      * and per chunk: bottom linear+relu, pool, interaction, top linear (+relu but the last),
      * bce fwd+bwd, the same backward, pool backward */
     long per_chunk = 4L * m->n_bot + 4L * m->n_top + 4;
     long W = np_config_windows(&c);
-    long expect = steps * (11 + 2 * W + W * c.chunks * per_chunk);
+    long NL = m->n_bot + m->n_top;
+    long expect = steps * (8 + 2 * W + 3 * NL + W * c.chunks * per_chunk);
 
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);

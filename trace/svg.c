@@ -194,7 +194,7 @@ static void put_task(const picture *p, const task *t, double y) {
     fputs("\"><title>", f);
     put_xml(f, t->name ? t->name : np_node_kind_name(t->kind));
     fprintf(f, " (%s) batch %ld", np_node_kind_name(t->kind), t->batch);
-    if (t->window >= 0) fprintf(f, " chunk %d", t->window);
+    if (t->window >= 0) fprintf(f, " window %d", t->window);
     fprintf(f, ", %.3f-%.3f ms (%.3f ms)", t->start / 1000, t->end / 1000,
             (t->end - t->start) / 1000);
     if (t->bytes) fprintf(f, ", %llu bytes", (unsigned long long)t->bytes);
