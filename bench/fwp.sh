@@ -11,6 +11,7 @@
 # Writes bench/results/<date>-fwp.md (+ .svg). Needs root (ip netns, tc). See bench/README.md.
 #
 #   bash bench/fwp.sh [--steps S] [--repeats R] [--windows "4 8"] [--rate 2gbit] [--quick]
+# (the committed results: --repeats 5)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -57,7 +58,7 @@ export STARPU_SILENT=1 STARPU_HOME=$W/starpu OMPI_ALLOW_RUN_AS_ROOT=1 \
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 launch() { # ARGS...: one 2-rank run inside the namespace, MPI over TCP on its shaped lo
-  ip netns exec "$NS" mpirun --allow-run-as-root --oversubscribe -np 2 \
+  timeout 600 ip netns exec "$NS" mpirun --allow-run-as-root --oversubscribe -np 2 \
     --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
     -x STARPU_SILENT -x STARPU_HOME "$NP" train "${SHAPE[@]}" "$@"
 }
@@ -71,14 +72,14 @@ for win in $WINDOWS; do
   for p in sequential dbp fwp nestpipe async; do
     rates=""
     for ((k = 1; k <= REPEATS; k++)); do
-      echo "fwp.sh: W=$win $p run $k/$REPEATS" >&2
+      echo "fwp.sh: $(date +%T) W=$win $p run $k/$REPEATS" >&2
       launch --windows "$win" --pipeline "$p" --steps "$STEPS" --metrics-json "$W/m.json" \
         2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
       rates+="$(jget "$W/m.json" "['samples_per_s']") "
     done
     auc=$(jget "$W/m.json" "['eval_auc']")
     rowbytes=$(jget "$W/m.json" "['bytes_exchanged']['rows'] // $STEPS")
-    echo "fwp.sh: W=$win $p traced run" >&2
+    echo "fwp.sh: $(date +%T) W=$win $p traced run" >&2
     launch --windows "$win" --pipeline "$p" --steps "$TRACE_STEPS" --trace "$W/t.json" \
       2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
     "$NP" trace report "$W/t.json" --json --from-batch "$WARM" >"$W/rep.json"
@@ -90,7 +91,10 @@ for win in $WINDOWS; do
     wire_x=$(jget "$W/rep.json" "$o['exchange_exposed_us'] / 2 / $NT / 1e3")
     ratio=$(jget "$W/rep.json" "$o['exchange_exposed_ratio']")
     # the windows' All2All alone (row and gradient exchanges, no dense all-reduce)
-    a2a=$(jget "$W/rep.json" "sum($o['kinds'][k]['exposed_us'] for k in ('exchange_emb', 'exchange_grad')) / sum($o['kinds'][k]['union_us'] for k in ('exchange_emb', 'exchange_grad'))")
+    k="$o['kinds']"
+    a2a=$(jget "$W/rep.json" "$k['exchange_emb']['exposed_us'] + d$k['exchange_grad']['exposed_us']")
+    a2a_all=$(jget "$W/rep.json" "$k['exchange_emb']['union_us'] + d$k['exchange_grad']['union_us']")
+    a2a=$(/usr/bin/python3 -c "print($a2a / $a2a_all)")
     ar=$(jget "$W/rep.json" "$o['kinds']['allreduce']['union_us'] / 2 / $NT / 1e3")
     fwd=$(jget "$W/rep.json" "$o['kinds']['fwd']['union_us'] / 2 / $NT / 1e3")
     bwd=$(jget "$W/rep.json" "$o['kinds']['bwd']['union_us'] / 2 / $NT / 1e3")
