@@ -94,10 +94,8 @@ for win in $WINDOWS; do
     wire_x=$(jget "$W/rep.json" "$o['exchange_exposed_us'] / 2 / $NT / 1e3")
     ratio=$(jget "$W/rep.json" "$o['exchange_exposed_ratio']")
     # the windows' All2All alone (row and gradient exchanges, no dense all-reduce)
-    k="$o['kinds']"
-    a2a=$(jget "$W/rep.json" "$k['exchange_emb']['exposed_us'] + d$k['exchange_grad']['exposed_us']")
-    a2a_all=$(jget "$W/rep.json" "$k['exchange_emb']['union_us'] + d$k['exchange_grad']['union_us']")
-    a2a=$(/usr/bin/python3 -c "print($a2a / $a2a_all)")
+    a2a=$(/usr/bin/python3 -c "import json,sys; k=json.load(open(sys.argv[1]))['overall']['kinds']
+x=('exchange_emb', 'exchange_grad'); print(sum(k[i]['exposed_us'] for i in x) / sum(k[i]['union_us'] for i in x))" "$W/rep.json")
     ar=$(jget "$W/rep.json" "$o['kinds']['allreduce']['union_us'] / 2 / $NT / 1e3")
     fwd=$(jget "$W/rep.json" "$o['kinds']['fwd']['union_us'] / 2 / $NT / 1e3")
     bwd=$(jget "$W/rep.json" "$o['kinds']['bwd']['union_us'] / 2 / $NT / 1e3")

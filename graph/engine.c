@@ -456,6 +456,18 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
 
 /* ---------------------------------------------------------------- one batch */
 
+/* Arguments of layer L on n rows, its input starting x_off floats in: W and b where the
+ * parameters hold them, their gradients at the start of the layer's gradient buffer. */
+static np_cl_linear_args linear_args(const np_layer *L, long n, size_t x_off) {
+    return (np_cl_linear_args){.n = n,
+                               .in = L->in,
+                               .out = L->out,
+                               .x_off = x_off,
+                               .w_off = L->w_off,
+                               .b_off = L->b_off,
+                               .gb_off = (size_t)L->in * L->out};
+}
+
 static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const np_slot *sl,
                               const np_rset *rs, np_error *err) {
     const np_model_t *m = e->m;
@@ -475,12 +487,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
     /* forward: bottom MLP */
     for (int i = 0; i < m->n_bot; i++) {
         const np_layer *L = &m->bot[i];
-        np_cl_linear_args a = {.n = k->n,
-                               .in = L->in,
-                               .out = L->out,
-                               .w_off = L->w_off,
-                               .b_off = L->b_off,
-                               .x_off = i ? 0 : (size_t)k->row0 * nd};
+        np_cl_linear_args a = linear_args(L, k->n, i ? 0 : (size_t)k->row0 * nd);
         np_h x = i ? k->act_bot[i - 1].h : sl->dense.h;
         TRY(np_submit_linear_fwd(ctx, &a, x, e->params, k->act_bot[i].h, err));
         TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, err));
@@ -491,8 +498,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
     /* top MLP and loss */
     for (int i = 0; i < m->n_top; i++) {
         const np_layer *L = &m->top[i];
-        np_cl_linear_args a = {
-            .n = k->n, .in = L->in, .out = L->out, .w_off = L->w_off, .b_off = L->b_off};
+        np_cl_linear_args a = linear_args(L, k->n, 0);
         np_h x = i ? k->act_top[i - 1].h : k->Z.h;
         TRY(np_submit_linear_fwd(ctx, &a, x, e->params, k->act_top[i].h, err));
         if (L->relu) TRY(np_submit_relu_fwd(ctx, (size_t)k->n * L->out, k->act_top[i].h, err));
@@ -504,12 +510,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
     /* backward: top MLP */
     for (int i = m->n_top - 1; i >= 0; i--) {
         const np_layer *L = &m->top[i];
-        np_cl_linear_args a = {.n = k->n,
-                               .in = L->in,
-                               .out = L->out,
-                               .w_off = L->w_off,
-                               .b_off = L->b_off,
-                               .gb_off = (size_t)L->in * L->out};
+        np_cl_linear_args a = linear_args(L, k->n, 0);
         if (L->relu)
             TRY(np_submit_relu_bwd(ctx, (size_t)k->n * L->out, k->act_top[i].h, k->dact_top[i].h,
                                    err));
@@ -522,13 +523,7 @@ static np_status submit_chunk(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, co
     /* backward: bottom MLP */
     for (int i = m->n_bot - 1; i >= 0; i--) {
         const np_layer *L = &m->bot[i];
-        np_cl_linear_args a = {.n = k->n,
-                               .in = L->in,
-                               .out = L->out,
-                               .w_off = L->w_off,
-                               .b_off = L->b_off,
-                               .gb_off = (size_t)L->in * L->out,
-                               .x_off = i ? 0 : (size_t)k->row0 * nd};
+        np_cl_linear_args a = linear_args(L, k->n, i ? 0 : (size_t)k->row0 * nd);
         np_h dy = i == m->n_bot - 1 ? k->dbot.h : k->dact_bot[i].h;
         TRY(np_submit_relu_bwd(ctx, (size_t)k->n * L->out, k->act_bot[i].h, dy, err));
         np_h x = i ? k->act_bot[i - 1].h : sl->dense.h;
@@ -752,13 +747,11 @@ static int cmp_desc(const void *x, const void *y) {
 
 /* The most keys any window of b can hold, whichever samples clustering puts together: the
  * keys of its ceil(nb/W) largest samples. */
-static size_t window_keys_bound(const np_batch *b, int W, np_error *err, np_status *st) {
-    if (W == 1) return b->nnz;
+static np_status window_keys_bound(const np_batch *b, int W, size_t *out, np_error *err) {
+    *out = b->nnz;
+    if (W == 1) return NP_OK;
     uint32_t *cnt = calloc((size_t)b->n + 1, sizeof *cnt);
-    if (!cnt) {
-        *st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
-        return 0;
-    }
+    if (!cnt) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
     for (int t = 0; t < b->n_tables; t++) {
         const uint32_t *o = b->offsets + (size_t)t * (size_t)(b->n + 1);
         for (long s = 0; s < b->n; s++)
@@ -769,7 +762,8 @@ static size_t window_keys_bound(const np_batch *b, int W, np_error *err, np_stat
     for (long s = 0; s < (b->n + W - 1) / W; s++)
         sum += cnt[s];
     free(cnt);
-    return sum < b->nnz ? sum : b->nnz;
+    if (sum < b->nnz) *out = sum;
+    return NP_OK;
 }
 
 static np_status make_room(np_sp_engine *e, const np_batch *b, np_error *err) {
@@ -777,9 +771,8 @@ static np_status make_room(np_sp_engine *e, const np_batch *b, np_error *err) {
     if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &max_nnz, 1))
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
                       e->cfg.rank);
-    np_status st = NP_OK;
-    size_t need = (size_t)b->nnz, need_recv = (size_t)max_nnz * (size_t)e->R;
-    size_t need_win = window_keys_bound(b, e->W, err, &st);
+    size_t need = (size_t)b->nnz, need_recv = (size_t)max_nnz * (size_t)e->R, need_win;
+    np_status st = window_keys_bound(b, e->W, &need_win, err);
     if (st) return st;
     if (need <= e->cap_nnz && need_recv <= e->cap_recv && need_win <= e->cap_win) return NP_OK;
     starpu_task_wait_for_all();
