@@ -12,24 +12,26 @@
 
 #include "nestpipe/nestpipe.h"
 
-/* ---- dense layers, on one chunk of rows [row0, row0 + n) of the batch */
-
-/* linear_fwd buffers: x R (rows from x_off), params R, y W (n, out) */
-/* linear_bwd buffers: x R, params R, dy R (n, out), gdense RW, [dx W (n, in)] */
-typedef struct np_cl_linear_args {
-    long n; /* rows in the chunk */
-    int in, out;
-    size_t x_off;        /* floats to skip in x (the chunk's first row in a whole-batch input) */
-    size_t w_off, b_off; /* W and b in params */
-    size_t gw_off, gb_off; /* their grads in the layer's gradient buffer (bwd) */
-} np_cl_linear_args;
-extern struct starpu_codelet np_cl_linear_fwd, np_cl_linear_bwd;
-
-/* relu_fwd buffers: y RW; relu_bwd buffers: y R, dy RW */
-typedef struct np_cl_relu_args {
-    size_t n; /* elements */
-} np_cl_relu_args;
-extern struct starpu_codelet np_cl_relu_fwd, np_cl_relu_bwd;
+/* ---- layers: one fwd and one bwd codelet per registered kind (<kind>_fwd, <kind>_bwd),
+ * made by tasks/layer.c; their CPU function builds the np_layer_io from the buffers and
+ * calls the kind's kernel. Buffer indices are -1 for an absent buffer; a producer read
+ * twice (a cross layer's x0 and x_l) is one buffer. */
+#include "nestpipe/layer.h"
+typedef struct np_cl_layer_args {
+    int def;  /* registry index of the kind */
+    long n;   /* rows of the chunk */
+    np_layer_hp hp;
+    np_layer_shape shape;
+    int b_in[NP_LAYER_MAX_IN];    /* input k's buffer ... */
+    size_t in_off[NP_LAYER_MAX_IN]; /* ... and the floats before the chunk's first row */
+    int b_params;                 /* the dense parameters, whole */
+    size_t poff[NP_LAYER_MAX_PARAMS]; /* each tensor's offset in them */
+    int b_out, b_saved, b_scratch;
+    int b_dout;                   /* bwd: RW */
+    int b_din[NP_LAYER_MAX_IN];   /* bwd: W, -1 when not wanted */
+    int b_gd;                     /* bwd: W, the node's parameter gradients of this chunk */
+    size_t goff[NP_LAYER_MAX_PARAMS]; /* each tensor's gradient offset in b_gd */
+} np_cl_layer_args;
 
 /* The int64 "meta" buffer of a batch: the counts that route, the exchanges and the updates
  * share. Written by route (requester side), a2a_keys and route_owner (owner side). A batch
@@ -46,7 +48,7 @@ extern struct starpu_codelet np_cl_relu_fwd, np_cl_relu_bwd;
     (4 + (T) + (W) + ((R) + (q)) * (W) * (T) + (w) * (T) + (t))
 #define NP_META_SIZE(T, W, R) (4 + (T) + (W) + 2 * (R) * (W) * (T))
 
-/* Pooling and interaction of one chunk. Batch-wide buffers: offsets (T, nb+1) and pos
+/* Pooling of one chunk. Batch-wide buffers: offsets (T, nb+1) and pos
  * (nnz): the row of Rin (received rows, all tables) each key reads. */
 typedef struct np_cl_emb_args {
     long nb;   /* samples in the (local) batch */
@@ -60,9 +62,6 @@ typedef struct np_cl_emb_args {
 /* pool_bwd buffers: dP R (n, T, d), offsets R, pos R, meta R, grows_w RW (Uq_w, d):
  * the window's chunks accumulate into it one after another, in chunk order */
 extern struct starpu_codelet np_cl_pool_fwd, np_cl_pool_bwd;
-/* interact_fwd buffers: bot R (n, d), P R (n, T, d), F W (n, T+1, d), Z W (n, top_in) */
-/* interact_bwd buffers: F R, dZ R, dF W (n, T+1, d), dbot W (n, d), dP W (n, T, d) */
-extern struct starpu_codelet np_cl_interact_fwd, np_cl_interact_bwd;
 
 /* bce_fwd buffers: logits R (n), labels R (whole batch), loss W (one double) */
 /* bce_bwd buffers: logits R (n), labels R (whole batch), dlogits W (n) */

@@ -94,36 +94,66 @@ void np_interact_bwd(const float *F,                     /* (B, T1, d) */
     }
 }
 
-/* ---- StarPU codelets (codelets/cl.h) */
-#include <string.h>
+/* ---- the "dot" layer: its inputs, concatenated, are T1 vectors of d = width of input 0
+ * per sample (DLRM: the bottom output, then the pooled tables). It keeps them as F
+ * (T1, d) per sample for backward, and its backward forms dF in scratch, then splits it. */
+#include "core/util.h"
+#include "model/layers.h"
 
-#include "codelets/cl.h"
-
-static void interact_fwd_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_emb_args *a = cl_arg;
-    const float *bot = NP_BUF(buffers, 0); /* (n, d) */
-    const float *P = NP_BUF(buffers, 1);   /* (n, T, d) */
-    float *F = NP_BUF(buffers, 2);         /* (n, T+1, d) */
-    float *Z = NP_BUF(buffers, 3);         /* (n, top_in) */
-    size_t d = (size_t)a->d, T = (size_t)a->T;
-    for (long s = 0; s < a->n; s++) {
-        memcpy(F + s * (T + 1) * d, bot + s * d, d * sizeof(float));
-        memcpy(F + s * (T + 1) * d + d, P + s * T * d, T * d * sizeof(float));
+static np_status dot_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
+    (void)hp;
+    int d = s->in[0], total = 0;
+    for (int k = 0; k < s->n_in; k++) {
+        if (s->in[k] % d)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "input %d has width %d, not a multiple of input 0's width %d", k,
+                          s->in[k], d);
+        total += s->in[k];
     }
-    np_interact_fwd(F, a->n, a->T + 1, a->d, Z);
+    int T1 = total / d;
+    s->out = d + T1 * (T1 - 1) / 2;
+    s->saved = total;
+    s->scratch = total;
+    return NP_OK;
 }
 
-static void interact_bwd_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_emb_args *a = cl_arg;
-    const float *F = NP_BUF(buffers, 0), *dZ = NP_BUF(buffers, 1);
-    float *dF = NP_BUF(buffers, 2), *dbot = NP_BUF(buffers, 3), *dP = NP_BUF(buffers, 4);
-    size_t d = (size_t)a->d, T = (size_t)a->T;
-    np_interact_bwd(F, dZ, a->n, a->T + 1, a->d, dF);
-    for (long s = 0; s < a->n; s++) {
-        memcpy(dbot + s * d, dF + s * (T + 1) * d, d * sizeof(float));
-        memcpy(dP + s * T * d, dF + s * (T + 1) * d + d, T * d * sizeof(float));
+static void dot_layer_fwd(const np_layer_io *io) {
+    const np_layer_shape *s = io->shape;
+    size_t fsz = (size_t)s->saved;
+    for (long r = 0; r < io->n; r++) { /* F = [in0 || in1 || ...] */
+        float *f = io->saved + (size_t)r * fsz;
+        for (int k = 0; k < s->n_in; k++) {
+            memcpy(f, io->in[k] + (size_t)r * (size_t)s->in[k], (size_t)s->in[k] * sizeof *f);
+            f += s->in[k];
+        }
+    }
+    np_interact_fwd(io->saved, io->n, s->saved / s->in[0], s->in[0], io->out);
+}
+
+static void dot_layer_bwd(const np_layer_io *io) {
+    const np_layer_shape *s = io->shape;
+    size_t fsz = (size_t)s->saved;
+    np_interact_bwd(io->saved, io->dout, io->n, s->saved / s->in[0], s->in[0], io->scratch);
+    for (long r = 0; r < io->n; r++) {
+        const float *df = io->scratch + (size_t)r * fsz;
+        for (int k = 0; k < s->n_in; k++) {
+            if (io->din[k])
+                memcpy(io->din[k] + (size_t)r * (size_t)s->in[k], df, (size_t)s->in[k] * 4);
+            df += s->in[k];
+        }
     }
 }
 
-NP_CODELET(np_cl_interact_fwd, interact_fwd_cpu, "interact_fwd");
-NP_CODELET(np_cl_interact_bwd, interact_bwd_cpu, "interact_bwd");
+static double dot_flops(const np_layer_hp *hp, const np_layer_shape *s, long n, int bwd) {
+    (void)hp;
+    double pairs = (double)(s->out - s->in[0]);
+    return (bwd ? 4.0 : 2.0) * (double)n * pairs * s->in[0];
+}
+
+const np_layer_def np_layer_dot = {.kind = "dot",
+                                   .min_in = 1,
+                                   .max_in = NP_LAYER_MAX_IN,
+                                   .shape = dot_shape,
+                                   .fwd = dot_layer_fwd,
+                                   .bwd = dot_layer_bwd,
+                                   .flops = dot_flops};

@@ -5,6 +5,8 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "core/util.h"
+
 void np_linear_fwd(const float *x, /* (B, in) */
                    const float *W, /* (out, in) */
                    const float *b, /* (out) */
@@ -61,24 +63,44 @@ void np_linear_bwd(const float *x,  /* (B, in) */
     }
 }
 
-/* ---- StarPU codelets (codelets/cl.h) */
-#include "codelets/cl.h"
+/* ---- the "linear" layer: i[0] = output width, i[1] = 1 for a ReLU after it. The ReLU
+ * runs in place on the output after the bias, and its backward masks dout in place, so
+ * one node is the two kernels in the order they always ran. */
+#include "model/layers.h"
 
-static void linear_fwd_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_linear_args *a = cl_arg;
-    const float *x = NP_BUF(buffers, 0), *P = NP_BUF(buffers, 1);
-    float *y = NP_BUF(buffers, 2);
-    np_linear_fwd(x + a->x_off, P + a->w_off, P + a->b_off, y, a->n, a->in, a->out);
+static np_status linear_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
+    if (hp->i[0] < 1)
+        return np_err(err, NP_STATUS_BAD_INPUT, "output width %d must be >= 1", hp->i[0]);
+    s->out = hp->i[0];
+    s->n_params = 2;
+    s->param[0] = np_param_matrix("weight", hp->i[0], s->in[0]);
+    s->param[1] = np_param_vector("bias", hp->i[0]);
+    return NP_OK;
 }
 
-static void linear_bwd_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_linear_args *a = cl_arg;
-    const float *x = NP_BUF(buffers, 0), *P = NP_BUF(buffers, 1), *dy = NP_BUF(buffers, 2);
-    float *g = NP_BUF(buffers, 3);
-    float *dx = starpu_task_get_current()->nbuffers > 4 ? NP_BUF(buffers, 4) : NULL;
-    np_linear_bwd(x + a->x_off, P + a->w_off, dy, dx, g + a->gw_off, g + a->gb_off, a->n, a->in,
-                  a->out);
+static void linear_layer_fwd(const np_layer_io *io) {
+    int in = io->shape->in[0], out = io->shape->out;
+    np_linear_fwd(io->in[0], io->param[0], io->param[1], io->out, io->n, in, out);
+    if (io->hp->i[1]) np_relu_fwd(io->out, io->out, (size_t)io->n * (size_t)out);
 }
 
-NP_CODELET(np_cl_linear_fwd, linear_fwd_cpu, "linear_fwd");
-NP_CODELET(np_cl_linear_bwd, linear_bwd_cpu, "linear_bwd");
+static void linear_layer_bwd(const np_layer_io *io) {
+    int in = io->shape->in[0], out = io->shape->out;
+    if (io->hp->i[1]) np_relu_bwd(io->out, io->dout, io->dout, (size_t)io->n * (size_t)out);
+    np_linear_bwd(io->in[0], io->param[0], io->dout, io->din[0], io->dparam[0], io->dparam[1],
+                  io->n, in, out);
+}
+
+static double linear_flops(const np_layer_hp *hp, const np_layer_shape *s, long n, int bwd) {
+    (void)hp;
+    double mm = 2.0 * (double)n * s->in[0] * s->out;
+    return bwd ? 2.0 * mm : mm;
+}
+
+const np_layer_def np_layer_linear = {.kind = "linear",
+                                      .min_in = 1,
+                                      .max_in = 1,
+                                      .shape = linear_shape,
+                                      .fwd = linear_layer_fwd,
+                                      .bwd = linear_layer_bwd,
+                                      .flops = linear_flops};

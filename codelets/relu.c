@@ -13,21 +13,3 @@ void np_relu_bwd(const float *y, const float *dy, float *dx, size_t n) { /* all 
     for (size_t i = 0; i < n; i++)
         dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
-
-/* ---- StarPU codelets (codelets/cl.h) */
-#include "codelets/cl.h"
-
-static void relu_fwd_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_relu_args *a = cl_arg;
-    float *y = NP_BUF(buffers, 0);
-    np_relu_fwd(y, y, a->n);
-}
-
-static void relu_bwd_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_relu_args *a = cl_arg;
-    float *dy = NP_BUF(buffers, 1);
-    np_relu_bwd(NP_BUF(buffers, 0), dy, dy, a->n);
-}
-
-NP_CODELET(np_cl_relu_fwd, relu_fwd_cpu, "relu_fwd");
-NP_CODELET(np_cl_relu_bwd, relu_bwd_cpu, "relu_bwd");

@@ -32,6 +32,11 @@ void np_config_defaults(np_config *cfg) {
     cfg->n_top = 2;
     cfg->top[0] = 64;
     cfg->top[1] = 1;
+    cfg->model = NP_MODEL_DLRM;
+    cfg->cross_layers = 3;
+    cfg->cross_rank = 0;
+    cfg->n_deep = 1;
+    cfg->deep[0] = 64;
     cfg->steps = 300;
     cfg->batch = 1024;
     cfg->lr = 0.1;
@@ -53,6 +58,7 @@ void np_config_defaults(np_config *cfg) {
 
 int np_config_top_input(const np_config *cfg) {
     int t1 = cfg->tables + 1;
+    if (cfg->model == NP_MODEL_DCNV2) return t1 * cfg->dim + cfg->deep[cfg->n_deep - 1];
     return cfg->dim + t1 * (t1 - 1) / 2;
 }
 
@@ -235,6 +241,27 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         if (parse_sizes(value, c.top, 1, NP_MAX_LAYERS, &c.n_top))
             return bad(err, where, key, value,
                        "output sizes like 512-256-1 (1 to 16 sizes in [1, 65536], last 1)");
+    } else if (!strcmp(key, "model")) {
+        if (!strcmp(value, "dlrm"))
+            c.model = NP_MODEL_DLRM;
+        else if (!strcmp(value, "dcnv2"))
+            c.model = NP_MODEL_DCNV2;
+        else
+            return bad(err, where, key, value, "dlrm or dcnv2");
+    } else if (!strcmp(key, "cross-layers")) {
+        if (parse_i64(value, 1, NP_MAX_LAYERS, &i))
+            return bad(err, where, key, value, "an integer in [1, 16]");
+        c.cross_layers = (int)i;
+    } else if (!strcmp(key, "cross-rank")) {
+        if (parse_i64(value, 0, 65536, &i))
+            return bad(err, where, key, value, "0 (full-rank) or a rank in [1, 65536]");
+        c.cross_rank = (int)i;
+    } else if (!strcmp(key, "deep")) {
+        if (parse_sizes(value, c.deep, 1, NP_MAX_LAYERS, &c.n_deep))
+            return bad(err, where, key, value,
+                       "output sizes like 512-256 (1 to 16 sizes in [1, 65536])");
+    } else if (!strcmp(key, "init-params")) {
+        if (copy_path(c.init_params, value)) return bad(err, where, key, value, "a file path");
     } else if (!strcmp(key, "steps")) {
         if (parse_i64(value, 0, LONG_MAX, &i))
             return bad(err, where, key, value, "an integer >= 0");
@@ -395,6 +422,11 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "tables %d with dim %d make an interaction of %d features; too large",
                       c->tables, c->dim, np_config_top_input(c));
+    if (c->model == NP_MODEL_DCNV2 && c->cross_rank >= (c->tables + 1) * c->dim)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "cross-rank: rank %d is not below the cross width (tables+1) x dim = %d; "
+                      "use 0 for a full-rank W",
+                      c->cross_rank, (c->tables + 1) * c->dim);
     if (c->data == NP_DATA_CRITEO && (c->tables != 26 || c->bottom[0] != 13))
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "data criteo:%s: Criteo records have 13 dense and 26 categorical "

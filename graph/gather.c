@@ -18,7 +18,7 @@ np_status np_model_gather(const np_model_t *m, np_comm *c, np_model_t **full, np
     np_model_t *f = NULL;
     np_status st = NP_OK;
     if (me == 0) {
-        st = np_model_create(&one, &f, err);
+        st = np_model_create_graph(&one, m->graph, &f, err);
         if (!st) memcpy(f->dense, m->dense, m->n_dense * sizeof(float));
     }
     /* rank 0 needs room for the largest table; all ranks agree before the first gather */

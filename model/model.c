@@ -1,5 +1,6 @@
-/* DLRM parameters: layout, deterministic initialisation from the seed, and the NPPARAMS
- * dump of the logical model. Not here: forward/backward (reference.c) or sharding. */
+/* The model's parameters: layout from its graph, deterministic initialisation from the
+ * seed, and the NPPARAMS dump of the logical model (loading: model/load.c).
+ * Not here: forward/backward (reference.c) or sharding. */
 #include <errno.h>
 #include <pthread.h>
 #include <math.h>
@@ -12,41 +13,19 @@
 #include "model/model.h"
 
 int np_model_n_dense_tensors(const np_model_t *m) {
-    return 2 * (m->n_bot + m->n_top);
+    return m->graph->n_tensors;
 }
 
-/* Initialisation, after DLRM's reference code: W ~ N(0, sqrt(2/(in+out))),
- * b ~ N(0, sqrt(1/out)), table rows ~ U(-sqrt(1/rows), sqrt(1/rows)).
- * Tensor k (dense tensors in layer order W,b,W,b..., then tables) draws element e from
- * RNG stream NP_STREAM_PARAM + k, counter e. Tables are tensor 2L + t. */
-float np_model_init_value(const np_config *cfg, int k, int fan_in, int fan_out, int64_t rows,
-                          uint64_t e) {
-    uint64_t stream = (uint64_t)NP_STREAM_PARAM + (uint64_t)k;
-    if (rows > 0) { /* embedding table */
-        double a = sqrt(1.0 / (double)rows);
-        return (float)(a * (2.0 * np_rng_uniform(cfg->seed, stream, e) - 1.0));
-    }
-    double sd = fan_in > 0 ? sqrt(2.0 / (fan_in + fan_out)) : sqrt(1.0 / fan_out);
-    return (float)(sd * np_rng_normal(cfg->seed, stream, e));
-}
-
-static size_t layout_mlp(np_layer *L, int n, const int *in_sizes, const int *out_sizes,
-                         int last_relu, size_t off) {
-    for (int i = 0; i < n; i++) {
-        L[i].in = in_sizes[i];
-        L[i].out = out_sizes[i];
-        L[i].relu = (i < n - 1) || last_relu;
-        L[i].w_off = off;
-        off += (size_t)L[i].in * L[i].out;
-        L[i].b_off = off;
-        off += (size_t)L[i].out;
-    }
-    return off;
+/* Tensor k (dense tensors in node and tensor order, then tables) draws element e from
+ * RNG stream NP_STREAM_PARAM + k, counter e. */
+float np_model_table_init(const np_model_t *m, int t, uint64_t e) {
+    uint64_t stream = (uint64_t)NP_STREAM_PARAM + (uint64_t)(m->graph->n_tensors + t);
+    double a = sqrt(1.0 / (double)m->rows[t]);
+    return (float)(a * (2.0 * np_rng_uniform(m->cfg.seed, stream, e) - 1.0));
 }
 
 typedef struct init_job {
     np_model_t *m;
-    int k0;         /* tensor index of table 0 */
     int64_t lo, hi; /* rows [lo, hi) of the table block */
 } init_job;
 
@@ -63,13 +42,13 @@ static void *init_rows(void *arg) {
         uint64_t g = (uint64_t)np_shard_global(cfg, t, cfg->rank, local);
         float *row = m->table_mem + (size_t)r * d;
         for (size_t col = 0; col < d; col++)
-            row[col] = np_model_init_value(cfg, j->k0 + t, 0, 0, m->rows[t], g * d + col);
+            row[col] = np_model_table_init(m, t, g * d + col);
     }
     return NULL;
 }
 
 /* Initialises the table block on up to one thread per core (large tables take seconds). */
-static void init_tables(np_model_t *m, int k0) {
+static void init_tables(np_model_t *m) {
     int64_t total = m->row_base[m->T];
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
@@ -78,38 +57,71 @@ static void init_tables(np_model_t *m, int k0) {
     init_job jobs[64];
     int created[64] = {0};
     for (int i = 1; i < n; i++) {
-        jobs[i] = (init_job){m, k0, total * i / n, total * (i + 1) / n};
+        jobs[i] = (init_job){m, total * i / n, total * (i + 1) / n};
         created[i] = pthread_create(&th[i], NULL, init_rows, &jobs[i]) == 0;
         if (!created[i]) init_rows(&jobs[i]); /* no thread: do its share here */
     }
-    jobs[0] = (init_job){m, k0, 0, total / n};
+    jobs[0] = (init_job){m, 0, total / n};
     init_rows(&jobs[0]);
     for (int i = 1; i < n; i++)
         if (created[i]) pthread_join(th[i], NULL);
+}
+
+/* Every dense tensor from its own RNG stream (tensor index k), by its kind's init. */
+static void init_dense(np_model_t *m) {
+    const np_graph_t *g = m->graph;
+    int k = 0;
+    for (int v = 0; v < g->n; v++) {
+        const np_node *x = &g->node[v];
+        const np_layer_def *def = np_node_def(x);
+        for (int p = 0; p < x->shape.n_params; p++, k++) {
+            float *w = m->dense + x->poff[p];
+            uint64_t stream = (uint64_t)NP_STREAM_PARAM + (uint64_t)k;
+            size_t n = np_param_count(&x->shape.param[p]);
+            for (uint64_t e = 0; e < n; e++)
+                w[e] = def->init(&x->hp, &x->shape, p, m->cfg.seed, stream, e);
+        }
+    }
 }
 
 np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err) {
     *out = NULL;
     np_status st = np_config_check(cfg, err);
     if (st) return st;
+    np_graph_t *g;
+    if ((st = np_graph_from_config(cfg, &g, err))) return st;
+    st = np_model_create_graph(cfg, g, out, err);
+    np_graph_free(g);
+    return st;
+}
+
+np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, np_model_t **out,
+                                np_error *err) {
+    *out = NULL;
+    np_status st = np_config_check(cfg, err);
+    if (st) return st;
+    if (graph->dense_w != cfg->bottom[0] || graph->pooled_w != cfg->tables * cfg->dim)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "graph: built for %d dense features and %d pooled floats, but the config "
+                      "has %d and %d x %d",
+                      graph->dense_w, graph->pooled_w, cfg->bottom[0], cfg->tables, cfg->dim);
     np_model_t *m = np_zalloc(1, sizeof *m, "model", err);
     if (!m) return NP_STATUS_NO_MEMORY;
     m->cfg = *cfg;
     m->T = cfg->tables;
     m->d = cfg->dim;
-    m->n_bot = cfg->n_bottom - 1;
-    m->n_top = cfg->n_top;
-
-    /* bottom: sizes[i] -> sizes[i+1], ReLU everywhere (DLRM); top: ReLU but the last */
-    int top_in[NP_MAX_LAYERS];
-    top_in[0] = np_config_top_input(cfg);
-    for (int i = 1; i < m->n_top; i++)
-        top_in[i] = cfg->top[i - 1];
-    size_t off = layout_mlp(m->bot, m->n_bot, cfg->bottom, cfg->bottom + 1, 1, 0);
-    off = layout_mlp(m->top, m->n_top, top_in, cfg->top, 0, off);
-    m->n_dense = off;
-
-    m->dense = np_alloc(m->n_dense, sizeof(float), "dense parameters", err);
+    m->graph = np_alloc(1, sizeof *m->graph, "model graph", err);
+    if (!m->graph) {
+        np_model_free(m);
+        return NP_STATUS_NO_MEMORY;
+    }
+    *m->graph = *graph;
+    if ((st = np_graph_finalize(m->graph, err))) {
+        np_model_free(m);
+        return st;
+    }
+    m->n_dense = m->graph->n_params;
+    m->dense = np_alloc(m->n_dense ? m->n_dense : 1, sizeof(float), "dense parameters", err);
     m->rows = np_alloc((size_t)m->T, sizeof(int64_t), "row counts", err);
     m->row_base = np_alloc((size_t)m->T + 1, sizeof(int64_t), "row offsets", err);
     m->local_rows = np_alloc((size_t)m->T, sizeof(int64_t), "shard row counts", err);
@@ -122,18 +134,7 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
         return NP_STATUS_NO_MEMORY;
     }
 
-    int k = 0;
-    for (int part = 0; part < 2; part++) {
-        np_layer *L = part ? m->top : m->bot;
-        int n = part ? m->n_top : m->n_bot;
-        for (int i = 0; i < n; i++, k += 2) {
-            float *W = m->dense + L[i].w_off, *b = m->dense + L[i].b_off;
-            for (uint64_t e = 0; e < (uint64_t)L[i].in * L[i].out; e++)
-                W[e] = np_model_init_value(cfg, k, L[i].in, L[i].out, 0, e);
-            for (uint64_t e = 0; e < (uint64_t)L[i].out; e++)
-                b[e] = np_model_init_value(cfg, k + 1, 0, L[i].out, 0, e);
-        }
-    }
+    init_dense(m);
     /* this rank's shard of every table in one block (and its Adagrad state in another):
      * one buffer for the engines to register; local rows of table t start at row_base[t] */
     int64_t total = 0;
@@ -159,7 +160,7 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
     }
     /* every row from its GLOBAL index, so a shard holds exactly the single-process rows;
      * each value depends only on its index, so threads may fill rows in any split */
-    init_tables(m, k);
+    init_tables(m);
     *out = m;
     return NP_OK;
 }
@@ -179,6 +180,7 @@ void np_model_free(np_model_t *m) {
     free(m->state);
     free(m->rows);
     free(m->dense);
+    free(m->graph);
     free(m);
 }
 
@@ -226,16 +228,14 @@ np_status np_model_dump(const np_model_t *m, const char *path, np_error *err) {
     int bad = fwrite("NPPARAMS", 1, 8, f) != 8 || put_u32(f, 1) ||
               put_u32(f, (uint32_t)(np_model_n_dense_tensors(m) + m->T));
     char name[64];
-    for (int part = 0; part < 2 && !bad; part++) {
-        const np_layer *L = part ? m->top : m->bot;
-        int n = part ? m->n_top : m->n_bot;
-        const char *pre = part ? "top" : "bottom";
-        for (int i = 0; i < n && !bad; i++) {
-            uint64_t wd[2] = {(uint64_t)L[i].out, (uint64_t)L[i].in}, bd[1] = {(uint64_t)L[i].out};
-            snprintf(name, sizeof name, "%s.%d.weight", pre, i);
-            bad |= put_tensor(f, name, 2, wd, m->dense + L[i].w_off);
-            snprintf(name, sizeof name, "%s.%d.bias", pre, i);
-            bad |= put_tensor(f, name, 1, bd, m->dense + L[i].b_off);
+    const np_graph_t *g = m->graph;
+    for (int v = 0; v < g->n && !bad; v++) {
+        const np_node *x = &g->node[v];
+        for (int p = 0; p < x->shape.n_params && !bad; p++) {
+            const np_param_shape *ps = &x->shape.param[p];
+            uint64_t dims[2] = {(uint64_t)ps->dims[0], (uint64_t)ps->dims[1]};
+            snprintf(name, sizeof name, "%s.%s", x->name, ps->name);
+            bad |= put_tensor(f, name, ps->ndim, dims, m->dense + x->poff[p]);
         }
     }
     for (int t = 0; t < m->T && !bad; t++) {

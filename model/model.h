@@ -1,26 +1,18 @@
-/* The DLRM parameter layout (private): dense layers in one contiguous array, tables and
- * their optimizer state per table; plus the reference forward/backward workspace.
+/* The model (private): its layer graph, the dense parameters of every node in one
+ * contiguous array (node order, tensor order), this rank's shard of the tables and their
+ * optimizer state; plus the reference forward/backward workspace.
  * Not here: how batches are scheduled (graph/) or where rows live across ranks (comm/). */
 #ifndef NP_MODEL_MODEL_H
 #define NP_MODEL_MODEL_H
 
 #include "core/shard.h"
+#include "model/layers.h"
 #include "nestpipe/nestpipe.h"
-
-/* One linear layer of an MLP; W and b are views into np_model.dense. */
-typedef struct np_layer {
-    int in, out;
-    int relu;     /* 1: ReLU after this layer; 0: the last top layer (sigmoid in the loss) */
-    size_t w_off; /* W (out, in) at dense + w_off */
-    size_t b_off; /* b (out) at dense + b_off */
-} np_layer;
 
 struct np_model {
     np_config cfg;    /* copy of the config the model was built from */
-    int n_bot, n_top; /* layer counts */
-    np_layer bot[NP_MAX_LAYERS];
-    np_layer top[NP_MAX_LAYERS];
-    float *dense; /* (n_dense) all MLP parameters: bot W,b..., top W,b... */
+    np_graph_t *graph; /* finalized: parameter offsets and gradient edges laid out */
+    float *dense;      /* (n_dense) every node's tensors: node order, tensor order */
     size_t n_dense;
     int T, d;            /* tables, embedding dim */
     int64_t *rows;       /* (T) rows per table */
@@ -32,13 +24,13 @@ struct np_model {
     float **state;       /* T views into state_mem: (local_rows[t]); NULL for SGD */
 };
 
-/* Number of dense tensors (W and b per layer) and their dump names ("bottom.0.weight"). */
+/* Number of dense tensors (over all nodes); dumps name them "<node>.<tensor>". */
 int np_model_n_dense_tensors(const np_model_t *m);
 
-/* Initial value of parameter element e of tensor k (dense tensors first, then tables),
- * a pure function of the seed: any rank can initialise any shard on its own. */
-float np_model_init_value(const np_config *cfg, int k, int fan_in, int fan_out, int64_t rows,
-                          uint64_t e);
+/* Initial value of element e of embedding table t: U(-sqrt(1/rows), sqrt(1/rows)) from RNG
+ * stream NP_STREAM_PARAM + (dense tensors) + t, a pure function of the seed: any rank can
+ * initialise any shard on its own. */
+float np_model_table_init(const np_model_t *m, int t, uint64_t e);
 
 /* ---- reference forward/backward on one batch (model/reference.c) */
 

@@ -1,6 +1,7 @@
 /* The reference trainer, nestpipe's oracle: one process, one thread, the whole global
  * batch at once, plain loops over the codelets/ kernels. Every engine and pipeline mode is
- * checked against it, so it stays small and obvious rather than fast.
+ * checked against it, so it stays small and obvious rather than fast. It walks the
+ * model's layer graph calling the layers' CPU kernels directly: no StarPU, no MPI.
  * One step: dedup keys per table -> gather rows -> forward -> backward -> sparse update of
  * the gathered rows -> write them back -> dense SGD. */
 #include <cblas.h>
@@ -12,59 +13,71 @@
 #include "model/model.h"
 
 struct np_fwd_ws {
-    long cap;                      /* samples the buffers hold */
-    int T1;                        /* T + 1 vectors per sample */
-    int top_in;                    /* d + T1(T1-1)/2 */
-    float *act_bot[NP_MAX_LAYERS]; /* (cap, bot[i].out) post-ReLU outputs */
-    float *act_top[NP_MAX_LAYERS]; /* (cap, top[i].out) post-ReLU; the last holds logits */
-    float *F;                      /* (cap, T1, d) interaction inputs */
-    float *Z;                      /* (cap, top_in) interaction output = top input */
-    float *dZ;                     /* (cap, top_in) */
-    float *dF;                     /* (cap, T1, d) */
-    float *g0, *g1;                /* (cap, max width) ping-pong activation grads */
+    long cap;                   /* samples the buffers hold */
+    float *P, *dP;              /* (cap, T*d) pooled embeddings and their gradient */
+    float *act[NP_MAX_NODES];   /* (cap, out) each node's output */
+    float *saved[NP_MAX_NODES]; /* (cap, saved) kept by forward for backward, or NULL */
+    float *dact[NP_MAX_NODES];  /* (cap, out) gradient of each node's output */
+    /* (cap, in width) gradient of input slot k of node v when its producer feeds several
+     * edges (summed into the producer's gradient in edge order); NULL when the producer
+     * has this one edge (written into its gradient directly) or is the data */
+    float *edge[NP_MAX_NODES][NP_LAYER_MAX_IN];
+    float *scratch; /* (cap, largest scratch) */
 };
 
 void np_fwd_ws_free(np_fwd_ws *ws) {
     if (!ws) return;
-    for (int i = 0; i < NP_MAX_LAYERS; i++) {
-        free(ws->act_bot[i]);
-        free(ws->act_top[i]);
+    for (int v = 0; v < NP_MAX_NODES; v++) {
+        free(ws->act[v]);
+        free(ws->saved[v]);
+        free(ws->dact[v]);
+        for (int k = 0; k < NP_LAYER_MAX_IN; k++)
+            free(ws->edge[v][k]);
     }
-    free(ws->F);
-    free(ws->Z);
-    free(ws->dZ);
-    free(ws->dF);
-    free(ws->g0);
-    free(ws->g1);
+    free(ws->P);
+    free(ws->dP);
+    free(ws->scratch);
     free(ws);
+}
+
+/* Where the gradient of node v's input k goes: NULL (the data), the producer's own
+ * gradient (its only edge), or the edge's buffer (several edges). */
+static float *grad_target(const np_graph_t *g, np_fwd_ws *ws, int v, int k) {
+    int p = g->node[v].in[k], n;
+    if (p == NP_IN_DENSE) return NULL;
+    np_graph_grad_edges(g, p, &n);
+    if (n > 1) return ws->edge[v][k];
+    return p == NP_IN_POOLED ? ws->dP : ws->dact[p];
 }
 
 np_status np_fwd_ws_create(const np_model_t *m, long cap, np_fwd_ws **out, np_error *err) {
     *out = NULL;
     np_fwd_ws *ws = np_zalloc(1, sizeof *ws, "workspace", err);
     if (!ws) return NP_STATUS_NO_MEMORY;
+    const np_graph_t *g = m->graph;
     ws->cap = cap;
-    ws->T1 = m->T + 1;
-    ws->top_in = np_config_top_input(&m->cfg);
     size_t c = (size_t)cap;
-    int maxw = ws->top_in;
-    int ok = 1;
-    for (int i = 0; i < m->n_bot; i++) {
-        ok &= (ws->act_bot[i] = np_alloc(c, (size_t)m->bot[i].out * 4, "activations", err)) != NULL;
-        if (m->bot[i].out > maxw) maxw = m->bot[i].out;
-        if (m->bot[i].in > maxw) maxw = m->bot[i].in;
+    int ok = 1, scratch = 1;
+    for (int v = 0; v < g->n; v++) {
+        const np_layer_shape *s = &g->node[v].shape;
+        ok &= (ws->act[v] = np_alloc(c, (size_t)s->out * 4, "activations", err)) != NULL;
+        ok &= (ws->dact[v] = np_alloc(c, (size_t)s->out * 4, "activation grads", err)) != NULL;
+        if (s->saved)
+            ok &= (ws->saved[v] = np_alloc(c, (size_t)s->saved * 4, "saved activations", err)) !=
+                  NULL;
+        if (s->scratch > scratch) scratch = s->scratch;
+        for (int k = 0; k < s->n_in; k++) {
+            int p = g->node[v].in[k], n = 0;
+            if (p != NP_IN_DENSE) np_graph_grad_edges(g, p, &n);
+            if (n > 1)
+                ok &= (ws->edge[v][k] = np_alloc(c, (size_t)s->in[k] * 4, "edge grads", err)) !=
+                      NULL;
+        }
     }
-    for (int i = 0; i < m->n_top; i++) {
-        ok &= (ws->act_top[i] = np_alloc(c, (size_t)m->top[i].out * 4, "activations", err)) != NULL;
-        if (m->top[i].out > maxw) maxw = m->top[i].out;
-    }
-    size_t fsz = (size_t)ws->T1 * (size_t)m->d;
-    ok &= (ws->F = np_alloc(c, fsz * 4, "interaction inputs", err)) != NULL;
-    ok &= (ws->dF = np_alloc(c, fsz * 4, "interaction grads", err)) != NULL;
-    ok &= (ws->Z = np_alloc(c, (size_t)ws->top_in * 4, "interaction outputs", err)) != NULL;
-    ok &= (ws->dZ = np_alloc(c, (size_t)ws->top_in * 4, "interaction grads", err)) != NULL;
-    ok &= (ws->g0 = np_alloc(c, (size_t)maxw * 4, "activation grads", err)) != NULL;
-    ok &= (ws->g1 = np_alloc(c, (size_t)maxw * 4, "activation grads", err)) != NULL;
+    size_t pw = (size_t)g->pooled_w;
+    ok &= (ws->P = np_alloc(c, pw * 4, "pooled embeddings", err)) != NULL;
+    ok &= (ws->dP = np_alloc(c, pw * 4, "pooled grads", err)) != NULL;
+    ok &= (ws->scratch = np_alloc(c, (size_t)scratch * 4, "layer scratch", err)) != NULL;
     if (!ok) {
         np_fwd_ws_free(ws);
         return NP_STATUS_NO_MEMORY;
@@ -83,75 +96,78 @@ static np_status check_batch(const np_model_t *m, const np_fwd_ws *ws, const np_
     return NP_OK;
 }
 
-/* Forward over the batch. Table t's bags pool rows src[t][idx[t][k]] (k absolute into
- * the batch's key array): the tables themselves with idx = keys, or gathered rows with
- * idx = positions in the gathered set. Returns the BCE sum; prob (n) optional. */
+/* The kernel arguments of node v on the batch's n samples; backward ones too if bwd. */
+static np_layer_io node_io(const np_model_t *m, np_fwd_ws *ws, const np_batch *b, int v, int bwd,
+                           float *gdense) {
+    const np_graph_t *g = m->graph;
+    const np_node *x = &g->node[v];
+    np_layer_io io = {.hp = &x->hp,
+                      .shape = &x->shape,
+                      .n = b->n,
+                      .out = ws->act[v],
+                      .saved = ws->saved[v],
+                      .scratch = x->shape.scratch ? ws->scratch : NULL};
+    for (int k = 0; k < x->shape.n_in; k++) {
+        int p = x->in[k];
+        io.in[k] = p == NP_IN_DENSE ? b->dense : p == NP_IN_POOLED ? ws->P : ws->act[p];
+        if (bwd) io.din[k] = grad_target(g, ws, v, k);
+    }
+    for (int p = 0; p < x->shape.n_params; p++) {
+        io.param[p] = m->dense + x->poff[p];
+        if (bwd) io.dparam[p] = gdense + x->poff[p];
+    }
+    if (bwd) io.dout = ws->dact[v];
+    return io;
+}
+
+/* A producer's gradient from its edges, in edge order, when it feeds several. */
+static void sum_edges(const np_graph_t *g, np_fwd_ws *ws, int p, long n, float *out) {
+    int ne;
+    const np_edge *e = np_graph_grad_edges(g, p, &ne);
+    if (ne < 2) return;
+    const float *parts[NP_GRAPH_MAX_EDGES];
+    for (int i = 0; i < ne; i++)
+        parts[i] = ws->edge[e[i].node][e[i].slot];
+    np_sum_ordered(parts, ne, (size_t)n * (size_t)np_graph_width(g, p), out);
+}
+
+/* Forward over the batch: pooling, then every node in order, then the loss. Table t's
+ * bags pool rows src[t][idx[t][k]] (k absolute into the batch's key array): the tables
+ * themselves with idx = keys, or gathered rows with idx = positions in the gathered set.
+ * Returns the BCE sum; prob (n) optional. */
 static double forward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b,
                            const float *const *src, const int64_t *const *idx, float *prob) {
+    const np_graph_t *g = m->graph;
     long n = b->n;
-    int d = m->d, T1 = ws->T1;
-    const float *x = b->dense;
-    for (int i = 0; i < m->n_bot; i++) {
-        const np_layer *L = &m->bot[i];
-        np_linear_fwd(x, m->dense + L->w_off, m->dense + L->b_off, ws->act_bot[i], n, L->in,
-                      L->out);
-        np_relu_fwd(ws->act_bot[i], ws->act_bot[i], (size_t)n * L->out);
-        x = ws->act_bot[i];
-    }
-    for (long s = 0; s < n; s++)
-        memcpy(ws->F + (size_t)s * T1 * d, x + (size_t)s * d, d * 4);
+    int d = m->d;
     for (int t = 0; t < m->T; t++)
         np_embbag_fwd(src[t], b->offsets + (size_t)t * (n + 1), idx[t], n, d,
-                      ws->F + (size_t)(1 + t) * d, (long)T1 * d);
-    np_interact_fwd(ws->F, n, T1, d, ws->Z);
-    x = ws->Z;
-    for (int i = 0; i < m->n_top; i++) {
-        const np_layer *L = &m->top[i];
-        np_linear_fwd(x, m->dense + L->w_off, m->dense + L->b_off, ws->act_top[i], n, L->in,
-                      L->out);
-        if (L->relu) np_relu_fwd(ws->act_top[i], ws->act_top[i], (size_t)n * L->out);
-        x = ws->act_top[i];
+                      ws->P + (size_t)t * d, (long)g->pooled_w);
+    for (int v = 0; v < g->n; v++) {
+        np_layer_io io = node_io(m, ws, b, v, 0, NULL);
+        np_node_def(&g->node[v])->fwd(&io);
     }
-    return np_sigmoid_bce_fwd(x, b->label, prob, n);
+    return np_sigmoid_bce_fwd(ws->act[g->output], b->label, prob, n);
 }
 
 /* Backward of (BCE sum * scale): dense grads overwrite gdense (n_dense); table t's row
- * grads ACCUMULATE into drows[t] at rows idx[t][k] (as in forward_core). */
+ * grads ACCUMULATE into drows[t] at rows idx[t][k] (as in forward_core). Nodes run in
+ * reverse order; a node that feeds several edges first sums their gradients. */
 static void backward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b, float scale,
                           float *gdense, float *const *drows, const int64_t *const *idx) {
+    const np_graph_t *g = m->graph;
     long n = b->n;
-    int d = m->d, T1 = ws->T1;
-    float *dy = ws->g0, *dx = ws->g1;
-    np_sigmoid_bce_bwd(ws->act_top[m->n_top - 1], b->label, scale, dy, n);
-    for (int i = m->n_top - 1; i >= 0; i--) {
-        const np_layer *L = &m->top[i];
-        if (L->relu) np_relu_bwd(ws->act_top[i], dy, dy, (size_t)n * L->out);
-        const float *x = i ? ws->act_top[i - 1] : ws->Z;
-        float *dxi = i ? dx : ws->dZ;
-        np_linear_bwd(x, m->dense + L->w_off, dy, dxi, gdense + L->w_off, gdense + L->b_off, n,
-                      L->in, L->out);
-        float *tmp = dy;
-        dy = dx;
-        dx = tmp;
+    int d = m->d;
+    np_sigmoid_bce_bwd(ws->act[g->output], b->label, scale, ws->dact[g->output], n);
+    for (int v = g->n - 1; v >= 0; v--) {
+        sum_edges(g, ws, v, n, ws->dact[v]);
+        np_layer_io io = node_io(m, ws, b, v, 1, gdense);
+        np_node_def(&g->node[v])->bwd(&io);
     }
-    np_interact_bwd(ws->F, ws->dZ, n, T1, d, ws->dF);
+    sum_edges(g, ws, NP_IN_POOLED, n, ws->dP);
     for (int t = 0; t < m->T; t++)
-        np_embbag_bwd(ws->dF + (size_t)(1 + t) * d, (long)T1 * d, b->offsets + (size_t)t * (n + 1),
+        np_embbag_bwd(ws->dP + (size_t)t * d, (long)g->pooled_w, b->offsets + (size_t)t * (n + 1),
                       idx[t], n, d, drows[t]);
-    dy = ws->g0;
-    dx = ws->g1;
-    for (long s = 0; s < n; s++)
-        memcpy(dy + (size_t)s * d, ws->dF + (size_t)s * T1 * d, d * 4);
-    for (int i = m->n_bot - 1; i >= 0; i--) {
-        const np_layer *L = &m->bot[i];
-        np_relu_bwd(ws->act_bot[i], dy, dy, (size_t)n * L->out);
-        const float *x = i ? ws->act_bot[i - 1] : b->dense;
-        np_linear_bwd(x, m->dense + L->w_off, dy, i ? dx : NULL, gdense + L->w_off,
-                      gdense + L->b_off, n, L->in, L->out);
-        float *tmp = dy;
-        dy = dx;
-        dx = tmp;
-    }
 }
 
 np_status np_reference_forward(const np_model_t *m, np_fwd_ws *ws, const np_batch *b, float *prob,

@@ -37,6 +37,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     task->cl = cl;
     task->name = cl->name;
     task->priority = prio + ctx->boost;
+    task->flops = ctx->flops;
     if (ctx->pin && ctx->comm_worker >= 0) {
         /* collectives run one at a time on the communication worker */
         task->execute_on_a_specific_worker = 1;
@@ -82,6 +83,8 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                   .kind = kind,
                                   .batch = ctx->batch,
                                   .window = ctx->window,
+                                  .node = ctx->node,
+                                  .chunk = ctx->chunk,
                                   .rank = ctx->rank,
                                   .bytes = bytes};
         ti->bytes_in_args = bytes == NP_BYTES_FROM_ARGS;

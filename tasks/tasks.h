@@ -23,6 +23,9 @@ typedef struct np_task_ctx {
     unsigned compute_ctx; /* scheduling context of the other tasks (0: the global one) */
     int pin;              /* set by the comm submitters: run this task on comm_worker */
     int boost;            /* added to the task's priority: earlier windows go first */
+    int node;             /* model graph node of a layer task, -1 for the others */
+    int chunk;            /* the chunk (window * chunks + c) of a chunk task, -1 otherwise */
+    double flops;         /* the task's floating-point operations, 0 if unknown */
 } np_task_ctx;
 
 /* Priorities for policies that honour them (prio, lws, dmdas): the dense chain of the
@@ -85,25 +88,29 @@ NP_NODISCARD np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xch
                                            np_h glocal, np_h gdense, np_h all, np_h token,
                                            np_error *err);
 
-/* ---- dense forward/backward of one chunk (tasks/fwd_bwd.c) */
-NP_NODISCARD np_status np_submit_linear_fwd(const np_task_ctx *c, const np_cl_linear_args *a,
-                                            np_h x, np_h params, np_h y, np_error *err);
-/* dx may be NULL (first bottom layer). */
-NP_NODISCARD np_status np_submit_linear_bwd(const np_task_ctx *c, const np_cl_linear_args *a,
-                                            np_h x, np_h params, np_h dy, np_h gdense, np_h dx,
-                                            np_error *err);
-NP_NODISCARD np_status np_submit_relu_fwd(const np_task_ctx *c, size_t n, np_h y, np_error *err);
-NP_NODISCARD np_status np_submit_relu_bwd(const np_task_ctx *c, size_t n, np_h y, np_h dy,
-                                          np_error *err);
+/* ---- layers of one chunk (tasks/layer.c) */
+/* The handles of one layer task; in_off[k] floats skip to the chunk's rows of input k. */
+typedef struct np_layer_handles {
+    np_h in[NP_LAYER_MAX_IN];
+    size_t in_off[NP_LAYER_MAX_IN];
+    np_h params, out, saved, scratch; /* saved, scratch: NULL when the kind has none */
+    np_h dout, din[NP_LAYER_MAX_IN], gd; /* bwd; din[k] NULL: not wanted; gd NULL: no params */
+} np_layer_handles;
+/* Makes the codelets of every registered kind; idempotent. Before the first submit. */
+void np_layer_codelets_init(void);
+/* Node `a->def` forward (bwd = 0) or backward over the chunk: a gives the kind, rows,
+ * hyper-parameters, shape and parameter offsets; buffer indices are filled here. */
+NP_NODISCARD np_status np_submit_layer(const np_task_ctx *c, int bwd, const np_cl_layer_args *a,
+                                       const np_layer_handles *h, np_error *err);
+/* This process's codelet name equal to `name` (a layer's or NULL), for merged traces. */
+const char *np_layer_codelet_name(const char *name);
+
+/* ---- pooling and the loss of one chunk (tasks/fwd_bwd.c) */
 NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
                                           np_h offsets, np_h pos, np_h P, np_error *err);
 NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
                                           np_h offsets, np_h pos, np_h meta, np_h grows,
                                           np_error *err);
-NP_NODISCARD np_status np_submit_interact_fwd(const np_task_ctx *c, const np_cl_emb_args *a,
-                                              np_h bot, np_h P, np_h F, np_h Z, np_error *err);
-NP_NODISCARD np_status np_submit_interact_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h F,
-                                              np_h dZ, np_h dF, np_h dbot, np_h dP, np_error *err);
 NP_NODISCARD np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args *a, np_h logits,
                                      np_h labels, np_h loss, np_h dlogits, np_error *err);
 

@@ -313,11 +313,11 @@ static void test_trace_matches_graph(void **state) {
     /* tasks per batch: 6 before the windows (prefetch, h2d, route, a2a_keys, route_owner,
      * retrieve), per window exchange_rows and exchange_grads, per dense layer a sum, an
      * allreduce and an update, and the sparse update and write-back,
-     * and per chunk: bottom linear+relu, pool, interaction, top linear (+relu but the last),
-     * bce fwd+bwd, the same backward, pool backward */
-    long per_chunk = 4L * m->n_bot + 4L * m->n_top + 4;
+     * and per chunk: pool, each layer's forward (bottom linears, the dot interaction, top
+     * linears), bce fwd+bwd, each layer's backward, pool backward */
+    long NL = (c.n_bottom - 1) + c.n_top;
+    long per_chunk = 2 * (NL + 1) + 4;
     long W = np_config_windows(&c);
-    long NL = m->n_bot + m->n_top;
     long expect = steps * (8 + 2 * W + 3 * NL + W * c.chunks * per_chunk);
 
     json_error_t jerr;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util.h"
 #include "model/model.h"
 #include "testutil.h"
 
@@ -37,10 +38,40 @@ static np_config small_cfg(void) {
     return c;
 }
 
+/* The DLRM's dense layers as documented (docs/formats.md): bottom then top, W (out, in)
+ * then b (out) each, laid out from the config alone, independently of the model code. */
+typedef struct tlayer {
+    int in, out, relu;
+    size_t w_off, b_off;
+} tlayer;
+
+static int dlrm_layers(const np_config *c, tlayer *bot, int *n_bot, tlayer *top, int *n_top) {
+    size_t off = 0;
+    *n_bot = c->n_bottom - 1;
+    *n_top = c->n_top;
+    for (int i = 0; i < *n_bot; i++) {
+        bot[i] = (tlayer){c->bottom[i], c->bottom[i + 1], 1, off, 0};
+        off += (size_t)bot[i].in * bot[i].out;
+        bot[i].b_off = off;
+        off += (size_t)bot[i].out;
+    }
+    for (int i = 0; i < *n_top; i++) {
+        int in = i ? c->top[i - 1] : np_config_top_input(c);
+        top[i] = (tlayer){in, c->top[i], i < *n_top - 1, off, 0};
+        off += (size_t)in * top[i].out;
+        top[i].b_off = off;
+        off += (size_t)top[i].out;
+    }
+    return (int)off;
+}
+
 /* ---- independent double-precision DLRM: loss sum of the batch times scale */
 static double ref_loss(const np_model_t *m, const np_batch *b, const double *dense,
                        double *const *tab, double scale) {
     int d = m->d, T1 = m->T + 1;
+    tlayer bot[NP_MAX_LAYERS], top[NP_MAX_LAYERS];
+    int n_bot, n_top;
+    dlrm_layers(&m->cfg, bot, &n_bot, top, &n_top);
     double total = 0;
     double act[2][512], F[64][16];
     for (long s = 0; s < b->n; s++) {
@@ -48,8 +79,8 @@ static double ref_loss(const np_model_t *m, const np_batch *b, const double *den
         for (int j = 0; j < b->n_dense; j++)
             act[1][j] = b->dense[s * b->n_dense + j];
         int cur = 0;
-        for (int i = 0; i < m->n_bot; i++, cur ^= 1) {
-            const np_layer *L = &m->bot[i];
+        for (int i = 0; i < n_bot; i++, cur ^= 1) {
+            const tlayer *L = &bot[i];
             for (int o = 0; o < L->out; o++) {
                 double v = dense[L->b_off + o];
                 for (int k = 0; k < L->in; k++)
@@ -80,8 +111,8 @@ static double ref_loss(const np_model_t *m, const np_batch *b, const double *den
                 z[w++] = dot;
             }
         x = z;
-        for (int i = 0; i < m->n_top; i++, cur ^= 1) {
-            const np_layer *L = &m->top[i];
+        for (int i = 0; i < n_top; i++, cur ^= 1) {
+            const tlayer *L = &top[i];
             for (int o = 0; o < L->out; o++) {
                 double v = dense[L->b_off + o];
                 for (int k = 0; k < L->in; k++)
@@ -183,7 +214,9 @@ static void test_init_deterministic(void **state) {
     assert_memory_equal(a->table[2], b2->table[2], 9 * 3 * sizeof(float));
     /* documented law: element e of tensor k depends on (seed, k, e) only */
     int k_t1 = np_model_n_dense_tensors(a) + 1;
-    assert_true(a->table[1][7] == np_model_init_value(&c, k_t1, 0, 0, 5, 7));
+    double a1 = sqrt(1.0 / 5);
+    float want = (float)(a1 * (2.0 * np_rng_uniform(c.seed, NP_STREAM_PARAM + k_t1, 7) - 1.0));
+    assert_true(a->table[1][7] == want);
     assert_true(fabsf(a->table[1][7]) <= sqrtf(1.0f / 5));
     np_model_free(b2);
     c.seed = 43;
@@ -247,8 +280,11 @@ static void test_dump_layout(void **state) {
     assert_int_equal(p, n); /* nothing after the last tensor */
     assert_int_equal(doff, m->n_dense);
     /* shapes: bottom.0.weight is (5, 4); top.0 input is d + T1(T1-1)/2 = 3 + 6 = 9 */
-    assert_int_equal(m->bot[0].out, 5);
-    assert_int_equal(m->top[0].in, 9);
+    tlayer bot[NP_MAX_LAYERS], top[NP_MAX_LAYERS];
+    int n_bot, n_top;
+    assert_int_equal(dlrm_layers(&c, bot, &n_bot, top, &n_top), (int)m->n_dense);
+    assert_int_equal(bot[0].out, 5);
+    assert_int_equal(top[0].in, 9);
     np_model_free(m);
 }
 

@@ -41,6 +41,9 @@ typedef struct np_trace_event {
     double start_us; /* microseconds since the trace's time origin */
     double end_us;
     uint64_t bytes; /* bytes moved (exchange tasks), else 0 */
+    int node;       /* model graph node (layer) of a layer task, -1 otherwise (0 in events
+                       made without it: read traces from before layers say -1) */
+    int chunk;      /* chunk of a chunk task (window * chunks + c), -1 otherwise */
 } np_trace_event;
 
 typedef struct np_trace np_trace;

@@ -74,6 +74,10 @@ typedef enum np_shard {
     NP_SHARD_ROW,   /* row k of table t lives on rank (k + t) mod R, as local row k div R */
     NP_SHARD_TABLE, /* table t lives whole on rank t mod R */
 } np_shard;
+typedef enum np_model_kind {
+    NP_MODEL_DLRM,  /* bottom MLP, dot interaction with the pooled embeddings, top MLP */
+    NP_MODEL_DCNV2, /* bottom MLP, cross layers beside a deep MLP on [bottom || pooled], top */
+} np_model_kind;
 typedef enum np_pipeline {
     NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
     NP_PIPELINE_DBP,        /* dual-buffer pipelining: batches overlap, same model */
@@ -97,6 +101,7 @@ typedef struct np_config {
     long groups;       /* key "groups": synthetic latent groups correlating keys
                           across tables; 0 = tables drawn independently */
     /* model */
+    np_model_kind model;           /* key "model": dlrm | dcnv2 */
     int tables;                    /* key "tables" */
     int n_rows;                    /* values given for "rows": 1 (all tables alike) or tables */
     int64_t rows[NP_MAX_TABLES];   /* key "rows": one value for all tables or a comma list */
@@ -105,6 +110,11 @@ typedef struct np_config {
     int bottom[NP_MAX_LAYERS + 1]; /* key "bottom": e.g. 13-512-256-64-16; last == dim */
     int n_top;                     /* number of sizes in top (input size excluded) */
     int top[NP_MAX_LAYERS];        /* key "top": e.g. 512-256-1; last == 1 */
+    int cross_layers;              /* key "cross-layers": DCN-v2 cross layers (1-16) */
+    int cross_rank;                /* key "cross-rank": 0 = full-rank W, r = W as U (D,r) V (r,D) */
+    int n_deep;                    /* number of sizes in deep */
+    int deep[NP_MAX_LAYERS];       /* key "deep": DCN-v2 deep MLP output sizes, e.g. 512-256 */
+    char init_params[NP_PATH_MAX]; /* key "init-params": start from this NPPARAMS dump */
     /* training */
     long steps;                   /* key "steps": optimizer steps (global batches) */
     long batch;                   /* key "batch": global batch size G */
@@ -150,7 +160,8 @@ NP_NODISCARD np_status np_config_load(np_config *cfg, const char *path, np_error
 /* Cross-field checks (sizes that must agree, data layout vs model). */
 NP_NODISCARD np_status np_config_check(const np_config *cfg, np_error *err);
 
-/* Number of inputs of the first top layer: dim + (T+1)T/2. */
+/* Number of inputs of the first top layer: dim + (T+1)T/2 for dlrm; (T+1) dim + the last
+ * deep size for dcnv2. */
 int np_config_top_input(const np_config *cfg);
 /* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1
  * otherwise. Modes match bit for bit only with the same windows, so compare with it set. */
@@ -235,6 +246,10 @@ void np_model_free(np_model_t *m);
 
 /* Writes the logical model in the NPPARAMS format (docs/formats.md). */
 NP_NODISCARD np_status np_model_dump(const np_model_t *m, const char *path, np_error *err);
+/* Loads an NPPARAMS dump into m (this rank's shard of the tables): the dump must hold the
+ * same tensors with the same shapes, in order; the first one that differs is named in err.
+ * Optimizer state starts at zero. */
+NP_NODISCARD np_status np_model_load(np_model_t *m, const char *path, np_error *err);
 
 /* ---------------------------------------------------------------- training */
 

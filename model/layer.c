@@ -1,0 +1,117 @@
+/* The layer registry: the built-in kinds and the ones users register, looked up by name,
+ * plus the parameter-shape and initialisation helpers of the public layer API.
+ * Not here: the kernels (codelets/<kind>.c) or how graphs use them (model/graph.c). */
+#include <pthread.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "model/layers.h"
+
+/* Built-in kinds: one line each. */
+static const np_layer_def *const builtin[] = {
+    &np_layer_linear,
+    &np_layer_dot,
+    &np_layer_concat,
+    &np_layer_cross,
+};
+
+static np_layer_def registry[NP_MAX_LAYER_KINDS];
+static char kind_names[NP_MAX_LAYER_KINDS][32];
+static int n_kinds;
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+
+static np_status add_kind(const np_layer_def *def, np_error *err) {
+    if (!def || !def->kind || !def->kind[0] || !def->shape || !def->fwd || !def->bwd)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "layer %s: a definition needs kind, shape, fwd and bwd",
+                      def && def->kind ? def->kind : "(unnamed)");
+    size_t len = strlen(def->kind);
+    if (len >= sizeof kind_names[0] || strspn(def->kind, "abcdefghijklmnopqrstuvwxyz0123456789_") != len)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "layer %s: a kind is 1-31 characters of a-z, 0-9 and _", def->kind);
+    if (def->min_in < 1 || def->max_in < def->min_in || def->max_in > NP_LAYER_MAX_IN)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "layer %s: inputs [%d, %d] must lie in [1, %d] with min <= max", def->kind,
+                      def->min_in, def->max_in, NP_LAYER_MAX_IN);
+    for (int k = 0; k < n_kinds; k++)
+        if (!strcmp(registry[k].kind, def->kind))
+            return np_err(err, NP_STATUS_BAD_INPUT, "layer %s: this kind is already registered",
+                          def->kind);
+    if (n_kinds == NP_MAX_LAYER_KINDS)
+        return np_err(err, NP_STATUS_UNSUPPORTED, "layer %s: the registry is full (%d kinds)",
+                      def->kind, NP_MAX_LAYER_KINDS);
+    memcpy(kind_names[n_kinds], def->kind, len + 1);
+    registry[n_kinds] = *def;
+    registry[n_kinds].kind = kind_names[n_kinds]; /* the caller's string may not last */
+    if (!registry[n_kinds].init) registry[n_kinds].init = np_layer_init_default;
+    n_kinds++;
+    return NP_OK;
+}
+
+static void add_builtins(void) {
+    for (size_t i = 0; i < sizeof builtin / sizeof *builtin; i++) {
+        np_error e;
+        if (add_kind(builtin[i], &e)) fprintf(stderr, "nestpipe: built-in %s\n", e.msg);
+    }
+}
+
+np_status np_layer_register(const np_layer_def *def, np_error *err) {
+    pthread_once(&builtin_once, add_builtins);
+    return add_kind(def, err);
+}
+
+int np_layer_index(const char *kind) {
+    pthread_once(&builtin_once, add_builtins);
+    for (int k = 0; k < n_kinds; k++)
+        if (!strcmp(registry[k].kind, kind)) return k;
+    return -1;
+}
+
+const np_layer_def *np_layer_get(int index) {
+    pthread_once(&builtin_once, add_builtins);
+    return index >= 0 && index < n_kinds ? &registry[index] : NULL;
+}
+
+int np_layer_count(void) {
+    pthread_once(&builtin_once, add_builtins);
+    return n_kinds;
+}
+
+const np_layer_def *np_layer_find(const char *kind) {
+    return np_layer_get(np_layer_index(kind));
+}
+
+np_param_shape np_param_matrix(const char *name, int64_t rows, int64_t cols) {
+    np_param_shape p = {.ndim = 2, .dims = {rows, cols}, .fan_in = (int)cols, .fan_out = (int)rows};
+    snprintf(p.name, sizeof p.name, "%s", name);
+    return p;
+}
+
+np_param_shape np_param_vector(const char *name, int64_t n) {
+    np_param_shape p = {.ndim = 1, .dims = {n, 1}, .fan_in = 0, .fan_out = (int)n};
+    snprintf(p.name, sizeof p.name, "%s", name);
+    return p;
+}
+
+float np_init_normal(uint64_t seed, uint64_t stream, uint64_t e, double sd) {
+    return (float)(sd * np_rng_normal(seed, stream, e));
+}
+
+float np_init_uniform(uint64_t seed, uint64_t stream, uint64_t e, double lo, double hi) {
+    return (float)(lo + (hi - lo) * np_rng_uniform(seed, stream, e));
+}
+
+/* After DLRM's reference code: W ~ N(0, sqrt(2/(in+out))), b ~ N(0, sqrt(1/out)). */
+float np_layer_init_default(const np_layer_hp *hp, const np_layer_shape *s, int p, uint64_t seed,
+                            uint64_t stream, uint64_t e) {
+    (void)hp;
+    const np_param_shape *ps = &s->param[p];
+    double sd = ps->fan_in > 0 ? sqrt(2.0 / (ps->fan_in + ps->fan_out)) : sqrt(1.0 / ps->fan_out);
+    return np_init_normal(seed, stream, e, sd);
+}
+
+size_t np_param_count(const np_param_shape *p) {
+    return (size_t)p->dims[0] * (size_t)(p->ndim == 2 ? p->dims[1] : 1);
+}
