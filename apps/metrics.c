@@ -61,6 +61,7 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "data", json_string(data_name(cfg->data)));
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
     json_object_set_new(o, "data_ended", json_boolean(r->data_ended));
+    json_object_set_new(o, "model", json_string(cfg->model == NP_MODEL_DCNV2 ? "dcnv2" : "dlrm"));
     json_object_set_new(o, "tables", json_integer(cfg->tables));
     json_object_set_new(o, "dim", json_integer(cfg->dim));
     json_object_set_new(o, "bottom", bottom);

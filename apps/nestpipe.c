@@ -27,7 +27,7 @@
 static const char *train_help =
     "usage: nestpipe train [--config FILE] [flags]\n"
     "\n"
-    "Trains a DLRM and reports loss and eval AUC. Flags override the config file; every\n"
+    "Trains a DLRM or DCN-v2 and reports loss and eval AUC. Flags override the config file; every\n"
     "flag is also a config-file key (key = value). Defaults in brackets.\n"
     "\n"
     "data:\n"
@@ -39,11 +39,16 @@ static const char *train_help =
     "  --hot K                synthetic mean keys per sample and table [1]\n"
     "  --groups N             synthetic latent groups sharing keys across tables; 0 = none [0]\n"
     "model:\n"
+    "  --model dlrm|dcnv2     DLRM (dot interaction) or DCN-v2 (cross layers + deep MLP) [dlrm]\n"
     "  --tables T             embedding tables [26]\n"
     "  --rows N[,N...]        rows per table, one value or one per table [20000]\n"
     "  --dim D                embedding dimension [16]\n"
     "  --bottom 13-64-16      bottom MLP sizes, input first, last = dim [13-64-16]\n"
     "  --top 64-1             top MLP output sizes, last = 1 [64-1]\n"
+    "  --cross-layers L       dcnv2: cross layers on [bottom output || pooled] [3]\n"
+    "  --cross-rank R         dcnv2: 0 = full-rank W, R = W as U (D,R) V (R,D) [0]\n"
+    "  --deep 64              dcnv2: deep MLP output sizes beside the cross layers [64]\n"
+    "  --init-params FILE     start from a --dump-params file of the same model shape\n"
     "training:\n"
     "  --steps N              optimizer steps; 0 = until file data ends [300]\n"
     "  --batch G              global batch size [1024]\n"
@@ -252,6 +257,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     if ((st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err)) ||
         (lead && (st = np_source_open(&cfg, NP_SPLIT_EVAL, &eval, &err))) ||
         (st = np_model_create(&cfg, &model, &err)) ||
+        (cfg.init_params[0] && (st = np_model_load(model, cfg.init_params, &err))) ||
         (st = np_trainer_create(&cfg, model, &tr, &err)))
         goto setup_failed;
 
