@@ -1,0 +1,418 @@
+/* The layer API: every built-in kind's backward against central finite differences of its
+ * own forward (each output is linear in any one input or parameter element, so the
+ * difference is exact up to float rounding), the cross layer's forward against the DCN-v2
+ * formula in double, shape errors, registration rules, a whole DCN-v2 model's gradient
+ * through the graph walk (fan-in sums, splits), and --init-params loading. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/shard.h"
+#include "model/model.h"
+#include "testutil.h"
+
+/* One kind on n rows, with every buffer it needs. */
+typedef struct rig {
+    const np_layer_def *def;
+    np_layer_hp hp;
+    np_layer_shape s;
+    long n;
+    float *in[NP_LAYER_MAX_IN], *din[NP_LAYER_MAX_IN];
+    float *param[NP_LAYER_MAX_PARAMS], *dparam[NP_LAYER_MAX_PARAMS];
+    float *out, *saved, *scratch, *R, *dout;
+} rig;
+
+static size_t pcount(const np_param_shape *p) {
+    return (size_t)p->dims[0] * (size_t)(p->ndim == 2 ? p->dims[1] : 1);
+}
+
+static float *randv(size_t n, uint64_t *s) {
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(2.0 * tu_unif(s) - 1.0);
+    return x;
+}
+
+static void rig_make(rig *r, const char *kind, np_layer_hp hp, int n_in, const int *w, long n) {
+    memset(r, 0, sizeof *r);
+    r->def = np_layer_find(kind);
+    assert_non_null(r->def);
+    r->hp = hp;
+    r->n = n;
+    r->s.n_in = n_in;
+    for (int k = 0; k < n_in; k++)
+        r->s.in[k] = w[k];
+    np_error e;
+    if (r->def->shape(&r->hp, &r->s, &e)) fail_msg("%s shape: %s", kind, e.msg);
+    uint64_t seed = 12345;
+    for (int k = 0; k < n_in; k++) {
+        r->in[k] = randv((size_t)n * w[k], &seed);
+        r->din[k] = calloc((size_t)n * w[k], sizeof(float));
+    }
+    for (int p = 0; p < r->s.n_params; p++) {
+        r->param[p] = randv(pcount(&r->s.param[p]), &seed);
+        r->dparam[p] = calloc(pcount(&r->s.param[p]), sizeof(float));
+    }
+    r->out = calloc((size_t)n * r->s.out, sizeof(float));
+    r->saved = r->s.saved ? calloc((size_t)n * r->s.saved, sizeof(float)) : NULL;
+    r->scratch = r->s.scratch ? calloc((size_t)n * r->s.scratch, sizeof(float)) : NULL;
+    r->R = randv((size_t)n * r->s.out, &seed);
+    r->dout = calloc((size_t)n * r->s.out, sizeof(float));
+}
+
+static void rig_free(rig *r) {
+    for (int k = 0; k < r->s.n_in; k++) {
+        free(r->in[k]);
+        free(r->din[k]);
+    }
+    for (int p = 0; p < r->s.n_params; p++) {
+        free(r->param[p]);
+        free(r->dparam[p]);
+    }
+    free(r->out);
+    free(r->saved);
+    free(r->scratch);
+    free(r->R);
+    free(r->dout);
+}
+
+static np_layer_io rig_io(rig *r) {
+    np_layer_io io = {.hp = &r->hp, .shape = &r->s, .n = r->n, .out = r->out, .saved = r->saved,
+                      .scratch = r->scratch, .dout = r->dout};
+    for (int k = 0; k < r->s.n_in; k++) {
+        io.in[k] = r->in[k];
+        io.din[k] = r->din[k];
+    }
+    for (int p = 0; p < r->s.n_params; p++) {
+        io.param[p] = r->param[p];
+        io.dparam[p] = r->dparam[p];
+    }
+    return io;
+}
+
+/* L = sum(out * R), in double */
+static double rig_loss(rig *r) {
+    np_layer_io io = rig_io(r);
+    r->def->fwd(&io);
+    double L = 0;
+    for (size_t i = 0; i < (size_t)r->n * r->s.out; i++)
+        L += (double)r->out[i] * r->R[i];
+    return L;
+}
+
+/* Central differences of every element of x (count m) against the analytic g. */
+static double fd_worst(rig *r, float *x, const float *g, size_t m, const char *what) {
+    const float h = 0.05f;
+    double worst = 0;
+    for (size_t i = 0; i < m; i++) {
+        float x0 = x[i];
+        x[i] = x0 + h;
+        double lp = rig_loss(r);
+        x[i] = x0 - h;
+        double lm = rig_loss(r);
+        x[i] = x0;
+        double fd = (lp - lm) / (2.0 * (double)h);
+        double err = fabs(fd - g[i]) / (1e-2 + fabs(fd));
+        if (err > worst) worst = err;
+        if (!tu_close(g[i], fd, 2e-3, 2e-3))
+            fail_msg("%s %s[%zu]: analytic %.6g vs finite difference %.6g", r->def->kind, what, i,
+                     (double)g[i], fd);
+    }
+    return worst;
+}
+
+static void check_kind(const char *kind, np_layer_hp hp, int n_in, const int *w) {
+    rig r;
+    rig_make(&r, kind, hp, n_in, w, 3);
+    rig_loss(&r);
+    memcpy(r.dout, r.R, (size_t)r.n * r.s.out * sizeof(float));
+    np_layer_io io = rig_io(&r);
+    r.def->bwd(&io);
+    /* the analytic gradients, kept before the finite differences rerun forward */
+    float *gi[NP_LAYER_MAX_IN], *gp[NP_LAYER_MAX_PARAMS];
+    for (int k = 0; k < n_in; k++) {
+        size_t m = (size_t)r.n * w[k];
+        gi[k] = malloc(m * sizeof(float));
+        memcpy(gi[k], r.din[k], m * sizeof(float));
+    }
+    for (int p = 0; p < r.s.n_params; p++) {
+        size_t m = pcount(&r.s.param[p]);
+        gp[p] = malloc(m * sizeof(float));
+        memcpy(gp[p], r.dparam[p], m * sizeof(float));
+    }
+    double worst = 0, x;
+    for (int k = 0; k < n_in; k++) {
+        x = fd_worst(&r, r.in[k], gi[k], (size_t)r.n * w[k], "input");
+        worst = x > worst ? x : worst;
+        free(gi[k]);
+    }
+    for (int p = 0; p < r.s.n_params; p++) {
+        x = fd_worst(&r, r.param[p], gp[p], pcount(&r.s.param[p]), r.s.param[p].name);
+        worst = x > worst ? x : worst;
+        free(gp[p]);
+    }
+    print_message("%-7s hp %d: worst relative error vs finite differences %.2e\n", kind, hp.i[0],
+                  worst);
+    rig_free(&r);
+}
+
+static void test_fd_cross_full(void **state) {
+    (void)state;
+    int w[2] = {6, 6};
+    check_kind("cross", (np_layer_hp){.i = {0}}, 2, w);
+}
+
+static void test_fd_cross_lowrank(void **state) {
+    (void)state;
+    int w[2] = {6, 6};
+    check_kind("cross", (np_layer_hp){.i = {2}}, 2, w);
+}
+
+static void test_fd_concat_dot_linear(void **state) {
+    (void)state;
+    int wc[3] = {3, 4, 2}, wd[2] = {3, 6}, wl[1] = {5};
+    check_kind("concat", (np_layer_hp){0}, 3, wc);
+    check_kind("dot", (np_layer_hp){0}, 2, wd);
+    check_kind("linear", (np_layer_hp){.i = {4, 0}}, 1, wl);
+}
+
+/* x_{l+1} = x0 * (W x_l + b) + x_l, and with W = U V, element by element in double. */
+static void test_cross_formula(void **state) {
+    (void)state;
+    for (int rank = 0; rank <= 2; rank += 2) {
+        int w[2] = {5, 5};
+        rig r;
+        rig_make(&r, "cross", (np_layer_hp){.i = {rank}}, 2, w, 4);
+        rig_loss(&r);
+        const float *W = r.param[0], *U = r.param[0], *V = r.param[1];
+        const float *b = r.param[rank ? 2 : 1];
+        for (long s = 0; s < r.n; s++)
+            for (int i = 0; i < 5; i++) {
+                const float *x0 = r.in[0] + s * 5, *xl = r.in[1] + s * 5;
+                double u = b[i];
+                for (int j = 0; j < 5; j++) {
+                    double wij = 0;
+                    if (!rank) wij = W[i * 5 + j];
+                    for (int q = 0; q < rank; q++)
+                        wij += (double)U[i * rank + q] * V[q * 5 + j];
+                    u += wij * xl[j];
+                }
+                double want = x0[i] * u + xl[i];
+                if (!tu_close(r.out[s * 5 + i], want, 1e-5, 1e-5))
+                    fail_msg("rank %d out[%ld,%d] = %g, formula %g", rank, s, i,
+                             (double)r.out[s * 5 + i], want);
+            }
+        rig_free(&r);
+    }
+}
+
+static void test_shape_errors(void **state) {
+    (void)state;
+    np_config c;
+    np_config_defaults(&c);
+    np_graph_t *g;
+    np_error e = {{0}};
+    assert_int_equal(np_graph_create(&c, &g, &e), NP_OK);
+    int x0 = np_graph_add(g, "x0", "concat", NULL, 1, (int[]){NP_IN_POOLED}, &e);
+    assert_true(x0 >= 0);
+    np_layer_hp lin = {.i = {7, 1}};
+    int y = np_graph_add(g, "y", "linear", &lin, 1, &x0, &e);
+    assert_true(y >= 0);
+    assert_true(np_graph_add(g, "c", "cross", NULL, 2, (int[]){x0, y}, &e) < 0);
+    assert_non_null(strstr(e.msg, "node c (cross)"));
+    assert_non_null(strstr(e.msg, "one width"));
+    np_layer_hp big = {.i = {10000}};
+    assert_true(np_graph_add(g, "c2", "cross", &big, 2, (int[]){x0, x0}, &e) < 0);
+    assert_non_null(strstr(e.msg, "rank 10000"));
+    assert_true(np_graph_add(g, "d", "dot", NULL, 2, (int[]){y, x0}, &e) < 0);
+    assert_non_null(strstr(e.msg, "not a multiple"));
+    assert_true(np_graph_add(g, "z", "nosuchkind", NULL, 1, &y, &e) < 0);
+    assert_non_null(strstr(e.msg, "unknown layer kind 'nosuchkind'"));
+    assert_true(np_graph_add(g, "y", "linear", &lin, 1, &x0, &e) < 0); /* name taken */
+    assert_true(np_graph_add(g, "f", "linear", &lin, 1, (int[]){5}, &e) < 0); /* later node */
+    /* an output of width 7 is no logit; a dangling node is refused when the model is made */
+    assert_int_not_equal(np_graph_set_output(g, y, &e), NP_OK);
+    np_layer_hp one = {.i = {1, 0}};
+    int o = np_graph_add(g, "o", "linear", &one, 1, &x0, &e);
+    assert_int_equal(np_graph_set_output(g, o, &e), NP_OK);
+    np_model_t *m = NULL;
+    assert_int_equal(np_model_create_graph(&c, g, &m, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "node y feeds nothing"));
+    np_graph_free(g);
+}
+
+static void nop(const np_layer_io *io) {
+    (void)io;
+}
+
+static np_status id_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
+    (void)hp;
+    (void)err;
+    s->out = s->in[0];
+    return NP_OK;
+}
+
+static void test_register_rules(void **state) {
+    (void)state;
+    np_error e = {{0}};
+    np_layer_def d = {.kind = "test_id", .min_in = 1, .max_in = 1, .shape = id_shape, .fwd = nop,
+                      .bwd = nop};
+    assert_int_equal(np_layer_register(&d, &e), NP_OK);
+    assert_non_null(np_layer_find("test_id"));
+    assert_true(np_layer_find("test_id")->init == np_layer_init_default);
+    assert_int_equal(np_layer_register(&d, &e), NP_STATUS_BAD_INPUT); /* twice */
+    assert_non_null(strstr(e.msg, "already registered"));
+    np_layer_def nobwd = d;
+    nobwd.kind = "test_nobwd";
+    nobwd.bwd = NULL;
+    assert_int_equal(np_layer_register(&nobwd, &e), NP_STATUS_BAD_INPUT);
+    np_layer_def badname = d;
+    badname.kind = "Bad Name";
+    assert_int_equal(np_layer_register(&badname, &e), NP_STATUS_BAD_INPUT);
+    np_layer_def badin = d;
+    badin.kind = "test_badin";
+    badin.max_in = NP_LAYER_MAX_IN + 1;
+    assert_int_equal(np_layer_register(&badin, &e), NP_STATUS_BAD_INPUT);
+    assert_null(np_layer_find("test_badin"));
+}
+
+static np_config dcn_cfg(void) {
+    np_config c;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    const char *kv[][2] = {{"model", "dcnv2"}, {"tables", "2"},      {"rows", "6,5"},
+                           {"dim", "2"},       {"bottom", "3-4-2"},  {"deep", "3"},
+                           {"top", "4-1"},     {"cross-layers", "2"}, {"batch", "6"}};
+    for (size_t i = 0; i < sizeof kv / sizeof *kv; i++)
+        if (np_config_set(&c, kv[i][0], kv[i][1], "t", &e)) fail_msg("%s", e.msg);
+    return c;
+}
+
+/* The whole DCN-v2 graph: x0 feeds both inputs of cross.0, cross.1 and deep.0 (four
+ * edges summed), two concats split gradients. Every dense and table element's gradient
+ * against central differences of the loss. */
+static void dcn_fd(int rank) {
+    np_config c = dcn_cfg();
+    np_error e = {{0}};
+    char r[8];
+    snprintf(r, sizeof r, "%d", rank);
+    assert_int_equal(np_config_set(&c, "cross-rank", r, "t", &e), NP_OK);
+    np_model_t *m;
+    if (np_model_create(&c, &m, &e)) fail_msg("%s", e.msg);
+    np_batch b = tu_batch(&c, 6, 3, 5);
+    np_fwd_ws *ws;
+    assert_int_equal(np_fwd_ws_create(m, 6, &ws, &e), NP_OK);
+    double ls;
+    assert_int_equal(np_reference_forward(m, ws, &b, NULL, &ls, &e), NP_OK);
+    float *gd = calloc(m->n_dense, sizeof(float)), *gt[2];
+    for (int t = 0; t < 2; t++)
+        gt[t] = calloc((size_t)m->rows[t] * 2, sizeof(float));
+    assert_int_equal(np_reference_backward_full(m, ws, &b, 1.0f, gd, gt, &e), NP_OK);
+    const float h = 1e-3f;
+    double worst = 0;
+    size_t total = m->n_dense + (size_t)(m->rows[0] + m->rows[1]) * 2;
+    for (size_t i = 0; i < total; i++) {
+        float *x, g;
+        if (i < m->n_dense) {
+            x = &m->dense[i];
+            g = gd[i];
+        } else {
+            size_t j = i - m->n_dense, n0 = (size_t)m->rows[0] * 2;
+            x = j < n0 ? &m->table[0][j] : &m->table[1][j - n0];
+            g = j < n0 ? gt[0][j] : gt[1][j - n0];
+        }
+        float x0 = *x;
+        double lp, lm;
+        *x = x0 + h;
+        assert_int_equal(np_reference_forward(m, ws, &b, NULL, &lp, &e), NP_OK);
+        *x = x0 - h;
+        assert_int_equal(np_reference_forward(m, ws, &b, NULL, &lm, &e), NP_OK);
+        *x = x0;
+        double fd = (lp - lm) / (2.0 * h);
+        double err = fabs(fd - g) / (1e-2 + fabs(fd));
+        if (err > worst) worst = err;
+        if (!tu_close(g, fd, 2e-3, 1e-2))
+            fail_msg("dcnv2 rank %d: element %zu of %zu: analytic %.6g vs finite difference %.6g",
+                     rank, i, total, (double)g, fd);
+    }
+    print_message("dcnv2 rank %d: %zu elements, worst relative error %.2e\n", rank, total, worst);
+    free(gd);
+    free(gt[0]);
+    free(gt[1]);
+    np_fwd_ws_free(ws);
+    np_batch_free(&b);
+    np_model_free(m);
+}
+
+static void test_dcnv2_model_fd(void **state) {
+    (void)state;
+    dcn_fd(0);
+    dcn_fd(3);
+}
+
+/* A dump loads back exactly; a rank keeps its shard; another shape names the tensor. */
+static void test_init_params(void **state) {
+    (void)state;
+    np_config c = dcn_cfg();
+    np_error e = {{0}};
+    np_model_t *a, *b;
+    assert_int_equal(np_model_create(&c, &a, &e), NP_OK);
+    char path[] = "/tmp/np_layers_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(np_model_dump(a, path, &e), NP_OK);
+    c.seed = 777; /* a different start, overwritten by the load */
+    assert_int_equal(np_model_create(&c, &b, &e), NP_OK);
+    assert_memory_not_equal(a->dense, b->dense, a->n_dense * sizeof(float));
+    assert_int_equal(np_model_load(b, path, &e), NP_OK);
+    assert_memory_equal(a->dense, b->dense, a->n_dense * sizeof(float));
+    assert_memory_equal(a->table_mem, b->table_mem, (size_t)a->row_base[2] * 2 * sizeof(float));
+    np_model_free(b);
+    /* rank 1 of 2 (row sharding) holds rows (k + t) mod 2 == 1 of the dump */
+    np_config c1 = c;
+    c1.ranks = 2;
+    c1.rank = 1;
+    c1.chunks = 1;
+    assert_int_equal(np_model_create(&c1, &b, &e), NP_OK);
+    assert_int_equal(np_model_load(b, path, &e), NP_OK);
+    for (int t = 0; t < 2; t++)
+        for (int64_t j = 0; j < b->local_rows[t]; j++) {
+            int64_t k = np_shard_global(&c1, t, 1, j);
+            assert_memory_equal(b->table[t] + j * 2, a->table[t] + k * 2, 2 * sizeof(float));
+        }
+    np_model_free(b);
+    /* another shape: the first tensor that differs is named */
+    np_config c2 = c;
+    assert_int_equal(np_config_set(&c2, "deep", "5", "t", &e), NP_OK);
+    assert_int_equal(np_model_create(&c2, &b, &e), NP_OK);
+    assert_int_equal(np_model_load(b, path, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "tensor 8 is deep.0.weight (3, 6) in the file but deep.0.weight (5, 6)"));
+    np_model_free(b);
+    np_config c3 = c; /* DLRM from a DCN-v2 dump */
+    c3.model = NP_MODEL_DLRM;
+    assert_int_equal(np_model_create(&c3, &b, &e), NP_OK);
+    assert_int_equal(np_model_load(b, path, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "in the file but"));
+    np_model_free(b);
+    assert_int_equal(np_model_load(a, "/nonexistent/x.params", &e), NP_STATUS_IO);
+    unlink(path);
+    np_model_free(a);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fd_cross_full),  cmocka_unit_test(test_fd_cross_lowrank),
+        cmocka_unit_test(test_fd_concat_dot_linear), cmocka_unit_test(test_cross_formula),
+        cmocka_unit_test(test_shape_errors),   cmocka_unit_test(test_register_rules),
+        cmocka_unit_test(test_dcnv2_model_fd), cmocka_unit_test(test_init_params),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
