@@ -120,14 +120,15 @@ static void test_concurrent_record(void **state) {
 /* ---- export */
 
 /* Times chosen so that ts and dur are not exact binary fractions: the export must keep
- * every double exactly (17 significant digits), not round to a printf default. */
+ * every double exactly (17 significant digits), not round to a printf default. The last
+ * two fields, node and chunk, are -1: none of these is a layer task. */
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL},
-    {"fwd_bwd_w0", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0},
-    {"fwd_bwd_w1", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1},
+    {"fwd_bwd_w0", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, -1, -1},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, -1, -1},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1},
+    {"fwd_bwd_w1", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, -1, -1},
 };
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
 
@@ -269,8 +270,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -296,7 +297,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");

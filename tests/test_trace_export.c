@@ -111,15 +111,17 @@ static np_trace *sample_trace(void) {
         for (int i = PER_BATCH - 1; i >= 0; i--)
             for (int r = 0; r < N_RANKS; r++) {
                 double t = T_BASE + b * T_BATCH + r * T_RANK;
-                np_trace_event ev = {np_node_kind_name(shape[i].kind),
-                                     shape[i].kind,
-                                     b,
-                                     shape[i].window,
-                                     r,
-                                     shape[i].worker,
-                                     t + shape[i].start,
-                                     t + shape[i].end,
-                                     shape[i].kind == NP_NODE_EXCHANGE_EMB ? 4096u : 0u};
+                np_trace_event ev = {.name = np_node_kind_name(shape[i].kind),
+                                     .kind = shape[i].kind,
+                                     .batch = b,
+                                     .window = shape[i].window,
+                                     .rank = r,
+                                     .worker = shape[i].worker,
+                                     .start_us = t + shape[i].start,
+                                     .end_us = t + shape[i].end,
+                                     .bytes = shape[i].kind == NP_NODE_EXCHANGE_EMB ? 4096u : 0u,
+                                     .node = -1,
+                                     .chunk = -1};
                 assert_int_equal(np_trace_record(tr, &ev), 0);
             }
     assert_int_equal(np_trace_count(tr), N_TASKS);
@@ -230,13 +232,14 @@ static void test_paje_odd_times(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_trace_event evs[] = {
-        {"a", NP_NODE_FWD, 0, -1, 0, 3, 100, 300, 0},
-        {"b", NP_NODE_BWD, 0, -1, 0, 3, 200, 250, 0},  /* inside a */
-        {"c", NP_NODE_SYNC, 0, -1, 0, 3, 280, 400, 0}, /* overlaps a */
-        {"d", NP_NODE_ROUTE, 1, -1, 0, 3, NAN, 50, 0},
-        {"e", NP_NODE_ROUTE, 1, -1, 0, 3, 500, INFINITY, 0},
-        {"f", NP_NODE_ROUTE, 1, -1, 0, 3, 600, 550, 0},
-        {"g", (np_node_kind)99, 1, -1, 0, 3, 700, 710, 0},
+        /* ..., bytes, node, chunk */
+        {"a", NP_NODE_FWD, 0, -1, 0, 3, 100, 300, 0, -1, -1},
+        {"b", NP_NODE_BWD, 0, -1, 0, 3, 200, 250, 0, -1, -1},  /* inside a */
+        {"c", NP_NODE_SYNC, 0, -1, 0, 3, 280, 400, 0, -1, -1}, /* overlaps a */
+        {"d", NP_NODE_ROUTE, 1, -1, 0, 3, NAN, 50, 0, -1, -1},
+        {"e", NP_NODE_ROUTE, 1, -1, 0, 3, 500, INFINITY, 0, -1, -1},
+        {"f", NP_NODE_ROUTE, 1, -1, 0, 3, 600, 550, 0, -1, -1},
+        {"g", (np_node_kind)99, 1, -1, 0, 3, 700, 710, 0, -1, -1},
     };
     /* a control character, invalid UTF-8 and a quote: '_' in Paje, '?' and &quot; in SVG */
     np_trace_set_worker_name(tr, 3, "odd\x01\xff\"name");
