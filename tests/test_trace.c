@@ -1,6 +1,7 @@
 /* Trace tests: concurrent recording, the Chrome JSON export re-read with jansson field by
- * field, kind names, export errors, and reading traces back (names, foreign phases,
- * malformed files). Overlap analysis of real runs is the graph test's. */
+ * field, kind names, export errors, layer (node) ids and names through the export and back,
+ * and reading traces (names, foreign phases, malformed files). Overlap analysis of real runs is the
+ * graph test's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,15 +126,16 @@ static void test_concurrent_record(void **state) {
 
 /* Times chosen so that ts and dur are not exact binary fractions: the export must keep
  * every double exactly (17 significant digits), not round to a printf default. The last
- * two fields, node and chunk, are -1: none of these is a layer task. */
+ * two fields are node and chunk: layers 0 and 2 are named, 1 is not. */
 static const np_trace_event sample[] = {
     {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1},
     {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1},
-    {"fwd_bwd_w0", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, -1, -1},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, -1, -1},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1},
     {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1},
-    {"fwd_bwd_w1", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, -1, -1},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3},
 };
+static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
 
 static json_t *load(const char *path) {
@@ -192,6 +194,12 @@ static void test_export_fields(void **state) {
     np_trace_set_worker_name(tr, 2, "comm"); /* renaming replaces */
     np_trace_set_worker_name(tr, 7, "never ran");
     np_trace_set_worker_name(tr, -1, "ignored");
+    np_trace_set_node_name(tr, 0, sample_layer[0]);
+    np_trace_set_node_name(tr, 2, "first name");
+    np_trace_set_node_name(tr, 2, sample_layer[2]); /* renaming replaces */
+    np_trace_set_node_name(tr, 5, "ran nothing");
+    np_trace_set_node_name(tr, -1, "ignored");
+    np_trace_set_node_name(tr, NP_TRACE_MAX_NODE + 1, "ignored");
     const char *path = tmp_path("trace.json");
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
     char tmp[300];
@@ -199,8 +207,21 @@ static void test_export_fields(void **state) {
     assert_int_equal(access(tmp, F_OK), -1); /* renamed away */
 
     json_t *root = load(path);
-    assert_int_equal(json_object_size(root), 2);
+    assert_int_equal(json_object_size(root), 3);
     assert_string_equal(str_of(root, "displayTimeUnit"), "ms");
+    /* every named node, by id, whether or not it ran a task */
+    json_t *layers = json_object_get(json_object_get(root, "otherData"), "layers");
+    assert_int_equal(json_array_size(layers), 3);
+    static const struct {
+        int node;
+        const char *name;
+    } named[] = {{0, "bottom.0"}, {2, "cross.1"}, {5, "ran nothing"}};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *l = json_array_get(layers, i);
+        assert_int_equal(json_object_size(l), 2);
+        assert_int_equal(int_of(l, "node"), named[i].node);
+        assert_string_equal(str_of(l, "name"), named[i].name);
+    }
     json_t *events = json_object_get(root, "traceEvents");
     assert_true(json_is_array(events));
 
@@ -248,11 +269,15 @@ static void test_export_fields(void **state) {
         assert_true(num_of(ev, "ts") >= last_ts); /* sorted by start */
         last_ts = num_of(ev, "ts");
         json_t *args = json_object_get(ev, "args");
-        assert_int_equal(json_object_size(args), 4);
+        const char *layer = s->node == 0 || s->node == 2 ? sample_layer[s->node] : NULL;
+        assert_int_equal(json_object_size(args), layer ? 7 : 6);
         assert_string_equal(str_of(args, "kind"), kind);
         assert_int_equal(int_of(args, "batch"), s->batch);
         assert_int_equal(int_of(args, "window"), s->window);
         assert_int_equal(int_of(args, "bytes"), (json_int_t)s->bytes);
+        assert_int_equal(int_of(args, "node"), s->node);
+        assert_int_equal(int_of(args, "chunk"), s->chunk);
+        if (layer) assert_string_equal(str_of(args, "layer"), layer);
     }
     assert_int_equal(n_meta, 2 + 5);
     assert_int_equal(n_x, N_SAMPLE);
@@ -324,6 +349,90 @@ static void test_export_unwritable(void **state) {
     np_trace_free(NULL); /* no-op */
 }
 
+/* ---- layers: node names, and node / chunk / names through the export and back */
+
+static void test_layer_names(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    for (int i = 0; i < N_SAMPLE; i++)
+        assert_int_equal(np_trace_record(tr, &sample[i]), 0);
+    np_trace_set_node_name(tr, 0, sample_layer[0]);
+    np_trace_set_node_name(tr, 2, sample_layer[2]);
+    np_trace_set_node_name(tr, 5, "ran nothing");
+    np_trace_set_node_name(tr, 3, NULL); /* ignored */
+    assert_string_equal(np_trace_node_name(tr, 2), "cross.1");
+    assert_null(np_trace_node_name(tr, 1));
+    assert_null(np_trace_node_name(tr, 3));
+    assert_null(np_trace_node_name(tr, -1));
+    assert_null(np_trace_node_name(tr, 1000));
+
+    const char *path = tmp_path("layers.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    np_trace *back = NULL;
+    assert_int_equal(np_trace_read_chrome(path, &back, &e), NP_OK);
+    assert_int_equal(np_trace_count(back), N_SAMPLE);
+    for (size_t i = 0; i < N_SAMPLE; i++) { /* export order is by start: match by name */
+        const np_trace_event *b = np_trace_get(back, i);
+        int k = -1;
+        for (int j = 0; j < N_SAMPLE; j++)
+            if (!strcmp(sample[j].name, b->name)) k = j;
+        assert_true(k >= 0);
+        assert_int_equal(b->node, sample[k].node);
+        assert_int_equal(b->chunk, sample[k].chunk);
+    }
+    assert_string_equal(np_trace_node_name(back, 0), "bottom.0");
+    assert_string_equal(np_trace_node_name(back, 2), "cross.1");
+    assert_string_equal(np_trace_node_name(back, 5), "ran nothing"); /* from otherData */
+    assert_null(np_trace_node_name(back, 1));
+
+    /* names travel with np_trace_copy_names and np_trace_from_batch */
+    np_trace *copy = new_trace(), *late = NULL;
+    np_trace_set_node_name(copy, 2, "replaced");
+    np_trace_copy_names(copy, back);
+    np_trace_copy_names(copy, copy); /* no-op */
+    assert_string_equal(np_trace_node_name(copy, 2), "cross.1");
+    assert_string_equal(np_trace_node_name(copy, 5), "ran nothing");
+    /* worker names too: the export wrote the default name, the reader kept it */
+    assert_string_equal(np_trace_worker_name(copy, 2), "worker 2");
+    assert_int_equal(np_trace_from_batch(back, 4, &late, &e), NP_OK);
+    assert_int_equal(np_trace_count(late), 2);
+    assert_string_equal(np_trace_node_name(late, 0), "bottom.0");
+    np_trace_free(copy);
+    np_trace_free(late);
+    np_trace_free(back);
+    np_trace_free(tr);
+    remove(path);
+}
+
+/* A file without otherData still names the layers its events carry; with it, otherData wins. */
+static void test_layer_names_from_args(void **state) {
+    (void)state;
+    static const char *const ev =
+        "{\"name\":\"dot_fwd\",\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":1,\"dur\":2,"
+        "\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,\"bytes\":0,\"node\":4,"
+        "\"chunk\":1,\"layer\":\"interaction\"}}";
+    const char *path = tmp_path("args.json");
+    for (int with_meta = 0; with_meta < 2; with_meta++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"traceEvents\":[%s]%s}\n", ev,
+                with_meta ? ",\"otherData\":{\"layers\":[{\"node\":4,\"name\":\"dot\"},"
+                            "{\"node\":\"x\",\"name\":\"skipped\"},{\"node\":6}]}"
+                          : "");
+        fclose(f);
+        np_trace *tr = NULL;
+        np_error e = {{0}};
+        assert_int_equal(np_trace_read_chrome(path, &tr, &e), NP_OK);
+        assert_int_equal(np_trace_get(tr, 0)->node, 4);
+        assert_int_equal(np_trace_get(tr, 0)->chunk, 1);
+        assert_string_equal(np_trace_node_name(tr, 4), with_meta ? "dot" : "interaction");
+        assert_null(np_trace_node_name(tr, 6));
+        np_trace_free(tr);
+    }
+    remove(path);
+}
+
 /* ---- reading (np_trace_read_chrome); the round trip of a whole trace and its report is in
  * test_trace_report.c */
 
@@ -363,6 +472,7 @@ static void test_read_names_and_foreign_phases(void **state) {
     assert_int_equal(ev->worker, 1);
     assert_int_equal(ev->batch, 3);
     assert_int_equal(ev->window, 2);
+    assert_true(ev->node == -1 && ev->chunk == -1); /* written before layers: none */
     assert_true(ev->start_us == 10 && ev->end_us == 15);
     const char *out = tmp_path("names2.json");
     assert_int_equal(np_trace_write_chrome(tr, out, &e), NP_OK);
@@ -434,6 +544,14 @@ static void test_malformed(void **state) {
                X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,"
                        "\"bytes\":\"9\"}"),
                NP_STATUS_BAD_INPUT, "args.bytes");
+    expect_bad("strnode.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,"
+                       "\"bytes\":0,\"node\":\"bottom.0\"}"),
+               NP_STATUS_BAD_INPUT, "args.node");
+    expect_bad("negchunk.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,"
+                       "\"bytes\":0,\"node\":1,\"chunk\":-2}"),
+               NP_STATUS_BAD_INPUT, "args.chunk");
     expect_bad("negpid.json",
                "{\"traceEvents\":[{\"name\":\"n\",\"ph\":\"X\",\"pid\":-1,\"tid\":0,\"ts\":1,"
                "\"dur\":1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":0,\"bytes\":0}}]}",
@@ -462,6 +580,8 @@ int main(void) {
         cmocka_unit_test(test_export_unwritable),
         cmocka_unit_test(test_read_names_and_foreign_phases),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_layer_names),
+        cmocka_unit_test(test_layer_names_from_args),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

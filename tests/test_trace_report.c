@@ -405,7 +405,9 @@ static void test_round_trip(void **state) {
                              .worker = (int)((seed >> 35) % 3),
                              .start_us = t,
                              .end_us = t + 3.3 + (double)((seed >> 45) % 100),
-                             .bytes = i % 5 == 0 ? (uint64_t)i * 1000003 : 0};
+                             .bytes = i % 5 == 0 ? (uint64_t)i * 1000003 : 0,
+                             .node = i % 4 - 1,
+                             .chunk = i % 7 - 1};
         assert_int_equal(np_trace_record(tr, &ev), 0);
     }
     np_error e = {{0}};
@@ -425,6 +427,8 @@ static void test_round_trip(void **state) {
         assert_true(fabs(a->start_us - b->start_us) <= READ_ATOL_US);
         assert_true(fabs(a->end_us - b->end_us) <= READ_ATOL_US);
         assert_int_equal(a->bytes, b->bytes);
+        assert_int_equal(a->node, b->node);
+        assert_int_equal(a->chunk, b->chunk);
     }
     /* names are interned: equal names share one copy, valid after the trace is freed */
     assert_ptr_equal(np_trace_get(back, 0)->name, np_trace_get(back, 4)->name);

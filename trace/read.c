@@ -1,6 +1,7 @@
-/* Reading a Chrome trace written by np_trace_write_chrome back into an np_trace, so reports,
- * pictures and Paje files can be made after the run. Not here: foreign Chrome traces (a task
- * event without args.kind is refused) or the overlap analysis (trace/analyze.c). */
+/* Reading a Chrome trace written by np_trace_write_chrome (events, worker and layer names)
+ * back into an np_trace, so reports, pictures and Paje files can be made after the run.
+ * Not here: foreign Chrome traces (a task event without args.kind is refused) or the overlap
+ * analysis (trace/analyze.c). */
 #include "trace/trace.h"
 
 #include <errno.h>
@@ -125,6 +126,12 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
         return *what = "no integer \"args.window\"", NP_STATUS_BAD_INPUT;
     if (get_int(args, "bytes", 0, INT64_MAX, &bytes))
         return *what = "no integer \"args.bytes\" >= 0", NP_STATUS_BAD_INPUT;
+    /* node and chunk came with layers: a trace written before them has neither (-1) */
+    json_int_t node = -1, chunk = -1;
+    if (json_object_get(args, "node") && get_int(args, "node", -1, INT_MAX, &node))
+        return *what = "\"args.node\" is not an integer >= -1", NP_STATUS_BAD_INPUT;
+    if (json_object_get(args, "chunk") && get_int(args, "chunk", -1, INT_MAX, &chunk))
+        return *what = "\"args.chunk\" is not an integer >= -1", NP_STATUS_BAD_INPUT;
     ev->name = intern(json_string_value(name));
     if (!ev->name) return *what = "out of memory", NP_STATUS_NO_MEMORY;
     ev->batch = (long)batch;
@@ -134,7 +141,22 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
     ev->start_us = ts;
     ev->end_us = ts + dur;
     ev->bytes = (uint64_t)bytes;
+    ev->node = (int)node;
+    ev->chunk = (int)chunk;
     return NP_OK;
+}
+
+/* Node names from otherData.layers ([{"node": id, "name": "bottom.0"}, ...]). Names are
+ * cosmetic: a malformed entry is skipped, not a reason to refuse the trace. */
+static void read_layer_names(json_t *root, np_trace *tr) {
+    json_t *layers = json_object_get(json_object_get(root, "otherData"), "layers"), *l;
+    size_t i;
+    json_int_t node;
+    json_array_foreach(layers, i, l) {
+        const char *name = json_string_value(json_object_get(l, "name"));
+        if (name && !get_int(l, "node", 0, NP_TRACE_MAX_NODE, &node))
+            np_trace_set_node_name(tr, (int)node, name);
+    }
 }
 
 np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) {
@@ -190,6 +212,12 @@ np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) 
                 st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory reading %s", path);
                 goto done;
             }
+            /* otherData.layers (read below) names every layer; a file without it (written
+             * by hand, or cut) still names those its events carry */
+            const char *layer =
+                json_string_value(json_object_get(json_object_get(e, "args"), "layer"));
+            if (layer && ev.node >= 0 && !np_trace_node_name(tr, ev.node))
+                np_trace_set_node_name(tr, ev.node, layer);
         } else if (!strcmp(ph, "M") && is_string(json_object_get(e, "name"), "thread_name")) {
             /* Names are cosmetic: a malformed one is skipped rather than refusing the file,
              * and so is an id past MAX_NAMED_WORKER (names are an array indexed by id).
@@ -214,6 +242,8 @@ np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) 
         }
         /* Other phases (process_name metadata, instants a viewer added) carry no task. */
     }
+
+    read_layer_names(root, tr);
 
 done:
     free(named);

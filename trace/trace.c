@@ -1,4 +1,5 @@
-/* Task trace storage (a mutex-guarded growable array) and its Chrome trace JSON export.
+/* Task trace storage (a mutex-guarded growable array, worker and layer names) and its Chrome
+ * trace JSON export.
  * Not here: timing tasks or analysing overlap; graph/ records, tests and tools read. */
 #include "trace/trace.h"
 
@@ -21,6 +22,8 @@ struct np_trace {
     size_t dropped;     /* events lost to a failed grow */
     char **worker_name; /* (n_names) copied names, NULL = default "worker N" */
     size_t n_names;
+    char **node_name; /* (n_node_names) copied layer names, NULL = unnamed */
+    size_t n_node_names;
 };
 
 static const char *const kind_names[NP_NODE_KIND_COUNT] = {
@@ -75,6 +78,9 @@ void np_trace_free(np_trace *tr) {
     for (size_t i = 0; i < tr->n_names; i++)
         free(tr->worker_name[i]);
     free(tr->worker_name);
+    for (size_t i = 0; i < tr->n_node_names; i++)
+        free(tr->node_name[i]);
+    free(tr->node_name);
     free(tr->ev);
     pthread_mutex_destroy(&tr->mu);
     free(tr);
@@ -94,27 +100,70 @@ int np_trace_record(np_trace *tr, const np_trace_event *ev) {
     return rc;
 }
 
+static char *dup_str(const char *s) {
+    size_t len = strlen(s);
+    char *copy = malloc(len + 1);
+    if (copy) memcpy(copy, s, len + 1);
+    return copy;
+}
+
+/* Sets (*names)[id] to a copy of name, growing the array (*n slots) as needed; called with
+ * the lock held. Out of memory: the id keeps its old name; a trace is a diagnostic and must
+ * not turn a name into a failure of the run. */
+static void set_name(char ***names, size_t *n, size_t id, const char *name) {
+    if (id >= *n) {
+        char **p = realloc(*names, (id + 1) * sizeof *p);
+        if (!p) return;
+        for (size_t i = *n; i <= id; i++)
+            p[i] = NULL;
+        *names = p;
+        *n = id + 1;
+    }
+    char *copy = dup_str(name);
+    if (!copy) return;
+    free((*names)[id]);
+    (*names)[id] = copy;
+}
+
 void np_trace_set_worker_name(np_trace *tr, int worker, const char *name) {
     if (worker < 0 || !name) return;
     pthread_mutex_lock(&tr->mu);
-    size_t w = (size_t)worker;
-    if (w >= tr->n_names) {
-        char **p = realloc(tr->worker_name, (w + 1) * sizeof *p);
-        /* Out of memory: the worker keeps its default name; a trace is a diagnostic and
-         * must not turn a name into a failure of the run. */
-        if (!p) goto out;
-        for (size_t i = tr->n_names; i <= w; i++)
-            p[i] = NULL;
-        tr->worker_name = p;
-        tr->n_names = w + 1;
-    }
-    char *copy = malloc(strlen(name) + 1);
-    if (!copy) goto out;
-    strcpy(copy, name);
-    free(tr->worker_name[w]);
-    tr->worker_name[w] = copy;
-out:
+    set_name(&tr->worker_name, &tr->n_names, (size_t)worker, name);
     pthread_mutex_unlock(&tr->mu);
+}
+
+void np_trace_set_node_name(np_trace *tr, int node, const char *name) {
+    if (node < 0 || node > NP_TRACE_MAX_NODE || !name) return;
+    pthread_mutex_lock(&tr->mu);
+    set_name(&tr->node_name, &tr->n_node_names, (size_t)node, name);
+    pthread_mutex_unlock(&tr->mu);
+}
+
+/* Takes a copy of the name table under src's lock, then sets the names on dst under its
+ * own: one lock at a time, so copies between two traces in both directions cannot deadlock. */
+static void copy_table(np_trace *dst, const np_trace *src, int nodes) {
+    pthread_mutex_lock(lock_of(src));
+    size_t n = nodes ? src->n_node_names : src->n_names;
+    char **tab = nodes ? src->node_name : src->worker_name;
+    char **snap = n ? calloc(n, sizeof *snap) : NULL;
+    for (size_t i = 0; snap && i < n; i++)
+        snap[i] = tab[i] ? dup_str(tab[i]) : NULL; /* NULL when out of memory: skipped */
+    pthread_mutex_unlock(lock_of(src));
+    for (size_t i = 0; snap && i < n; i++) {
+        if (!snap[i]) continue;
+        if (nodes)
+            np_trace_set_node_name(dst, (int)i, snap[i]);
+        else
+            np_trace_set_worker_name(dst, (int)i, snap[i]);
+        free(snap[i]);
+    }
+    free(snap);
+}
+
+void np_trace_copy_names(np_trace *dst, const np_trace *src) {
+    if (dst == src) return;
+    copy_table(dst, src, 0);
+    copy_table(dst, src, 1);
 }
 
 size_t np_trace_count(const np_trace *tr) {
@@ -221,15 +270,33 @@ static json_t *build_chrome(const np_trace *tr) {
         /* json_int_t is signed; byte counts past 2^63 do not occur, clamp rather than wrap. */
         json_int_t bytes = e->bytes > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)e->bytes;
         const char *kind = np_node_kind_name(e->kind);
-        bad |= append(events, json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:{s:s, s:I, s:i, "
-                                        "s:I}}",
-                                        "name", e->name ? e->name : kind, "cat", kind, "ph", "X",
-                                        "pid", e->rank, "tid", e->worker, "ts", ts, "dur", dur,
-                                        "args", "kind", kind, "batch", (json_int_t)e->batch,
-                                        "window", e->window, "bytes", bytes));
+        /* node and chunk in every event (-1: none), so a reader need not guess; the layer's
+         * name where it has one, for the viewer's details pane */
+        int node = e->node >= 0 ? e->node : -1, chunk = e->chunk >= 0 ? e->chunk : -1;
+        json_t *args =
+            json_pack("{s:s, s:I, s:i, s:I, s:i, s:i}", "kind", kind, "batch", (json_int_t)e->batch,
+                      "window", e->window, "bytes", bytes, "node", node, "chunk", chunk);
+        const char *layer =
+            node >= 0 && (size_t)node < tr->n_node_names ? tr->node_name[node] : NULL;
+        if (args && layer && json_object_set_new(args, "layer", json_string(layer))) {
+            json_decref(args);
+            args = NULL;
+        }
+        bad |= !args || append(events, json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "name",
+                                                 e->name ? e->name : kind, "cat", kind, "ph", "X",
+                                                 "pid", e->rank, "tid", e->worker, "ts", ts, "dur",
+                                                 dur, "args", args));
     }
     bad |= json_object_set(root, "traceEvents", events) != 0;
     bad |= json_object_set_new(root, "displayTimeUnit", json_string("ms")) != 0;
+    /* Every named layer, by id, including those that ran no task: the reader's source of
+     * names (Chrome's format keeps unknown top-level keys as the trace's metadata). */
+    json_t *layers = json_array();
+    for (size_t i = 0; layers && !bad && i < tr->n_node_names; i++)
+        if (tr->node_name[i])
+            bad |=
+                append(layers, json_pack("{s:i, s:s}", "node", (int)i, "name", tr->node_name[i]));
+    bad |= !layers || json_object_set_new(root, "otherData", json_pack("{s:o}", "layers", layers));
 
 done:
     json_decref(events);
@@ -248,8 +315,8 @@ np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *
     pthread_mutex_unlock(lock_of(tr));
     if (!root)
         return np_err(err, NP_STATUS_NO_MEMORY,
-                      "trace: cannot build the JSON for %s (out of memory, or a worker name "
-                      "that is not UTF-8)",
+                      "trace: cannot build the JSON for %s (out of memory, or a worker or layer "
+                      "name that is not UTF-8)",
                       path);
 
     size_t len = strlen(path);
@@ -289,6 +356,14 @@ const char *np_trace_worker_name(const np_trace *tr, int worker) {
     return name;
 }
 
+const char *np_trace_node_name(const np_trace *tr, int node) {
+    const char *name = NULL;
+    pthread_mutex_lock(lock_of(tr));
+    if (node >= 0 && (size_t)node < tr->n_node_names) name = tr->node_name[node];
+    pthread_mutex_unlock(lock_of(tr));
+    return name;
+}
+
 np_status np_trace_commit_file(FILE *f, int failed, const char *tmp, const char *path,
                                const char *what, np_error *err) {
     int bad = failed || fflush(f) != 0 || ferror(f);
@@ -312,9 +387,8 @@ np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out, np_
     np_trace *t = NULL;
     np_status st = np_trace_create(&t, err);
     if (st) return st;
+    np_trace_copy_names(t, tr);
     pthread_mutex_lock(lock_of(tr));
-    for (size_t i = 0; i < tr->n_names; i++)
-        if (tr->worker_name[i]) np_trace_set_worker_name(t, (int)i, tr->worker_name[i]);
     for (size_t i = 0; i < tr->n && !st; i++)
         if (tr->ev[i].batch >= from && np_trace_record(t, &tr->ev[i]))
             st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory selecting batches");

@@ -1,5 +1,6 @@
 /* Task trace: a thread-safe in-memory record of every executed task (node kind, batch,
- * window, worker, start/end) and its export as Chrome trace JSON (Perfetto, chrome://tracing).
+ * window, model layer and chunk, worker, start/end) and its export as Chrome trace JSON
+ * (Perfetto, chrome://tracing).
  * Not here: how tasks are timed (graph/ reads StarPU's profiling info and records). */
 #ifndef NP_TRACE_TRACE_H
 #define NP_TRACE_TRACE_H
@@ -59,33 +60,51 @@ int np_trace_record(np_trace *tr, const np_trace_event *ev);
 /* Worker names for the export ("cpu 0", "comm"); index = worker id. Copied. */
 void np_trace_set_worker_name(np_trace *tr, int worker, const char *name);
 
+/* Model graph node (layer) names ("bottom.0", "interaction"); index = np_trace_event.node.
+ * Copied; renaming replaces. A node < 0 or > NP_TRACE_MAX_NODE, or a NULL name, is ignored,
+ * and so is a name that cannot be copied (out of memory): names are cosmetic. */
+#define NP_TRACE_MAX_NODE 65535
+void np_trace_set_node_name(np_trace *tr, int node, const char *name);
+
+/* Copies src's worker and node names into dst (a merged or filtered trace of the same run);
+ * names dst already has for the same id are replaced. No-op when dst == src. */
+void np_trace_copy_names(np_trace *dst, const np_trace *src);
+
 size_t np_trace_count(const np_trace *tr);
 /* Event i in record order, NULL when i >= count. The pointer is valid until the next
  * np_trace_record (which may grow the array): read traces after the tasks have finished. */
 const np_trace_event *np_trace_get(const np_trace *tr, size_t i);
 size_t np_trace_dropped(const np_trace *tr);
 
-/* Writes {"traceEvents": [...], "displayTimeUnit": "ms"}: one complete event ("ph":"X")
- * per task with pid = rank, tid = worker, ts/dur in microseconds, args {kind, batch,
- * window, bytes}; plus process_name ("rank N") and thread_name (the worker's name, default
- * "worker N") metadata events for every (rank, worker) that ran a task. Task events are
+/* Writes {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {"layers": [...]}}:
+ * one complete event ("ph":"X") per task with pid = rank, tid = worker, ts/dur in
+ * microseconds, args {kind, batch, window, bytes, node, chunk} (node and chunk -1 when the
+ * task has none) plus "layer" (the node's name) when the node is named; process_name
+ * ("rank N") and thread_name (the worker's name, default "worker N") metadata events for
+ * every (rank, worker) that ran a task; otherData.layers lists every named node as
+ * {"node": id, "name": name} by id (empty when none is named). Task events are
  * sorted by start, rank, worker, then record order, so equal runs give equal files. A
  * non-finite time is written as 0 and a negative duration as 0 (JSON has no NaN).
  * Through PATH.tmp + rename; NP_STATUS_IO naming the path when it cannot be written. */
 NP_NODISCARD np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *err);
 
 /* Reads a Chrome trace written by np_trace_write_chrome (single- or multi-rank) back into a
- * trace: task events ("ph":"X" with args.kind) and thread names. Foreign or malformed files
- * -> NP_STATUS_BAD_INPUT naming the path and what is wrong. (trace/read.c) */
+ * trace: task events ("ph":"X" with args.kind), thread names and node names (from
+ * otherData.layers, else the events' args.layer). A task without args.node / args.chunk (a
+ * trace written before layers were recorded) reads as node = -1, chunk = -1. Foreign or
+ * malformed files -> NP_STATUS_BAD_INPUT naming the path and what is wrong. (trace/read.c) */
 NP_NODISCARD np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err);
 
-/* A new trace with the events of batches >= from (and the worker names): steady-state
- * figures without the warm-up batches. */
+/* A new trace with the events of batches >= from (and the worker and node names):
+ * steady-state figures without the warm-up batches. */
 NP_NODISCARD np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out,
                                            np_error *err);
 
 /* Name of worker w as set (or read), NULL when none. */
 const char *np_trace_worker_name(const np_trace *tr, int worker);
+/* Name of node (layer) `node` as set (or read), NULL when none. Valid until that node is
+ * renamed or the trace is freed. */
+const char *np_trace_node_name(const np_trace *tr, int node);
 
 /* ---- overlap analysis (trace/analyze.c; docs/tracing.md defines every figure)
  * Dense compute = FWD and BWD tasks. Lookup = ROUTE, RETRIEVE and SYNC. Exchange =
