@@ -11,7 +11,7 @@
 #include "trace/trace.h"
 
 static const char *trace_help =
-    "usage: nestpipe trace report FILE [--json] [--from-batch N]   overlap report\n"
+    "usage: nestpipe trace report FILE [--json] [--by-layer] [--from-batch N]  overlap report\n"
     "       nestpipe trace svg FILE OUT.svg       timeline and exposed-time chart\n"
     "       nestpipe trace paje FILE OUT.paje     Paje trace for ViTE / pajeng\n"
     "\n"
@@ -19,6 +19,8 @@ static const char *trace_help =
     "report prints, per rank and overall, the step time, each worker's busy and idle\n"
     "time, and per node kind the task count, total and exposed time (not hidden behind\n"
     "dense compute); --json prints the same as one JSON object (docs/tracing.md).\n"
+    "--by-layer adds, per model layer (summed over ranks), its fwd and bwd task counts and\n"
+    "time, its share of all dense compute time, and its other tasks (all-reduce, update).\n"
     "--from-batch N leaves out the tasks of batches before N (warm-up: first touches of\n"
     "the tables, perf-model calibration) for steady-state figures.\n";
 
@@ -47,11 +49,13 @@ int np_cmd_trace(int argc, char **argv) {
     if (!report && !svg && !paje) return usage_error("unknown subcommand", sub);
 
     const char *in = NULL, *out = NULL;
-    int json = 0;
+    int flags = 0; /* NP_TRACE_PRINT_* */
     long from_batch = 0;
     for (int i = 1; i < argc; i++) {
         if (report && !strcmp(argv[i], "--json")) {
-            json = 1;
+            flags |= NP_TRACE_PRINT_JSON;
+        } else if (report && !strcmp(argv[i], "--by-layer")) {
+            flags |= NP_TRACE_PRINT_LAYERS;
         } else if (report && !strcmp(argv[i], "--from-batch")) {
             char *end = NULL;
             from_batch = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
@@ -92,7 +96,7 @@ int np_cmd_trace(int argc, char **argv) {
     if (report) {
         np_trace_report rep;
         st = np_trace_analyze(tr, &rep, &err);
-        if (!st) st = np_trace_report_print(&rep, stdout, json, &err);
+        if (!st) st = np_trace_report_print(&rep, stdout, flags, &err);
         np_trace_report_free(&rep);
     } else if (svg) {
         st = np_trace_write_svg(tr, out, &err);

@@ -1,6 +1,7 @@
 /* Trace report tests: overlap figures of hand-made traces with exact expected numbers, the
- * JSON report, and the same report from a Chrome trace read back. Not here: recording, the
- * export and reading files (test_trace.c), real runs (test_engine.c). */
+ * per-layer figures, the JSON report, and the same report from a Chrome trace read back.
+ * Not here: recording, the export and reading files (test_trace.c), real runs
+ * (test_engine.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,7 +49,9 @@ static void add(np_trace *tr, int rank, int worker, np_node_kind kind, long batc
                          .rank = rank,
                          .worker = worker,
                          .start_us = s,
-                         .end_us = e};
+                         .end_us = e,
+                         .node = -1,
+                         .chunk = -1};
     assert_int_equal(np_trace_record(tr, &ev), 0);
 }
 
@@ -301,6 +304,114 @@ static void test_large(void **state) {
     np_trace_free(tr);
 }
 
+/* ---- per layer */
+
+static void add_layer(np_trace *tr, int rank, int worker, np_node_kind kind, int node, double s,
+                      double e) {
+    np_trace_event ev = {.name = np_node_kind_name(kind),
+                         .kind = kind,
+                         .window = -1,
+                         .rank = rank,
+                         .worker = worker,
+                         .start_us = s,
+                         .end_us = e,
+                         .node = node,
+                         .chunk = node >= 0 ? 0 : -1};
+    assert_int_equal(np_trace_record(tr, &ev), 0);
+}
+
+static void layer_is(const np_trace_layer_stats *l, int node, const char *name, long nf, double f,
+                     long nb, double b, long no, double o, double share) {
+    assert_int_equal(l->node, node);
+    if (name) assert_string_equal(l->name, name);
+    if (!name) assert_null(l->name);
+    assert_int_equal(l->fwd_count, nf);
+    assert_int_equal(l->bwd_count, nb);
+    assert_int_equal(l->other_count, no);
+    assert_true(l->fwd_us == f && l->bwd_us == b && l->other_us == o);
+    assert_true(l->compute_share == share);
+}
+
+/* Two ranks. Dense compute 300 us on rank 0 and 90 on rank 1: 390 in all. Node 0: fwd
+ * 100 + 50, bwd 80 + 60 (rank 1), other 80 (all-reduce) + 5 (update), share 290/390;
+ * node 1: fwd 20 + 30, bwd 40, share 90/390; node 2: an all-reduce only, share 0; no layer:
+ * the loss, 10. An exchange of no layer is in no row; node 3 is named but ran nothing. */
+static void test_by_layer(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_trace_set_node_name(tr, 0, "bottom.0");
+    np_trace_set_node_name(tr, 1, "interaction");
+    np_trace_set_node_name(tr, 3, "top.0");
+    add_layer(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    add_layer(tr, 0, 0, NP_NODE_FWD, 0, 100, 150);
+    add_layer(tr, 0, 0, NP_NODE_FWD, 1, 150, 170);
+    add_layer(tr, 0, 0, NP_NODE_FWD, -1, 170, 180);
+    add_layer(tr, 0, 0, NP_NODE_BWD, 1, 180, 220);
+    add_layer(tr, 0, 0, NP_NODE_BWD, 0, 220, 300);
+    add_layer(tr, 0, 1, NP_NODE_ALLREDUCE, 0, 250, 330);
+    add_layer(tr, 0, 0, NP_NODE_DENSE_UPDATE, 0, 330, 335);
+    add_layer(tr, 0, 1, NP_NODE_EXCHANGE_EMB, -1, 0, 50);
+    add_layer(tr, 1, 0, NP_NODE_FWD, 1, 0, 30);
+    add_layer(tr, 1, 0, NP_NODE_BWD, 0, 30, 90);
+    add_layer(tr, 1, 1, NP_NODE_ALLREDUCE, 2, 400, 410);
+    np_trace_report r = analyze(tr);
+    assert_true(r.compute_us == 390);
+    assert_int_equal(r.n_layers, 4);
+    layer_is(&r.layers[0], 0, "bottom.0", 2, 150, 2, 140, 2, 85, 290.0 / 390);
+    layer_is(&r.layers[1], 1, "interaction", 2, 50, 1, 40, 0, 0, 90.0 / 390);
+    layer_is(&r.layers[2], 2, NULL, 0, 0, 0, 0, 1, 10, 0);
+    layer_is(&r.layers[3], -1, NULL, 1, 10, 0, 0, 0, 0, 10.0 / 390);
+
+    char *text = print_report(&r, NP_TRACE_PRINT_LAYERS);
+    assert_non_null(strstr(text, "layers (all ranks; share of the 0.390 ms of dense compute"));
+    assert_non_null(strstr(text, "\n      0 bottom.0              2      0.150      2      0.140 "
+                                 "    74.4      2      0.085\n"));
+    assert_non_null(strstr(text, "\n     -1 (no layer)            1      0.010      0      0.000 "
+                                 "     2.6      0      0.000\n"));
+    assert_non_null(strstr(text, "\n      2 (unnamed)             0      0.000      0      0.000 "
+                                 "     0.0      1      0.010\n"));
+    free(text);
+    text = print_report(&r, 0); /* the layer table only when asked for */
+    assert_null(strstr(text, "bottom.0"));
+    free(text);
+
+    json_t *j = report_json(&r);
+    assert_null(json_object_get(j, "layers"));
+    json_decref(j);
+    text = print_report(&r, NP_TRACE_PRINT_JSON | NP_TRACE_PRINT_LAYERS);
+    json_error_t je;
+    j = json_loads(text, 0, &je);
+    assert_non_null(j);
+    assert_true(json_number_value(json_object_get(j, "compute_us")) == 390);
+    json_t *ls = json_object_get(j, "layers");
+    assert_int_equal(json_array_size(ls), 4);
+    json_t *l0 = json_array_get(ls, 0), *l3 = json_array_get(ls, 3);
+    assert_string_equal(json_string_value(json_object_get(l0, "name")), "bottom.0");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(l0, "bwd"), "count")), 2);
+    assert_true(json_number_value(json_object_get(json_object_get(l0, "fwd"), "total_us")) == 150);
+    assert_true(json_number_value(json_object_get(json_object_get(l0, "other"), "total_us")) == 85);
+    assert_true(json_number_value(json_object_get(l0, "compute_us")) == 290);
+    assert_true(json_number_value(json_object_get(l0, "compute_share")) == 290.0 / 390);
+    assert_int_equal(json_integer_value(json_object_get(l3, "node")), -1);
+    assert_true(json_is_null(json_object_get(l3, "name")));
+    json_decref(j);
+    free(text);
+    np_trace_report_free(&r);
+
+    /* a trace without layer tasks: no rows, and the shares of nothing are not a number */
+    np_trace *plain = new_trace();
+    add(plain, 0, 0, NP_NODE_ROUTE, 0, 0, 10);
+    r = analyze(plain);
+    assert_int_equal(r.n_layers, 0);
+    assert_true(r.compute_us == 0);
+    text = print_report(&r, NP_TRACE_PRINT_LAYERS);
+    assert_non_null(strstr(text, "(no layer tasks in this trace)"));
+    free(text);
+    np_trace_report_free(&r);
+    np_trace_free(plain);
+    np_trace_free(tr);
+}
+
 /* ---- JSON report fields */
 
 static const char *const rank_keys[] = {"rank",
@@ -492,6 +603,7 @@ int main(void) {
         cmocka_unit_test(test_no_exchange),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_json_report),
+        cmocka_unit_test(test_by_layer),
         cmocka_unit_test(test_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

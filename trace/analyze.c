@@ -1,6 +1,7 @@
 /* Overlap analysis of a task trace: per rank and node kind, how much time ran and how much of
- * it was exposed (not hidden behind dense compute), plus worker idle time; and its text or
- * JSON report. Not here: recording or reading traces (trace.c, read.c), pictures (svg.c).
+ * it was exposed (not hidden behind dense compute), plus worker idle time and compute time per
+ * model layer; and its text or JSON report. Not here: recording or reading traces (trace.c,
+ * read.c), pictures (svg.c).
  *
  * Definitions (docs/tracing.md), per rank:
  * - a task's interval is [start, max(start, end)): a negative duration counts as zero,
@@ -14,6 +15,9 @@
  * - batches = distinct batch values; span = last end - first start; step = span / batches;
  * - workers = those that ran at least one task on the rank; busy = union of their tasks,
  *   idle = span - busy; the rank's idle = the sum over its workers.
+ * Per layer (all ranks together): sums of the durations of the tasks of each node, split in
+ * fwd, bwd and other kinds; its share = (fwd + bwd) / the duration sum of all FWD and BWD
+ * tasks, whose node -1 part (loss, pooling) is a row of its own.
  * Every union is a sort and one sweep, and exposed parts a two-pointer walk over two sorted
  * unions: O(n log n) in the number of events. */
 #include "trace/trace.h"
@@ -30,7 +34,7 @@ typedef struct span {
 } span;
 
 typedef struct item {
-    int rank, worker;
+    int rank, worker, node;
     np_node_kind kind;
     long batch;
     span t;
@@ -52,6 +56,12 @@ static int cmp_worker(const void *pa, const void *pb) { /* within one rank */
     const item *a = pa, *b = pb;
     if (a->worker != b->worker) return a->worker < b->worker ? -1 : 1;
     return cmp_span(&a->t, &b->t);
+}
+
+static int cmp_node(const void *pa, const void *pb) { /* -1 (no layer) last */
+    const item *a = pa, *b = pb;
+    unsigned x = (unsigned)a->node, y = (unsigned)b->node;
+    return (x > y) - (x < y);
 }
 
 static int cmp_batch(const void *pa, const void *pb) { /* within one rank */
@@ -188,6 +198,55 @@ static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {
     if (r->step_us > o->step_us) o->step_us = r->step_us;
 }
 
+/* The per-layer rows of out from all items (any order; sorted here by node). */
+static np_status analyze_layers(const np_trace *tr, item *it, size_t n, np_trace_report *out,
+                                np_error *err) {
+    qsort(it, n, sizeof *it, cmp_node);
+    int rows = 0, last = -2;
+    for (size_t i = 0; i < n; i++) {
+        int compute = dense_mask >> it[i].kind & 1u;
+        if (compute) out->compute_us += it[i].t.e - it[i].t.s;
+        /* a row per node, and one for dense compute of no layer */
+        if ((it[i].node >= 0 || compute) && it[i].node != last) {
+            rows++;
+            last = it[i].node;
+        }
+    }
+    if (!rows) return NP_OK;
+    out->layers = np_zalloc((size_t)rows, sizeof *out->layers, "trace report layers", err);
+    if (!out->layers) return NP_STATUS_NO_MEMORY;
+    np_trace_layer_stats *l = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const item *x = &it[i];
+        int compute = dense_mask >> x->kind & 1u;
+        if (x->node < 0 && !compute) continue;
+        if (!l || l->node != x->node) {
+            l = &out->layers[out->n_layers++];
+            l->node = x->node;
+            const char *name = x->node >= 0 ? np_trace_node_name(tr, x->node) : NULL;
+            if (name && !(l->name = np_alloc(strlen(name) + 1, 1, "trace report layers", err)))
+                return NP_STATUS_NO_MEMORY;
+            if (name) strcpy(l->name, name);
+        }
+        double d = x->t.e - x->t.s;
+        if (x->kind == NP_NODE_FWD) {
+            l->fwd_count++;
+            l->fwd_us += d;
+        } else if (x->kind == NP_NODE_BWD) {
+            l->bwd_count++;
+            l->bwd_us += d;
+        } else {
+            l->other_count++;
+            l->other_us += d;
+        }
+    }
+    for (int i = 0; i < out->n_layers; i++) {
+        np_trace_layer_stats *y = &out->layers[i];
+        y->compute_share = out->compute_us > 0 ? (y->fwd_us + y->bwd_us) / out->compute_us : NAN;
+    }
+    return NP_OK;
+}
+
 np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *err) {
     memset(out, 0, sizeof *out);
     out->overall.rank = -1;
@@ -213,6 +272,7 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
         }
         it[i] = (item){.rank = e->rank,
                        .worker = e->worker,
+                       .node = e->node >= 0 ? e->node : -1,
                        .kind = e->kind,
                        .batch = e->batch,
                        .t = {e->start_us, e->end_us > e->start_us ? e->end_us : e->start_us}};
@@ -240,6 +300,7 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
     if (out->overall.exchange_us > 0)
         out->overall.exchange_exposed_ratio =
             out->overall.exchange_exposed_us / out->overall.exchange_us;
+    st = analyze_layers(tr, it, n, out, err);
 
 done:
     free(it);
@@ -253,6 +314,9 @@ void np_trace_report_free(np_trace_report *r) {
     if (!r) return;
     free(r->ranks);
     free(r->workers);
+    for (int i = 0; i < r->n_layers; i++)
+        free(r->layers[i].name);
+    free(r->layers);
     memset(r, 0, sizeof *r);
     r->overall.rank = -1;
     r->overall.exchange_exposed_ratio = NAN;
@@ -301,6 +365,27 @@ static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_rep
             r->lookup_exposed_us / 1e3);
 }
 
+static void print_layers(FILE *f, const np_trace_report *r) {
+    fprintf(f, "layers (all ranks; share of the %.3f ms of dense compute, fwd + bwd)\n",
+            r->compute_us / 1e3);
+    fprintf(f, "  %5s %-16s %6s %10s %6s %10s %8s %6s %10s\n", "node", "layer", "fwd", "fwd ms",
+            "bwd", "bwd ms", "share %", "other", "other ms");
+    for (int i = 0; i < r->n_layers; i++) {
+        const np_trace_layer_stats *l = &r->layers[i];
+        fprintf(f, "  %5d %-16s %6ld %10.3f %6ld %10.3f", l->node,
+                l->name       ? l->name
+                : l->node < 0 ? "(no layer)"
+                              : "(unnamed)",
+                l->fwd_count, l->fwd_us / 1e3, l->bwd_count, l->bwd_us / 1e3);
+        if (isnan(l->compute_share))
+            fprintf(f, " %8s", "-");
+        else
+            fprintf(f, " %8.1f", 100.0 * l->compute_share);
+        fprintf(f, " %6ld %10.3f\n", l->other_count, l->other_us / 1e3);
+    }
+    if (!r->n_layers) fprintf(f, "  (no layer tasks in this trace)\n");
+}
+
 /* JSON has no NaN or infinity: such a figure (a ratio without exchanges) is null. */
 static json_t *num(double x) {
     return isfinite(x) ? json_real(x) : json_null();
@@ -343,8 +428,30 @@ static json_t *rank_json(const np_trace_rank_stats *r, const np_trace_report *re
     return o;
 }
 
-np_status np_trace_report_print(const np_trace_report *r, FILE *f, int json, np_error *err) {
-    if (json) {
+static json_t *part_json(long count, double us) {
+    return json_pack("{s:I, s:o}", "count", (json_int_t)count, "total_us", num(us));
+}
+
+static json_t *layers_json(const np_trace_report *r) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < r->n_layers; i++) {
+        const np_trace_layer_stats *l = &r->layers[i];
+        if (json_array_append_new(
+                a, json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "node", l->node, "name",
+                             l->name ? json_string(l->name) : json_null(), "fwd",
+                             part_json(l->fwd_count, l->fwd_us), "bwd",
+                             part_json(l->bwd_count, l->bwd_us), "other",
+                             part_json(l->other_count, l->other_us), "compute_us",
+                             num(l->fwd_us + l->bwd_us), "compute_share", num(l->compute_share)))) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags, np_error *err) {
+    if (flags & NP_TRACE_PRINT_JSON) {
         json_t *ranks = json_array(), *root = NULL;
         int bad = !ranks;
         for (int i = 0; !bad && i < r->n_ranks; i++)
@@ -354,6 +461,12 @@ np_status np_trace_report_print(const np_trace_report *r, FILE *f, int json, np_
             ranks = NULL; /* "o" stole it, even when the pack failed */
         }
         json_decref(ranks);
+        if (root && (flags & NP_TRACE_PRINT_LAYERS) &&
+            (json_object_set_new(root, "compute_us", num(r->compute_us)) ||
+             json_object_set_new(root, "layers", layers_json(r)))) {
+            json_decref(root);
+            root = NULL;
+        }
         if (!root) return np_err(err, NP_STATUS_NO_MEMORY, "trace report: out of memory");
         bad = json_dumpf(root, f, JSON_INDENT(2)) != 0 || fputc('\n', f) == EOF;
         json_decref(root);
@@ -364,6 +477,7 @@ np_status np_trace_report_print(const np_trace_report *r, FILE *f, int json, np_
     for (int i = 0; i < r->n_ranks; i++)
         print_rank(f, &r->ranks[i], r, r->n_ranks);
     print_rank(f, &r->overall, r, r->n_ranks);
+    if (flags & NP_TRACE_PRINT_LAYERS) print_layers(f, r);
     if (fflush(f) != 0 || ferror(f))
         return np_err(err, NP_STATUS_IO, "trace report: cannot write the report");
     return NP_OK;

@@ -136,18 +136,37 @@ typedef struct np_trace_rank_stats {
     double idle_us; /* sum of the workers' idle time */
 } np_trace_rank_stats;
 
+/* Per model layer, summed over ranks: the tasks whose event.node is this node. fwd / bwd are
+ * its dense compute tasks (kinds FWD, BWD); other = its tasks of other kinds (the layer's
+ * all-reduce, dense update). */
+typedef struct np_trace_layer_stats {
+    int node;   /* model graph node; -1: dense compute tasks of no layer (loss, pooling) */
+    char *name; /* the node's name (the report's copy), NULL when the trace has none */
+    long fwd_count, bwd_count, other_count;
+    double fwd_us, bwd_us, other_us; /* sums of task durations */
+    double compute_share;            /* (fwd_us + bwd_us) / report compute_us; NaN when 0 */
+} np_trace_layer_stats;
+
 typedef struct np_trace_report {
     int n_ranks;
     np_trace_rank_stats *ranks;  /* (n_ranks) by rank */
     np_trace_rank_stats overall; /* sums over ranks (ratio from the sums) */
     int n_workers;
     np_trace_worker_stats *workers; /* (n_workers) by rank, then worker */
+    double compute_us;              /* sum of the durations of all FWD and BWD tasks */
+    int n_layers;
+    np_trace_layer_stats *layers; /* (n_layers) by node id, the node -1 row (if any) last */
 } np_trace_report;
 
 NP_NODISCARD np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *err);
 void np_trace_report_free(np_trace_report *r);
-/* Human-readable tables, or one JSON object when json != 0. */
-NP_NODISCARD np_status np_trace_report_print(const np_trace_report *r, FILE *f, int json,
+
+/* np_trace_report_print flags; 0 = the text report. */
+enum { NP_TRACE_PRINT_JSON = 1, NP_TRACE_PRINT_LAYERS = 2 };
+/* Human-readable tables, or one JSON object with NP_TRACE_PRINT_JSON; with
+ * NP_TRACE_PRINT_LAYERS also the per-layer figures (a table after the overall one, or
+ * "compute_us" and "layers" in the JSON object). */
+NP_NODISCARD np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags,
                                              np_error *err);
 
 /* ---- pictures and other formats (trace/paje.c, trace/svg.c) */
