@@ -1,6 +1,7 @@
-/* Paje and SVG export tests: a hand-built 2-rank x 2-worker trace written in both formats,
- * checked by parsing the files here and, where installed, by pj_dump (Paje), xmllint
- * (well-formed XML) and rsvg-convert (the SVG renders). A missing tool skips only its check. */
+/* Paje and SVG export tests: a hand-built 2-rank x 2-worker trace written in both formats
+ * (and a trace of layer tasks in the SVG), checked by parsing the files here and, where
+ * installed, by pj_dump (Paje), xmllint (well-formed XML) and rsvg-convert (the SVG
+ * renders). A missing tool skips only its check. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -365,6 +366,83 @@ static void test_svg(void **state) {
     np_trace_free(tr);
 }
 
+/* Layers in the SVG: each task's tooltip names its layer (escaped) and chunk, layer tasks of
+ * one kind differ in shade by node, and a bar per layer gives its compute time. One rank,
+ * 520 us of dense compute: node 0 "bottom.0" 200 fwd + 140 bwd, node 1 60 + 60, node 2
+ * (unnamed) 20, the loss (no layer) 40. */
+static void test_svg_layers(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        np_node_kind kind;
+        int worker, node, chunk;
+        double start, end;
+    } evs[] = {
+        {"linear_fwd", NP_NODE_FWD, 0, 0, 0, 0, 100},
+        {"linear_fwd", NP_NODE_FWD, 0, 0, 1, 100, 200},
+        {"dot_fwd", NP_NODE_FWD, 0, 1, 0, 200, 260},
+        {"bce", NP_NODE_FWD, 0, -1, -1, 260, 300},
+        {"dot_bwd", NP_NODE_BWD, 0, 1, 0, 300, 360},
+        {"linear_bwd", NP_NODE_BWD, 0, 0, 0, 360, 500},
+        {"allreduce", NP_NODE_ALLREDUCE, 1, 0, -1, 400, 450},
+        {"cross_fwd", NP_NODE_FWD, 0, 2, 5, 500, 520},
+    };
+    np_trace *tr = new_trace();
+    np_trace_set_node_name(tr, 0, "bottom.0");
+    np_trace_set_node_name(tr, 1, "dot <&>");
+    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) {
+        np_trace_event ev = {.name = evs[i].name,
+                             .kind = evs[i].kind,
+                             .window = 0,
+                             .worker = evs[i].worker,
+                             .start_us = evs[i].start,
+                             .end_us = evs[i].end,
+                             .node = evs[i].node,
+                             .chunk = evs[i].chunk};
+        assert_int_equal(np_trace_record(tr, &ev), 0);
+    }
+    np_error e = {{0}};
+    const char *path = tmp_path("layers.svg");
+    assert_int_equal(np_trace_write_svg(tr, path, &e), NP_OK);
+    char *svg = read_all(path);
+    /* node 0 keeps the kind's colour (fwd #1f77b4); node 1 is 35% lighter, node 2 30% darker */
+    assert_non_null(strstr(svg, "fill=\"#1f77b4\"><title>linear_fwd (fwd) layer bottom.0 (node 0) "
+                                "batch 0 window 0 chunk 1, 0.100-0.200 ms (0.100 ms)</title>"));
+    assert_non_null(strstr(svg, "fill=\"#6da7ce\"><title>dot_fwd (fwd) layer dot &lt;&amp;&gt; "
+                                "(node 1) batch 0 window 0 chunk 0,"));
+    assert_non_null(strstr(svg, "fill=\"#16537e\"><title>cross_fwd (fwd) node 2 batch 0 window 0 "
+                                "chunk 5,"));
+    assert_non_null(strstr(svg, "<title>bce (fwd) batch 0 window 0, "));
+    assert_non_null(strstr(svg, "<title>allreduce (allreduce) layer bottom.0 (node 0) batch 0 "
+                                "window 0, "));
+    assert_non_null(strstr(svg, ">bottom.0</text>")); /* a wide task shows its layer's name */
+    /* the per-layer chart: nodes 0, 1, 2 and the loss */
+    assert_int_equal(count_of(svg, "class=\"layer-bar fwd\""), 4);
+    assert_int_equal(count_of(svg, "class=\"layer-bar bwd\""), 4);
+    assert_non_null(strstr(svg, ">fwd 0.200 ms, bwd 0.140 ms, 65.4% of compute (3 tasks)<"));
+    assert_non_null(strstr(svg, ">(no layer)</text>"));
+    assert_non_null(strstr(svg, ">node 2</text>"));
+    assert_null(strstr(svg, "dot <&>"));
+    if (have_tool("xmllint")) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+        assert_int_equal(run(cmd), 0);
+    }
+    free(svg);
+    remove(path);
+
+    /* without layer tasks there is no layer chart */
+    np_trace *plain = sample_trace();
+    assert_int_equal(np_trace_write_svg(plain, path, &e), NP_OK);
+    svg = read_all(path);
+    assert_null(strstr(svg, "layer-bar"));
+    assert_null(strstr(svg, "Dense compute per layer"));
+    free(svg);
+    remove(path);
+    np_trace_free(plain);
+    np_trace_free(tr);
+}
+
 static void test_empty(void **state) {
     (void)state;
     np_trace *tr = new_trace();
@@ -438,9 +516,9 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paje),       cmocka_unit_test(test_paje_odd_times),
-        cmocka_unit_test(test_svg),        cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_unwritable),
+        cmocka_unit_test(test_paje),  cmocka_unit_test(test_paje_odd_times),
+        cmocka_unit_test(test_svg),   cmocka_unit_test(test_svg_layers),
+        cmocka_unit_test(test_empty), cmocka_unit_test(test_unwritable),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,7 @@
-/* SVG picture of a task trace: a timeline (one row per rank x worker, colour = node kind,
- * batches labelled) and a bar chart of exposed vs hidden time per kind from
- * np_trace_analyze. Static SVG 1.1: no scripts, no external resources. */
+/* SVG picture of a task trace: a timeline (one row per rank x worker, colour = node kind
+ * shaded by layer, batches labelled, tooltips naming layer and chunk) and bar charts of
+ * exposed vs hidden time per kind and of compute time per layer, from np_trace_analyze.
+ * Static SVG 1.1: no scripts, no external resources. */
 #include "trace/trace.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@ typedef struct {
     const char *name;
     np_node_kind kind;
     long batch;
-    int window, rank, worker;
+    int window, rank, worker, node, chunk;
     double start, end; /* microseconds since the earliest start; end >= start */
     uint64_t bytes;
     size_t seq;
@@ -107,14 +108,30 @@ static const unsigned char *colour_of(np_node_kind k) {
     return (unsigned)k < NP_NODE_KIND_COUNT ? palette[k] : other_colour;
 }
 
-static void put_fill(FILE *f, np_node_kind k) {
+/* The kind's colour, for a layer task shaded by its node so that neighbouring layers differ
+ * while the hue still says the kind: node % 4 = 0 plain, 1 lighter, 2 darker, 3 lightest. */
+static void shade_of(np_node_kind k, int node, unsigned char out[3]) {
+    static const double mix[4] = {0, 0.35, -0.3, 0.6}; /* > 0 towards white, < 0 black */
     const unsigned char *c = colour_of(k);
+    double m = node >= 0 ? mix[node % 4] : 0;
+    for (int i = 0; i < 3; i++)
+        out[i] = (unsigned char)lround(m >= 0 ? c[i] + (255 - c[i]) * m : c[i] * (1 + m));
+}
+
+static void put_shade(FILE *f, np_node_kind k, int node) {
+    unsigned char c[3];
+    shade_of(k, node, c);
     fprintf(f, "#%02x%02x%02x", c[0], c[1], c[2]);
 }
 
+static void put_fill(FILE *f, np_node_kind k) {
+    put_shade(f, k, -1);
+}
+
 /* Dark text on light colours, white on dark ones. */
-static const char *text_on(np_node_kind k) {
-    const unsigned char *c = colour_of(k);
+static const char *text_on(np_node_kind k, int node) {
+    unsigned char c[3];
+    shade_of(k, node, c);
     return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] > 150 ? "#000" : "#fff";
 }
 
@@ -190,22 +207,42 @@ static void put_task(const picture *p, const task *t, double y) {
     if (w < 0.5) w = 0.5;
     fprintf(f, "<rect class=\"task\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"", x,
             y, w, ROW_H);
-    put_fill(f, t->kind);
+    put_shade(f, t->kind, t->node);
     fputs("\"><title>", f);
     put_xml(f, t->name ? t->name : np_node_kind_name(t->kind));
-    fprintf(f, " (%s) batch %ld", np_node_kind_name(t->kind), t->batch);
+    fprintf(f, " (%s)", np_node_kind_name(t->kind));
+    const char *layer = t->node >= 0 ? np_trace_node_name(p->tr, t->node) : NULL;
+    if (layer) {
+        fputs(" layer ", f);
+        put_xml(f, layer);
+        fprintf(f, " (node %d)", t->node);
+    } else if (t->node >= 0) {
+        fprintf(f, " node %d", t->node);
+    }
+    fprintf(f, " batch %ld", t->batch);
     if (t->window >= 0) fprintf(f, " window %d", t->window);
+    if (t->chunk >= 0) fprintf(f, " chunk %d", t->chunk);
     fprintf(f, ", %.3f-%.3f ms (%.3f ms)", t->start / 1000, t->end / 1000,
             (t->end - t->start) / 1000);
     if (t->bytes) fprintf(f, ", %llu bytes", (unsigned long long)t->bytes);
     fputs("</title></rect>\n", f);
+    /* inside the rectangle: the layer's name where it fits (batches are labelled on the
+     * rank's title line), else bN */
     char label[32];
     int len = snprintf(label, sizeof label, "b%ld", t->batch);
-    if (w >= 6.0 * len + 6)
+    if (layer && w >= 6.0 * (double)strlen(layer) + 6) {
+        fprintf(f,
+                "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" "
+                "fill=\"%s\">",
+                x + w / 2, y + ROW_H / 2.0 + 3.5, text_on(t->kind, t->node));
+        put_xml(f, layer);
+        fputs("</text>\n", f);
+    } else if (w >= 6.0 * len + 6) {
         fprintf(f,
                 "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" "
                 "fill=\"%s\">%s</text>\n",
-                x + w / 2, y + ROW_H / 2.0 + 3.5, text_on(t->kind), label);
+                x + w / 2, y + ROW_H / 2.0 + 3.5, text_on(t->kind, t->node), label);
+    }
 }
 
 static void put_axis(const picture *p, double y, double y_end) {
@@ -303,6 +340,55 @@ static void put_bars(const picture *p, double y) {
     }
 }
 
+/* Dense compute per layer (the report's layer rows): fwd then bwd time, in their kinds'
+ * colours, scaled to the largest layer. */
+static void put_layer_bars(const picture *p, double y) {
+    FILE *f = p->f;
+    const np_trace_report *r = p->rep;
+    fprintf(f,
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">Dense compute "
+            "per layer, all ranks</text>\n",
+            LABEL_W, y);
+    y += 16;
+    fprintf(f,
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">busy time (sum of task durations) of "
+            "each layer's fwd and bwd tasks; share of all %.3f ms of dense compute</text>\n",
+            LABEL_W, y, r->compute_us / 1000);
+    y += 10;
+    double max_us = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        if (r->layers[i].fwd_us + r->layers[i].bwd_us > max_us)
+            max_us = r->layers[i].fwd_us + r->layers[i].bwd_us;
+    for (int i = 0; i < r->n_layers; i++) {
+        const np_trace_layer_stats *l = &r->layers[i];
+        double wf = max_us > 0 ? l->fwd_us / max_us * BAR_W : 0;
+        double wb = max_us > 0 ? l->bwd_us / max_us * BAR_W : 0;
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\">", LABEL_W - 8,
+                y + BAR_H - 4);
+        if (l->name)
+            put_xml(f, l->name);
+        else if (l->node < 0)
+            fputs("(no layer)", f);
+        else
+            fprintf(f, "node %d", l->node);
+        fprintf(f,
+                "</text>\n<rect class=\"layer-bar fwd\" x=\"%d\" y=\"%.1f\" width=\"%.2f\" "
+                "height=\"%d\" fill=\"",
+                LABEL_W, y, wf, BAR_H);
+        put_shade(f, NP_NODE_FWD, l->node);
+        fprintf(f,
+                "\"/>\n<rect class=\"layer-bar bwd\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+                "height=\"%d\" fill=\"",
+                LABEL_W + wf, y, wb, BAR_H);
+        put_shade(f, NP_NODE_BWD, l->node);
+        fprintf(f, "\"/>\n<text x=\"%.2f\" y=\"%.1f\" font-size=\"11\">fwd %.3f ms, bwd %.3f ms",
+                LABEL_W + wf + wb + 6, y + BAR_H - 4, l->fwd_us / 1000, l->bwd_us / 1000);
+        if (!isnan(l->compute_share)) fprintf(f, ", %.1f%% of compute", 100 * l->compute_share);
+        fprintf(f, " (%ld tasks)</text>\n", l->fwd_count + l->bwd_count);
+        y += BAR_H + BAR_GAP;
+    }
+}
+
 /* The whole document; ts sorted, n > 0. */
 static void emit(picture *p) {
     FILE *f = p->f;
@@ -315,7 +401,10 @@ static void emit(picture *p) {
     double y_axis = 80, y_rows = y_axis + 8;
     double y_end = y_rows + p->n_ranks * (RANK_HEAD + RANK_GAP) + p->n_lanes * (ROW_H + ROW_GAP);
     double y_legend = y_end + 16, y_bars = y_legend + legend_lines * 18 + 30;
-    double height = y_bars + 26 + n_bars * (BAR_H + BAR_GAP) + 20;
+    double y_layers = y_bars + 26 + n_bars * (BAR_H + BAR_GAP) + 24;
+    /* no chart without layer tasks (rows are by node, the no-layer row last) */
+    int n_layers = p->rep && p->rep->n_layers && p->rep->layers[0].node >= 0 ? p->rep->n_layers : 0;
+    double height = n_layers ? y_layers + 26 + n_layers * (BAR_H + BAR_GAP) + 20 : y_layers - 4;
 
     fprintf(f,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -329,6 +418,8 @@ static void emit(picture *p) {
             "worker rows, span %.3f ms (0 = earliest start); bN = batch N",
             LABEL_W, LABEL_W, p->n, p->n_ranks, p->n_ranks == 1 ? "" : "s", p->n_lanes,
             p->span / 1000);
+    if (n_layers)
+        fputs("; shades of a kind's colour tell layers apart, tooltips name layer and chunk", f);
     size_t dropped = np_trace_dropped(p->tr);
     if (dropped) fprintf(f, "; %zu events dropped (out of memory)", dropped);
     fputs("</text>\n", f);
@@ -364,6 +455,7 @@ static void emit(picture *p) {
     }
     put_legend(f, y_legend);
     put_bars(p, y_bars);
+    if (n_layers) put_layer_bars(p, y_layers);
     fputs("</svg>\n", f);
 }
 
@@ -402,8 +494,18 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
             n = i;
             break;
         }
-        ts[i] = (task){e->name,   e->kind,     e->batch,  e->window, e->rank,
-                       e->worker, e->start_us, e->end_us, e->bytes,  i};
+        ts[i] = (task){.name = e->name,
+                       .kind = e->kind,
+                       .batch = e->batch,
+                       .window = e->window,
+                       .rank = e->rank,
+                       .worker = e->worker,
+                       .node = e->node >= 0 ? e->node : -1,
+                       .chunk = e->chunk >= 0 ? e->chunk : -1,
+                       .start = e->start_us,
+                       .end = e->end_us,
+                       .bytes = e->bytes,
+                       .seq = i};
         if (isfinite(e->start_us) && e->start_us < t0) t0 = e->start_us;
     }
     if (!isfinite(t0)) t0 = 0;

@@ -173,8 +173,9 @@ NP_NODISCARD np_status np_trace_report_print(const np_trace_report *r, FILE *f, 
 /* Paje trace (ViTE, pajeng's pj_dump): containers rank > worker, one state per task
  * (value = node kind), events in time order. */
 NP_NODISCARD np_status np_trace_write_paje(const np_trace *tr, const char *path, np_error *err);
-/* SVG: a timeline (rows = ranks x workers, colour = node kind, batches labelled) and a bar
- * chart of exposed vs hidden time per node kind. Self-contained, no scripts. */
+/* SVG: a timeline (rows = ranks x workers, colour = node kind, shaded by layer, batches
+ * labelled, each task's tooltip naming its layer and chunk), a bar chart of exposed vs
+ * hidden time per node kind and one of compute time per layer. Self-contained, no scripts. */
 NP_NODISCARD np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err);
 
 /* Finishes a file written to `tmp` through f: flush, close, rename to `path`; on any failure
