@@ -89,7 +89,8 @@ extern struct starpu_codelet np_cl_sum;
 struct np_comm;
 typedef struct np_cl_xchg_args {
     uint64_t task_bytes;  /* FIRST field: bytes this task sent, read by the trace callback */
-    const np_config *cfg; /* shard mode, ranks, rank, table sizes: immutable */
+    np_shard shard;        /* row- or table-wise sharding over the R ranks */
+    const int64_t *rows;   /* (T) rows of each table: the model's, immutable */
     struct np_comm *comm;
     long nb; /* local batch samples */
     int T, d, R;

@@ -44,7 +44,6 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     int64_t *pos = NP_BUF(buffers, 3);  /* (nnz) */
     int64_t *sendkeys = NP_BUF(buffers, 4); /* owner-local rows, (owner, window, table) order */
     int64_t *meta = NP_BUF(buffers, 5);
-    const np_config *cfg = a->cfg;
     int T = a->T, R = a->R, W = a->W;
     size_t nwt = (size_t)W * T;
     /* tbase (W*T+1): first uniq index of (window, table); scur (R, W, T): next send
@@ -65,7 +64,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
             size_t nu = 0;
             tbase[w * T + t] = base;
             if (np_keys_dedup(keys + o[r0], o[r1] - o[r0], uniq + base, &nu, pos + o[r0]) ||
-                (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= np_config_rows(cfg, t)))) {
+                (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= a->rows[t]))) {
                 *a->fail = 1;
                 free(tbase);
                 return;
@@ -98,7 +97,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++)
             for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++)
-                meta[NP_META_SC(T, W, np_shard_owner(cfg, t, uniq[u]), w, t)]++;
+                meta[NP_META_SC(T, W, np_shard_owner_in(a->shard, a->R, t, uniq[u]), w, t)]++;
     int64_t acc = 0;
     for (int o = 0; o < R; o++)
         for (int w = 0; w < W; w++)
@@ -117,8 +116,8 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++)
             for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++) {
-                int o = np_shard_owner(cfg, t, uniq[u]);
-                sendkeys[scur[((size_t)o * W + w) * T + t]++] = np_shard_local(cfg, uniq[u]);
+                int o = np_shard_owner_in(a->shard, a->R, t, uniq[u]);
+                sendkeys[scur[((size_t)o * W + w) * T + t]++] = np_shard_local_in(a->shard, a->R, uniq[u]);
                 slot[u] = rcur[((size_t)w * R + o) * T + t]++;
             }
     /* 3. every key reads its row where it will arrive in its window's Rin */

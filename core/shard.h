@@ -8,17 +8,27 @@
 
 #include "nestpipe/nestpipe.h"
 
-/* docs/engine.md "Sharding": where row k of table t lives.
+/* docs/engine.md "Sharding": where row k of table t lives (for R = ranks; the _in forms
+ * take the sharding by value, for codelets, which see no config).
  * Row-wise: on rank (k + t) mod R as local row k div R (consecutive hot keys, which Zipf
  * data makes the small ids, spread over all ranks; the +t offset spreads each table's
  * hottest row too). Table-wise: table t whole on rank t mod R. */
+static inline int np_shard_owner_in(np_shard shard, int ranks, int t, int64_t k) {
+    if (ranks == 1) return 0;
+    return shard == NP_SHARD_ROW ? (int)((k + t) % ranks) : t % ranks;
+}
+
+static inline int64_t np_shard_local_in(np_shard shard, int ranks, int64_t k) {
+    return ranks == 1 || shard == NP_SHARD_TABLE ? k : k / ranks;
+}
+
+/* The same from a config. */
 static inline int np_shard_owner(const np_config *c, int t, int64_t k) {
-    if (c->ranks == 1) return 0;
-    return c->shard == NP_SHARD_ROW ? (int)((k + t) % c->ranks) : t % c->ranks;
+    return np_shard_owner_in(c->shard, c->ranks, t, k);
 }
 
 static inline int64_t np_shard_local(const np_config *c, int64_t k) {
-    return c->ranks == 1 || c->shard == NP_SHARD_TABLE ? k : k / c->ranks;
+    return np_shard_local_in(c->shard, c->ranks, k);
 }
 
 /* The global row of local row j of table t on rank r. */

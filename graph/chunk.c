@@ -80,7 +80,6 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
                           const np_rset *rs, np_error *err) {
     const np_model_t *m = e->m;
     const np_graph_t *g = m->graph;
-    int nd = m->cfg.bottom[0];
     np_status st = NP_OK;
     np_cl_emb_args ea = {.nb = e->nb,
                          .row0 = k->row0,
@@ -90,7 +89,8 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
                          .w = k->w,
                          .zero = k == &e->ch[k->w * e->C]};
     np_task_ctx c = *ctx;
-    c.chunk = (int)(k - e->ch);
+    int ci = (int)(k - e->ch);
+    c.chunk = ci;
 #define TRY(call)                                                                                  \
     do {                                                                                           \
         if ((st = (call))) return st;                                                              \
@@ -113,8 +113,9 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
         }
         for (int i = 0; i < x->shape.n_in; i++) {
             int p = x->in[i];
-            h[v].in[i] = p == NP_IN_DENSE ? sl->dense.h : p == NP_IN_POOLED ? k->P.h : k->act[p].h;
-            h[v].in_off[i] = p == NP_IN_DENSE ? (size_t)k->row0 * (size_t)nd : 0;
+            h[v].in[i] = p == NP_IN_DENSE    ? sl->dense_part[ci]
+                         : p == NP_IN_POOLED ? k->P.h
+                                             : k->act[p].h;
             h[v].din[i] = grad_target(g, k, v, i);
         }
         c.node = v;
@@ -122,8 +123,8 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
     }
     c.node = -1;
     /* the loss is the mean over the GLOBAL batch: every rank scales by 1/G */
-    np_cl_bce_args ba = {.row0 = k->row0, .n = k->n, .scale = 1.0f / (float)e->cfg.batch};
-    TRY(np_submit_bce(&c, &ba, k->act[g->output].h, sl->label.h, k->loss.h, k->dact[g->output].h,
+    np_cl_bce_args ba = {.row0 = 0, .n = k->n, .scale = 1.0f / (float)e->cfg.batch};
+    TRY(np_submit_bce(&c, &ba, k->act[g->output].h, sl->label_part[ci], k->loss.h, k->dact[g->output].h,
                       err));
     for (int v = g->n - 1; v >= 0; v--) {
         c.node = v;

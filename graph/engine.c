@@ -49,6 +49,13 @@ np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv, size_
 
 static void unreg_all_buffers(np_sp_engine *e) {
     for (int k = 0; k < NP_SLOTS; k++) {
+        np_slot *sl = &e->slot[k];
+        unsigned K = (unsigned)(e->W * e->C);
+        if (sl->planned) { /* the sub-handles go before their parents */
+            starpu_data_partition_clean(sl->dense.h, K, sl->dense_part);
+            starpu_data_partition_clean(sl->label.h, K, sl->label_part);
+            sl->planned = 0;
+        }
         np_buf_unreg(&e->slot[k].dense);
         np_buf_unreg(&e->slot[k].label);
         np_buf_unreg(&e->slot[k].offsets);
@@ -190,6 +197,8 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                 starpu_worker_get_name((int)w, name, sizeof name);
                 np_trace_set_worker_name(e->trace, (int)w, name);
             }
+            for (int v = 0; v < m->graph->n; v++) /* layer tasks carry their node id */
+                np_trace_set_node_name(e->trace, v, m->graph->node[v].name);
         }
     }
     if (st) {
@@ -248,6 +257,23 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
             }
         }
     }
+    /* each slot's dense rows and labels, cut into the chunks' rows */
+    int K = e->W * e->C;
+    for (int c = 0; c < K; c++) {
+        e->part_dense[c] = (uint32_t)e->ch[c].n * (uint32_t)cfg->bottom[0];
+        e->part_label[c] = (uint32_t)e->ch[c].n;
+    }
+    for (int k = 0; k < NP_SLOTS; k++) {
+        np_slot *sl = &e->slot[k];
+        struct starpu_data_filter fd = {.filter_func = starpu_vector_filter_list,
+                                        .nchildren = (unsigned)K,
+                                        .filter_arg_ptr = e->part_dense};
+        struct starpu_data_filter fl = fd;
+        fl.filter_arg_ptr = e->part_label;
+        starpu_data_partition_plan(sl->dense.h, &fd, sl->dense_part);
+        starpu_data_partition_plan(sl->label.h, &fl, sl->label_part);
+        sl->planned = 1;
+    }
     /* a first guess at the key count: hot keys per bag (at least one) for every table */
     size_t guess = nb * (size_t)T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
     size_t guess_win = (guess + (size_t)e->W - 1) / (size_t)e->W;
@@ -271,7 +297,8 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                            .trace = e->trace,
                            .comm_worker = e->comm_worker,
                            .compute_ctx = e->compute_ctx};
-    b->xa = (np_cl_xchg_args){.cfg = &e->cfg,
+    b->xa = (np_cl_xchg_args){.shard = e->cfg.shard,
+                              .rows = m->rows,
                               .comm = e->comm,
                               .nb = e->nb,
                               .T = m->T,

@@ -32,12 +32,18 @@ NP_NODISCARD np_status np_buf_grow(np_buf *b, size_t count, size_t elem, const c
 #define NP_SLOTS 5 /* input slots: batches t .. t+4 */
 #define NP_RSETS 3 /* route sets: batches t .. t+2 */
 
-/* One input slot: a batch as the data source gave it. */
+/* One input slot: a batch as the data source gave it. The chunks read their rows of the
+ * dense features and labels through sub-handles (a read-only partition submitted for the
+ * training batch and undone before the slot is written again), so a device worker would
+ * move only its chunk's rows. */
 typedef struct np_slot {
     np_buf dense;   /* (nb, n_dense) */
     np_buf label;   /* (nb) */
     np_buf offsets; /* (T, nb+1) uint32 */
     np_buf keys;    /* (cap_nnz) int64 */
+    np_h dense_part[64]; /* (W*C) chunk c's rows of dense, (n_c, n_dense) */
+    np_h label_part[64]; /* (W*C) chunk c's labels, (n_c) */
+    int planned;         /* the partitions are planned */
 } np_slot;
 
 /* What route computes for one batch, read until its write-back. */
@@ -100,6 +106,8 @@ struct np_sp_engine {
     np_buf gdense[NP_MAX_NODES]; /* (pn) summed over ranks */
     np_buf gall[NP_MAX_NODES];   /* (R, pn) all-gather staging */
     np_chunk *ch;                /* (W * C) window after window */
+    uint32_t part_dense[64];     /* (W * C) floats of each chunk's dense rows */
+    uint32_t part_label[64];     /* (W * C) each chunk's labels */
     np_trace *trace;
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */

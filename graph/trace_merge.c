@@ -66,6 +66,7 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
     if (!bad && np_comm_gatherv(e->comm, NP_CHAN_CTL, mine, n, all, counts, sizeof *all)) bad = 1;
     np_trace *merged = NULL;
     if (!bad && me == 0 && !(st = np_trace_create(&merged, err))) {
+        np_trace_copy_names(merged, e->trace); /* the layers' names; workers follow */
         for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
             char name[64];
             starpu_worker_get_name((int)w, name, sizeof name);
