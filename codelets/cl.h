@@ -84,11 +84,20 @@ typedef struct np_cl_sum_args {
 } np_cl_sum_args;
 extern struct starpu_codelet np_cl_sum;
 
+/* What a task reports back, as the FIRST field of its arguments: the codelet writes it
+ * into its own copy of the arguments, and the graph's callback (tasks/submit.c) adds it to
+ * the engine's counters and the trace. So codelets hold no pointer into the engine. */
+typedef struct np_cl_report {
+    uint64_t bytes; /* bytes this task sent */
+    uint64_t count; /* rows it copied (sync) */
+    int32_t fail;   /* 1: a bad key, an overflow, no memory or an MPI error */
+} np_cl_report;
+
 /* Route, exchanges and the all-reduce (codelets/exchange.c). `comm` is NULL on one rank
  * without MPI: the exchanges are then local copies with the same arithmetic. */
 struct np_comm;
 typedef struct np_cl_xchg_args {
-    uint64_t task_bytes;  /* FIRST field: bytes this task sent, read by the trace callback */
+    np_cl_report out;      /* FIRST field: what the task reports */
     np_shard shard;        /* row- or table-wise sharding over the R ranks */
     const int64_t *rows;   /* (T) rows of each table: the model's, immutable */
     struct np_comm *comm;
@@ -99,8 +108,6 @@ typedef struct np_cl_xchg_args {
     size_t cap_recv; /* rows the owner-side buffers hold */
     size_t cap_win;  /* rows each window's Rin and grads hold */
     size_t n;        /* all-reduce: floats */
-    int *fail;       /* set to 1 on a bad key, overflow, no memory or an MPI error */
-    uint64_t *bytes; /* (4) bytes sent: keys, rows, grads, all-reduce */
 } np_cl_xchg_args;
 /* route buffers: offsets R, keys R, uniq W (Uq scratch), pos W, sendkeys W, meta RW.
  * Window w is the samples [nb*w/W, nb*(w+1)/W). Dedups each (window, table)'s keys,
@@ -123,9 +130,9 @@ extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_
  * [Es_prev R, Es_cur RW]: rows (and state) in both batches' owner sets are copied from the
  * previous batch's buffer (already updated) into the current one (retrieved stale). */
 typedef struct np_cl_sync_args {
+    np_cl_report out; /* FIRST field: out.count = rows copied */
     int T, d;
     int with_state;
-    uint64_t *synced; /* rows copied, accumulated (sync tasks run one after another) */
 } np_cl_sync_args;
 extern struct starpu_codelet np_cl_sync;
 
@@ -156,10 +163,10 @@ extern struct starpu_codelet np_cl_dense_update;
 
 /* prefetch buffers: dense W, label W, offsets W, keys W: copies *src into the slot */
 typedef struct np_cl_prefetch_args {
+    np_cl_report out; /* FIRST field: out.fail when clustering runs out of memory */
     const void *src; /* const np_batch *, valid until the task ran */
     int W;           /* windows; with cluster, samples are reordered window after window */
     int cluster;     /* 1: key-centric clustering (np_cluster_windows) */
-    int *fail;       /* set to 1 when clustering runs out of memory */
 } np_cl_prefetch_args;
 /* h2d buffers: the slot's handles, RW; nothing to move on CPU-only builds */
 extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;

@@ -37,7 +37,7 @@ static int64_t recv_start(const int64_t *meta, int T, int W, int R, int q, int w
 
 /* ---- route (requester side) */
 static void route_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_xchg_args *a = cl_arg;
+    np_cl_xchg_args *a = cl_arg;
     const uint32_t *off = NP_BUF(buffers, 0); /* (T, nb+1) */
     const int64_t *keys = NP_BUF(buffers, 1); /* (nnz) */
     int64_t *uniq = NP_BUF(buffers, 2); /* distinct keys, (window, table) after (window, table) */
@@ -50,7 +50,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
      * position; rcur (W, R, T): next row of the window's Rin */
     int64_t *tbase = malloc((nwt + 1 + 2 * (size_t)R * nwt) * sizeof *tbase);
     if (!tbase) {
-        *a->fail = 1;
+        a->out.fail = 1;
         return;
     }
     int64_t *scur = tbase + nwt + 1, *rcur = scur + (size_t)R * nwt;
@@ -65,7 +65,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
             tbase[w * T + t] = base;
             if (np_keys_dedup(keys + o[r0], o[r1] - o[r0], uniq + base, &nu, pos + o[r0]) ||
                 (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= a->rows[t]))) {
-                *a->fail = 1;
+                a->out.fail = 1;
                 free(tbase);
                 return;
             }
@@ -75,7 +75,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
         }
         meta[NP_META_WUQ(T, w)] = base - wbase;
         if ((size_t)(base - wbase) > a->cap_win) { /* the engine sized it: a bug if hit */
-            *a->fail = 1;
+            a->out.fail = 1;
             free(tbase);
             return;
         }
@@ -86,7 +86,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
      *    sort; each window's Rin takes its keys in (owner, table, key) order */
     int64_t *slot = malloc(((size_t)base + 1) * sizeof *slot); /* uniq index -> Rin_w row */
     if (!slot) {
-        *a->fail = 1;
+        a->out.fail = 1;
         free(tbase);
         return;
     }
@@ -140,7 +140,7 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
     int64_t st[64], rt[64];
     if (np_comm_alltoall_i64(a->comm, NP_CHAN_DATA, meta + NP_META_SC(T, W, 0, 0, 0),
                              meta + NP_META_RC(T, W, R, 0, 0, 0), W * T)) {
-        *a->fail = 1;
+        a->out.fail = 1;
         return;
     }
     per_rank_totals(meta, T, W, R, 0, -1, st);
@@ -153,17 +153,16 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
     meta[NP_META_NRECV] = nrecv;
     if ((size_t)nrecv > a->cap_recv ||
         np_comm_alltoallv(a->comm, NP_CHAN_DATA, send, st, recv, rt, sizeof(int64_t))) {
-        *a->fail = 1;
+        a->out.fail = 1;
         return;
     }
-    a->task_bytes = (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t);
-    a->bytes[0] += a->task_bytes;
+    a->out.bytes = (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t);
 }
 
 /* ---- owner side: distinct rows per table across requesters and windows, and the E row
  *      of each received key */
 static void route_owner_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_xchg_args *a = cl_arg;
+    np_cl_xchg_args *a = cl_arg;
     const int64_t *recv = NP_BUF(buffers, 0); /* (nrecv) (requester, window, table, key) */
     int64_t *meta = NP_BUF(buffers, 1);
     int64_t *uniq = NP_BUF(buffers, 2); /* (Uo) owner-local rows, table after table */
@@ -172,7 +171,7 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
     int64_t nrecv = meta[NP_META_NRECV];
     int64_t *keys = malloc(((size_t)nrecv + 1) * 3 * sizeof *keys);
     if (!keys) {
-        *a->fail = 1;
+        a->out.fail = 1;
         return;
     }
     int64_t *idx = keys + nrecv;    /* (nrecv) where each collected key came from */
@@ -195,7 +194,7 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
         size_t nu = 0;
         if (np_keys_dedup(keys, (size_t)n, uniq + ubase, &nu, tmp)) {
             free(keys);
-            *a->fail = 1;
+            a->out.fail = 1;
             return;
         }
         for (int64_t i = 0; i < n; i++)
@@ -227,15 +226,14 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
             memcpy(dst + (size_t)n * d, E + (size_t)mp[i] * d, d * sizeof(float));
     }
     if (!a->comm) {
-        a->task_bytes = 0;
+        a->out.bytes = 0;
         return;
     }
     if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, sbuf, st, Rin, rt, d * sizeof(float))) {
-        *a->fail = 1;
+        a->out.fail = 1;
         return;
     }
-    a->task_bytes = (uint64_t)n * d * sizeof(float);
-    a->bytes[1] += a->task_bytes;
+    a->out.bytes = (uint64_t)n * d * sizeof(float);
 }
 
 /* ---- window w's gradients back to the owners, added per row in a fixed order */
@@ -252,11 +250,10 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     const float *src = grows; /* one rank without MPI: the grads are already here */
     if (a->comm) {
         if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, grows, st, rbuf, rt, d * sizeof(float))) {
-            *a->fail = 1;
+            a->out.fail = 1;
             return;
         }
-        a->task_bytes = (uint64_t)meta[NP_META_WUQ(T, w)] * d * sizeof(float);
-        a->bytes[2] += a->task_bytes;
+        a->out.bytes = (uint64_t)meta[NP_META_WUQ(T, w)] * d * sizeof(float);
         src = rbuf;
     }
     if (w == 0) memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
@@ -276,15 +273,14 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
     const float *mine = NP_BUF(buffers, 0);
     float *out = NP_BUF(buffers, 1), *all = NP_BUF(buffers, 2); /* (n), (R, n) */
     if (np_comm_allgather(a->comm, NP_CHAN_DATA, mine, all, a->n, sizeof(float))) {
-        *a->fail = 1;
+        a->out.fail = 1;
         return;
     }
     const float *parts[64];
     for (int r = 0; r < a->R; r++)
         parts[r] = all + (size_t)r * a->n;
     np_sum_ordered(parts, a->R, a->n, out);
-    a->task_bytes = (uint64_t)a->n * sizeof(float);
-    a->bytes[3] += a->task_bytes;
+    a->out.bytes = (uint64_t)a->n * sizeof(float);
 }
 
 NP_CODELET(np_cl_route, route_cpu, "route");

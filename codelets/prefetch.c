@@ -10,7 +10,7 @@
 #include "nestpipe/nestpipe.h"
 
 static void prefetch_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_prefetch_args *a = cl_arg;
+    np_cl_prefetch_args *a = cl_arg;
     const np_batch *b = a->src;
     float *dense = NP_BUF(buffers, 0), *label = NP_BUF(buffers, 1);
     uint32_t *off = NP_BUF(buffers, 2);
@@ -21,7 +21,7 @@ static void prefetch_cpu(void *buffers[], void *cl_arg) {
         if (!perm || np_cluster_windows(b->offsets, b->keys, b->n, b->n_tables, a->W, 1, perm,
                                         bounds)) {
             free(perm);
-            *a->fail = 1;
+            a->out.fail = 1;
             return;
         }
         np_permute_samples(b->n, b->n_dense, b->n_tables, perm, b->dense, b->label, b->offsets,

@@ -54,7 +54,7 @@ static void scatter_cpu(void *buffers[], void *cl_arg) {
 
 /* Both owner sets are sorted per table: a merge finds the shared rows. */
 static void sync_cpu(void *buffers[], void *cl_arg) {
-    const np_cl_sync_args *a = cl_arg;
+    np_cl_sync_args *a = cl_arg;
     const float *Ep = NP_BUF(buffers, 0);
     const int64_t *up = NP_BUF(buffers, 1), *mp = NP_BUF(buffers, 2);
     float *Ec = NP_BUF(buffers, 3);
@@ -80,7 +80,7 @@ static void sync_cpu(void *buffers[], void *cl_arg) {
             }
         }
     }
-    *a->synced += n;
+    a->out.count = n;
 }
 
 NP_CODELET(np_cl_sync, sync_cpu, "sync");

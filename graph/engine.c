@@ -295,6 +295,7 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                            .chunk = -1,
                            .rank = e->cfg.rank,
                            .trace = e->trace,
+                           .sink = &e->sink,
                            .comm_worker = e->comm_worker,
                            .compute_ctx = e->compute_ctx};
     b->xa = (np_cl_xchg_args){.shard = e->cfg.shard,
@@ -308,13 +309,12 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                               .cap_recv = e->cap_recv,
                               .cap_win = e->cap_win,
                               .n = m->n_dense,
-                              .fail = &e->fail,
-                              .bytes = e->bytes};
+};
     b->wa = (np_cl_rows_args){.T = m->T, .d = m->d, .with_state = adagrad, .row_base = m->row_base};
     b->sa = (np_cl_sparse_args){
         .d = m->d, .adagrad = adagrad, .lr = (float)m->cfg.lr, .eps = (float)m->cfg.adagrad_eps};
     b->da = (np_cl_dense_args){.n = m->n_dense, .lr = (float)m->cfg.lr};
-    b->ya = (np_cl_sync_args){.T = m->T, .d = m->d, .with_state = adagrad, .synced = &e->synced};
+    b->ya = (np_cl_sync_args){.T = m->T, .d = m->d, .with_state = adagrad};
 }
 
 int np_engine_lookahead(const np_sp_engine *e) {
@@ -322,11 +322,12 @@ int np_engine_lookahead(const np_sp_engine *e) {
 }
 
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
-    memcpy(out, e->bytes, sizeof e->bytes);
+    for (int i = 0; i < 4; i++)
+        out[i] = __atomic_load_n(&e->sink.bytes[i], __ATOMIC_RELAXED);
 }
 
 uint64_t np_engine_synced_rows(const np_sp_engine *e) {
-    return e->synced;
+    return __atomic_load_n(&e->sink.synced, __ATOMIC_RELAXED);
 }
 
 const np_trace *np_engine_trace(const np_sp_engine *e) {

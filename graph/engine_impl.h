@@ -113,9 +113,7 @@ struct np_sp_engine {
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
     int comm_worker;
     unsigned compute_ctx;
-    int fail;
-    uint64_t bytes[4]; /* sent: keys, rows, grads, all-reduce */
-    uint64_t synced;   /* rows copied by dual-buffer syncs */
+    np_task_sink sink; /* what the tasks report: bytes sent, rows synced, a failure */
     long step;         /* the next batch to train */
     long next[4];      /* next batch to submit to prefetch, h2d, route, retrieve */
     int pending;       /* a step was submitted and not yet waited for */

@@ -23,7 +23,7 @@ static np_status submit_prefetch(np_sp_engine *e, long b, const np_batch *src, n
     np_engine_batch_args(e, b, &a);
     np_slot *sl = slot_of(e, b);
     np_h h[4] = {sl->dense.h, sl->label.h, sl->offsets.h, sl->keys.h};
-    np_cl_prefetch_args pa = {.src = src, .W = e->W, .cluster = e->cluster, .fail = &e->fail};
+    np_cl_prefetch_args pa = {.src = src, .W = e->W, .cluster = e->cluster};
     return np_submit_prefetch(&a.ctx, &pa, h, err);
 }
 
@@ -255,7 +255,7 @@ np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err) {
             starpu_data_release(e->ch[c].loss.h);
         }
     }
-    if (e->fail)
+    if (__atomic_load_n(&e->sink.fail, __ATOMIC_SEQ_CST))
         return np_err(err, NP_STATUS_INTERNAL,
                       "rank %d, step %ld: a key was out of its table's range, memory ran out "
                       "or an exchange failed",

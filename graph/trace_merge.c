@@ -105,6 +105,12 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
 
 np_status np_engine_finish(np_sp_engine *e, np_error *err) {
     starpu_task_wait_for_all();
+    /* a failure reported after the last step's loss was read (callbacks run last) */
+    if (__atomic_load_n(&e->sink.fail, __ATOMIC_SEQ_CST))
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "rank %d: a key was out of its table's range, memory ran out or an "
+                      "exchange failed",
+                      e->cfg.rank);
     if (!e->trace) return NP_OK;
     if (np_trace_dropped(e->trace))
         return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",

@@ -14,7 +14,7 @@ np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a
     np_h h[6] = {E, map, meta, Rin, sbuf, token};
     enum starpu_data_access_mode m[6] = {R, R, R, W, W, RW};
     return np_task_submit(&cc, &np_cl_exchange_rows, NP_NODE_EXCHANGE_EMB, NP_PRIO_CRITICAL, 6, h,
-                          m, a, sizeof *a, NP_BYTES_FROM_ARGS, err);
+                          m, a, sizeof *a, NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a, np_h grows,
@@ -26,7 +26,7 @@ np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *
     /* window 0 starts the sum, the others add to it */
     enum starpu_data_access_mode m[6] = {R, R, R, a->w ? RW : W, W, RW};
     return np_task_submit(&cc, &np_cl_exchange_grads, NP_NODE_EXCHANGE_GRAD, NP_PRIO_CRITICAL, 6, h,
-                          m, a, sizeof *a, NP_BYTES_FROM_ARGS, err);
+                          m, a, sizeof *a, NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a, np_h glocal,
@@ -36,5 +36,5 @@ np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a, np
     np_h h[4] = {glocal, gdense, all, token};
     enum starpu_data_access_mode m[4] = {R, W, W, RW};
     return np_task_submit(&cc, &np_cl_allreduce, NP_NODE_ALLREDUCE, NP_PRIO_CRITICAL, 4, h, m, a,
-                          sizeof *a, NP_BYTES_FROM_ARGS, err);
+                          sizeof *a, NP_REPORT_IN_ARGS, err);
 }

@@ -6,7 +6,7 @@ np_status np_submit_prefetch(const np_task_ctx *c, const np_cl_prefetch_args *a,
                              const np_h slot[4], np_error *err) {
     enum starpu_data_access_mode m[4] = {STARPU_W, STARPU_W, STARPU_W, STARPU_W};
     return np_task_submit(c, &np_cl_prefetch, NP_NODE_PREFETCH, NP_PRIO_INPUT, 4, slot, m, a,
-                          sizeof *a, 0, err);
+                          sizeof *a, NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_h2d(const np_task_ctx *c, const np_h slot[4], np_error *err) {

@@ -10,8 +10,8 @@ np_status np_submit_route(const np_task_ctx *c, const np_cl_xchg_args *a, np_h o
                           np_h uniq, np_h pos, np_h sendkeys, np_h meta, np_error *err) {
     np_h h[6] = {offsets, keys, uniq, pos, sendkeys, meta};
     enum starpu_data_access_mode m[6] = {R, R, W, W, W, RW};
-    return np_task_submit(c, &np_cl_route, NP_NODE_ROUTE, NP_PRIO_FEEDS_COMM, 6, h, m, a, sizeof *a, 0,
-                          err);
+    return np_task_submit(c, &np_cl_route, NP_NODE_ROUTE, NP_PRIO_FEEDS_COMM, 6, h, m, a, sizeof *a,
+                          NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a, np_h meta,
@@ -21,7 +21,7 @@ np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a, np_
     np_h h[4] = {meta, sendkeys, recvkeys, token};
     enum starpu_data_access_mode m[4] = {RW, R, W, RW};
     return np_task_submit(&cc, &np_cl_a2a_keys, NP_NODE_ROUTE, NP_PRIO_CRITICAL, 4, h, m, a,
-                          sizeof *a, NP_BYTES_FROM_ARGS, err);
+                          sizeof *a, NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_route_owner(const np_task_ctx *c, const np_cl_xchg_args *a, np_h recvkeys,
@@ -29,5 +29,5 @@ np_status np_submit_route_owner(const np_task_ctx *c, const np_cl_xchg_args *a, 
     np_h h[4] = {recvkeys, meta, uniq_o, map};
     enum starpu_data_access_mode m[4] = {R, RW, W, W};
     return np_task_submit(c, &np_cl_route_owner, NP_NODE_ROUTE, NP_PRIO_BATCH, 4, h, m, a,
-                          sizeof *a, 0, err);
+                          sizeof *a, NP_REPORT_IN_ARGS, err);
 }

@@ -1,26 +1,46 @@
 /* The one place that builds a StarPU task: buffers and modes (dynamic arrays past
- * STARPU_NMAXBUFS), copied arguments, priority, name, and the trace callback. */
+ * STARPU_NMAXBUFS), copied arguments, priority, name, flops, and the callback that takes
+ * what the task reports (np_cl_report) into the engine's counters and the trace. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
 #include "tasks/tasks.h"
 
-typedef struct trace_info {
-    np_trace *trace;
+typedef struct task_info {
+    np_trace *trace;   /* NULL: not traced */
+    np_task_sink *sink; /* NULL: the task reports nothing */
     np_trace_event ev; /* everything but the worker and times, known at submission */
-    int bytes_in_args; /* the task's args start with the bytes it sent (np_cl_xchg_args) */
-} trace_info;
+} task_info;
 
-/* Runs on the worker right after the task: StarPU's profiling info has its times. */
-static void trace_callback(void *arg) {
-    trace_info *ti = arg;
+/* The engine counter a report's bytes go to, by node kind. */
+static int bytes_slot(np_node_kind k) {
+    switch (k) {
+    case NP_NODE_ROUTE: return 0;
+    case NP_NODE_EXCHANGE_EMB: return 1;
+    case NP_NODE_EXCHANGE_GRAD: return 2;
+    case NP_NODE_ALLREDUCE: return 3;
+    default: return -1;
+    }
+}
+
+/* Runs on the worker right after the task: adds what the task reported (the first field
+ * of its arguments) to the engine's counters, and records it with StarPU's profiling
+ * times in the trace. Callbacks of several workers run at once: atomics. */
+static void task_done(void *arg) {
+    task_info *ti = arg;
     struct starpu_task *task = starpu_task_get_current();
-    if (task && task->profiling_info) {
+    const np_cl_report *rep = ti->sink && task && task->cl_arg ? task->cl_arg : NULL;
+    if (rep) {
+        int slot = bytes_slot(ti->ev.kind);
+        if (rep->fail) __atomic_store_n(&ti->sink->fail, 1, __ATOMIC_SEQ_CST);
+        if (slot >= 0) __atomic_fetch_add(&ti->sink->bytes[slot], rep->bytes, __ATOMIC_RELAXED);
+        if (rep->count) __atomic_fetch_add(&ti->sink->synced, rep->count, __ATOMIC_RELAXED);
+        ti->ev.bytes = rep->bytes;
+    }
+    if (ti->trace && task && task->profiling_info) {
         struct starpu_profiling_task_info *pi = task->profiling_info;
         ti->ev.worker = pi->workerid;
-        if (ti->bytes_in_args && task->cl_arg) /* exchanges report what they sent */
-            memcpy(&ti->ev.bytes, task->cl_arg, sizeof ti->ev.bytes);
         ti->ev.start_us = starpu_timing_timespec_to_us(&pi->start_time);
         ti->ev.end_us = starpu_timing_timespec_to_us(&pi->end_time);
         np_trace_record(ti->trace, &ti->ev);
@@ -72,29 +92,29 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
         task->cl_arg_size = size;
         task->cl_arg_free = 1;
     }
-    if (ctx->trace) {
-        trace_info *ti = malloc(sizeof *ti);
+    int reports = bytes == NP_REPORT_IN_ARGS && ctx->sink && size >= sizeof(np_cl_report);
+    if (ctx->trace || reports) {
+        task_info *ti = malloc(sizeof *ti);
         if (!ti) {
             starpu_task_destroy(task);
             return np_err(err, NP_STATUS_NO_MEMORY, "out of memory building task %s", cl->name);
         }
         ti->trace = ctx->trace;
+        ti->sink = reports ? ctx->sink : NULL;
         ti->ev = (np_trace_event){.name = cl->name,
                                   .kind = kind,
                                   .batch = ctx->batch,
                                   .window = ctx->window,
-                                  .node = ctx->node,
-                                  .chunk = ctx->chunk,
                                   .rank = ctx->rank,
-                                  .bytes = bytes};
-        ti->bytes_in_args = bytes == NP_BYTES_FROM_ARGS;
-        if (ti->bytes_in_args) ti->ev.bytes = 0;
-        task->callback_func = trace_callback;
+                                  .bytes = bytes == NP_REPORT_IN_ARGS ? 0 : bytes,
+                                  .node = ctx->node,
+                                  .chunk = ctx->chunk};
+        task->callback_func = task_done;
         task->callback_arg = ti;
     }
     int rc = starpu_task_submit(task);
     if (rc) {
-        if (ctx->trace) free(task->callback_arg);
+        free(task->callback_arg);
         task->callback_arg = NULL;
         starpu_task_destroy(task);
         return np_err(err, NP_STATUS_INTERNAL, "StarPU refused task %s (batch %ld): error %d",

@@ -10,5 +10,5 @@ np_status np_submit_sync(const np_task_ctx *c, const np_cl_sync_args *a, np_h E_
     enum starpu_data_access_mode m[8] = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW,
                                          STARPU_R, STARPU_R, STARPU_R, STARPU_RW};
     return np_task_submit(c, &np_cl_sync, NP_NODE_SYNC, NP_PRIO_CRITICAL, a->with_state ? 8 : 6, h,
-                          m, a, sizeof *a, 0, err);
+                          m, a, sizeof *a, NP_REPORT_IN_ARGS, err);
 }

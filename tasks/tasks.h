@@ -13,12 +13,21 @@
 
 typedef starpu_data_handle_t np_h;
 
+/* Where tasks' reports (np_cl_report) go: the engine's counters, added by the task's
+ * callback. */
+typedef struct np_task_sink {
+    uint64_t bytes[4]; /* sent: keys (and counts), rows, row gradients, dense all-reduce */
+    uint64_t synced;   /* rows copied by dual-buffer syncs */
+    int fail;          /* a task failed: a bad key, an overflow, no memory, an MPI error */
+} np_task_sink;
+
 /* What every task of a batch shares: its place in the graph and the trace to record in. */
 typedef struct np_task_ctx {
     long batch; /* step index */
     int window; /* chunk / micro-batch, -1 for batch-wide tasks */
     int rank;
     np_trace *trace;      /* NULL: no tracing; times are StarPU's clock in microseconds */
+    np_task_sink *sink;   /* where reports go (tasks submitted with NP_REPORT_IN_ARGS) */
     int comm_worker;      /* worker that runs every collective, -1: any worker */
     unsigned compute_ctx; /* scheduling context of the other tasks (0: the global one) */
     int pin;              /* set by the comm submitters: run this task on comm_worker */
@@ -36,9 +45,9 @@ typedef struct np_task_ctx {
  * route would hold every exchange queued behind its All2All. */
 enum { NP_PRIO_INPUT = 0, NP_PRIO_BATCH = 1, NP_PRIO_CRITICAL = 2, NP_PRIO_FEEDS_COMM = 100 };
 
-/* `bytes` value meaning: the codelet writes the bytes it sent into the first uint64 of its
- * args (np_cl_xchg_args.task_bytes); the trace takes it from there. */
-#define NP_BYTES_FROM_ARGS UINT64_MAX
+/* `bytes` value meaning: the task's args start with an np_cl_report the codelet fills
+ * (bytes sent, rows copied, failure); the callback adds it to ctx->sink and the trace. */
+#define NP_REPORT_IN_ARGS UINT64_MAX
 
 /* Submits one task of codelet cl over nbuf handles with the given modes; args (size
  * bytes) are copied and freed by StarPU. Records the task in ctx->trace when set. */
