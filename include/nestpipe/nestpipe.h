@@ -61,6 +61,19 @@ typedef struct np_error {
 /* Returns a static name for a status code ("ok", "bad input", ...). */
 const char *np_status_name(np_status s);
 
+#if defined(__GNUC__)
+#define NP_FORMAT_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define NP_FORMAT_PRINTF(fmt, args)
+#endif
+
+/* Formats a printf-style message into err (nothing when err is NULL) and returns status, so
+ * code outside the library (a layer's shape function, a driver) can report like the library
+ * does: `return np_error_set(err, NP_STATUS_BAD_INPUT, "gate: width %d", w);`. Messages
+ * longer than np_error.msg are cut. */
+np_status np_error_set(np_error *err, np_status status, const char *fmt, ...)
+    NP_FORMAT_PRINTF(3, 4);
+
 /* ---------------------------------------------------------------- configuration */
 
 #define NP_MAX_LAYERS 16

@@ -1,0 +1,96 @@
+/* nestpipe task traces (public): the trace a StarPU trainer records when the config's
+ * "trace" key names a file, or one read back from such a file, and what can be made of it:
+ * the overlap report, its overall figures, an SVG timeline, a Paje file. Not here:
+ * recording (the engine does it). docs/tracing.md defines every figure.
+ *
+ * Usage (after training with cfg.trace set and np_trainer_finish, on rank 0):
+ *
+ *     const np_trace_t *t = np_trainer_trace(tr);    // NULL: not traced, or not rank 0
+ *     np_trace_summary s;
+ *     if (t && !np_trace_summarize(t, &s, &err)) {
+ *         const np_trace_kind_time *x = np_trace_summary_kind(&s, "exchange_emb");
+ *         printf("step %.0f us, row exchange %.0f us exposed\n", s.step_us,
+ *                x ? x->exposed_us : 0);
+ *     }
+ *     np_trace_print_report(t, stdout, NP_TRACE_REPORT_LAYERS, &err);
+ */
+#ifndef NESTPIPE_TRACE_H
+#define NESTPIPE_TRACE_H
+
+#include <stdio.h>
+
+#include "nestpipe/nestpipe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A trace: one event per executed task (its node kind, batch, window, layer, chunk,
+ * rank, worker, start and end), all ranks merged. */
+typedef struct np_trace np_trace_t;
+
+/* The trainer's trace, merged over ranks: on rank 0 of a StarPU trainer whose config set
+ * "trace", after np_trainer_finish; NULL otherwise. Owned by the trainer. */
+const np_trace_t *np_trainer_trace(const np_trainer_t *tr);
+
+/* Reads a Chrome trace file written by a traced run (the "trace" key, `nestpipe train
+ * --trace`) into *out; free it with np_trace_free. A file of another kind or a malformed
+ * one is NP_STATUS_BAD_INPUT naming the path and what is wrong. */
+NP_NODISCARD np_status np_trace_read_chrome(const char *path, np_trace_t **out, np_error *err);
+/* A new trace (*out) with only the tasks of batches >= from: steady-state figures without
+ * the warm-up. tr is unchanged. */
+NP_NODISCARD np_status np_trace_from_batch(const np_trace_t *tr, long from, np_trace_t **out,
+                                           np_error *err);
+/* Frees a trace from np_trace_read_chrome or np_trace_from_batch; NULL-safe. Never free the
+ * trainer's. */
+void np_trace_free(np_trace_t *tr);
+
+/* np_trace_print_report flags; 0 = the text tables. */
+enum { NP_TRACE_REPORT_JSON = 1, NP_TRACE_REPORT_LAYERS = 2 };
+/* Writes the overlap report of `nestpipe trace report` to f: per rank and overall, the step
+ * time, each worker's busy and idle time and per node kind the task count, total and exposed
+ * time; with NP_TRACE_REPORT_LAYERS also per model layer; with NP_TRACE_REPORT_JSON one JSON
+ * object instead of tables. */
+NP_NODISCARD np_status np_trace_print_report(const np_trace_t *tr, FILE *f, int flags,
+                                             np_error *err);
+
+/* SVG timeline (rows = ranks x workers, colour = node kind) with charts of exposed time per
+ * node kind and compute time per layer; and the Paje format (ViTE, pajeng). Written through
+ * PATH.tmp and a rename: NP_STATUS_IO naming the path when it cannot be written. */
+NP_NODISCARD np_status np_trace_write_svg(const np_trace_t *tr, const char *path, np_error *err);
+NP_NODISCARD np_status np_trace_write_paje(const np_trace_t *tr, const char *path, np_error *err);
+
+/* ---------------------------------------------------------------- overall figures */
+
+#define NP_TRACE_MAX_KINDS 32
+
+/* One node kind's tasks over all ranks. */
+typedef struct np_trace_kind_time {
+    const char *kind;  /* "prefetch", "route", "exchange_emb", "fwd", ...: static strings */
+    long count;        /* tasks */
+    double total_us;   /* sum of their durations */
+    double exposed_us; /* of the time they ran, the part with no dense compute on their rank */
+} np_trace_kind_time;
+
+/* The overall line of the overlap report: sums over ranks, except step_us. */
+typedef struct np_trace_summary {
+    long batches;                            /* the most of any rank */
+    double step_us;                          /* the slowest rank's span / its batches */
+    double exchange_us, exchange_exposed_us; /* row, gradient and dense exchanges */
+    double exchange_exposed_ratio;           /* exposed / exchange_us; NaN without exchanges */
+    double lookup_us, lookup_exposed_us;     /* route, retrieve and dual-buffer sync */
+    double idle_us;                          /* the workers' idle time */
+    int n_kinds;
+    np_trace_kind_time kind[NP_TRACE_MAX_KINDS]; /* (n_kinds) in the report's order */
+} np_trace_summary;
+
+/* Fills *out with tr's overall figures (the analysis of np_trace_print_report). */
+NP_NODISCARD np_status np_trace_summarize(const np_trace_t *tr, np_trace_summary *out,
+                                          np_error *err);
+/* The entry of node kind `kind` ("sync", "fwd", ...) in s, or NULL when s has none. */
+const np_trace_kind_time *np_trace_summary_kind(const np_trace_summary *s, const char *kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
