@@ -28,13 +28,18 @@ static void sample_dots(const float *f, int T1, int d, float *ft, float *acc, fl
     }
 }
 
-void np_interact_fwd(const float *F,                      /* (B, T1, d) */
-                     long B, int T1, int d, float *out) { /* (B, d + T1*(T1-1)/2) */
+void np_interact_fwd(const float *F, long B, int T1, int d, float *out) {
+    np_interact_fwd_ws(F, B, T1, d, out, NULL);
+}
+
+void np_interact_fwd_ws(const float *F,                                /* (B, T1, d) */
+                        long B, int T1, int d, float *out, float *ws) { /* (B, width) */
     size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2;
     /* per-call scratch: the transposed sample (d, T1) and one row of dots (T1) */
     float stack_ft[4096], stack_acc[256];
-    float *ft = stack_ft, *acc = stack_acc, *heap = NULL;
-    if ((size_t)T1 * (size_t)d > 4096 || T1 > 256) {
+    float *ft = ws ? ws : stack_ft, *acc = ws ? ws + (size_t)T1 * (size_t)d : stack_acc;
+    float *heap = NULL;
+    if (!ws && ((size_t)T1 * (size_t)d > 4096 || T1 > 256)) {
         heap = malloc(((size_t)T1 * (size_t)d + (size_t)T1) * sizeof *heap);
         if (!heap) { /* no scratch: fall back to plain dots, same arithmetic */
             for (long s = 0; s < B; s++) {
@@ -96,7 +101,8 @@ void np_interact_bwd(const float *F,                     /* (B, T1, d) */
 
 /* ---- the "dot" layer: its inputs, concatenated, are T1 vectors of d = width of input 0
  * per sample (DLRM: the bottom output, then the pooled tables). It keeps them as F
- * (T1, d) per sample for backward, and its backward forms dF in scratch, then splits it. */
+ * (T1, d) per sample for backward; forward transposes each sample in scratch, and backward
+ * forms dF there, then splits it. */
 #include "core/util.h"
 #include "model/layers.h"
 
@@ -113,7 +119,9 @@ static np_status dot_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *e
     int T1 = total / d;
     s->out = d + T1 * (T1 - 1) / 2;
     s->saved = total;
-    s->scratch = total;
+    /* backward: dF (n, total); forward: one transposed sample and a row of dots,
+     * T1 (d + 1) floats, which n (total + T1) covers for any n >= 1 */
+    s->scratch = total + T1;
     return NP_OK;
 }
 
@@ -127,7 +135,7 @@ static void dot_layer_fwd(const np_layer_io *io) {
             f += s->in[k];
         }
     }
-    np_interact_fwd(io->saved, io->n, s->saved / s->in[0], s->in[0], io->out);
+    np_interact_fwd_ws(io->saved, io->n, s->saved / s->in[0], s->in[0], io->out, io->scratch);
 }
 
 static void dot_layer_bwd(const np_layer_io *io) {

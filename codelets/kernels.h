@@ -52,6 +52,9 @@ void np_embbag_bwd(const float *dout, long dout_stride, /* (n, dout_stride) */
  * j=0..i-1 (strict lower triangle, row by row)], width d + T1(T1-1)/2. */
 void np_interact_fwd(const float *F,                     /* (B, T1, d) */
                      long B, int T1, int d, float *out); /* (B, d + T1*(T1-1)/2) */
+/* The same with caller scratch ws of T1 (d + 1) floats (NULL: its own, on the stack or
+ * the heap for large T1 d): the same bits either way. */
+void np_interact_fwd_ws(const float *F, long B, int T1, int d, float *out, float *ws);
 void np_interact_bwd(const float *F,                     /* (B, T1, d) */
                      const float *dout,                  /* (B, d + T1*(T1-1)/2) */
                      long B, int T1, int d, float *dF);  /* (B, T1, d) */
