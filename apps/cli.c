@@ -1,7 +1,7 @@
 /* Shared error reporting of the `nestpipe` subcommands (apps/cli.h). */
 #include <stdio.h>
 
-#include "apps/cli.h"
+#include "cli.h"
 
 int np_cli_fail(np_status st, const np_error *err) {
     fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/compare.h"
+#include "compare.h"
 
 typedef struct dump {
     unsigned char *buf;

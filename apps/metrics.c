@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apps/metrics.h"
+#include "metrics.h"
 
 /* JSON has no NaN: an undefined figure (e.g. AUC of a one-class eval set) becomes null. */
 static json_t *num(double x) {
@@ -72,7 +72,7 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "lr", json_real(cfg->lr));
     json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
     if (r->traced) { /* the overlap figures of `nestpipe trace report`, overall */
-        const np_trace_rank_stats *t = &r->trace_overall;
+        const np_trace_summary *t = &r->trace_overall;
         json_t *tj = json_object();
         json_object_set_new(tj, "step_us", num(t->step_us));
         json_object_set_new(tj, "exchange_us", num(t->exchange_us));
@@ -81,14 +81,15 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
         json_object_set_new(tj, "lookup_us", num(t->lookup_us));
         json_object_set_new(tj, "lookup_exposed_us", num(t->lookup_exposed_us));
         json_object_set_new(tj, "idle_us", num(t->idle_us));
+        const np_trace_kind_time *sync = np_trace_summary_kind(t, "sync");
         json_object_set_new(tj, "sync_us_per_step",
-                            num(r->steps ? t->kind[NP_NODE_SYNC].total_us / (double)r->steps : 0));
+                            num(r->steps && sync ? sync->total_us / (double)r->steps : 0));
         json_t *kinds = json_object();
-        for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
+        for (int k = 0; k < t->n_kinds; k++) {
             json_t *kj = json_object();
             json_object_set_new(kj, "total_us", num(t->kind[k].total_us));
             json_object_set_new(kj, "exposed_us", num(t->kind[k].exposed_us));
-            json_object_set_new(kinds, np_node_kind_name((np_node_kind)k), kj);
+            json_object_set_new(kinds, t->kind[k].kind, kj);
         }
         json_object_set_new(tj, "kinds", kinds);
         json_object_set_new(o, "trace", tj);

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "nestpipe/nestpipe.h"
-#include "trace/trace.h"
+#include "nestpipe/trace.h"
 
 typedef struct np_run_metrics {
     long steps; /* optimizer steps done */
@@ -23,7 +23,7 @@ typedef struct np_run_metrics {
     int64_t table_bytes_rank0, table_bytes_max; /* embedding tables (+ state) per rank */
     uint64_t rows_synced;                       /* dual-buffer sync, summed over ranks (dbp) */
     int traced; /* 1: trace_overall holds the overlap report of --trace */
-    np_trace_rank_stats trace_overall;
+    np_trace_summary trace_overall;
 } np_run_metrics;
 
 /* Writes the metrics (plus engine, pipeline, ranks and the model shape from cfg) as one

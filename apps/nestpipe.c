@@ -10,16 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apps/cli.h"
-#include "apps/compare.h"
-#include "comm/comm.h"
-#include "core/util.h"
-#include "graph/engine.h"
-#include "graph/gather.h"
-#include "model/model.h"
-#include "apps/metrics.h"
-#include "apps/trace_cmd.h"
+#include "cli.h"
+#include "compare.h"
+#include "metrics.h"
+#include "trace_cmd.h"
+#include "nestpipe/dist.h"
 #include "nestpipe/nestpipe.h"
+#include "nestpipe/trace.h"
 
 /* batches held at once: the training one and up to 4 ahead (dbp), plus one being read */
 #define NP_RING 6
@@ -170,9 +167,9 @@ static int fail_rank(const np_config *cfg, np_status st, const np_error *err) {
 
 /* All ranks agree on a step's outcome: 0 ok, 1 end of data, 2 failed somewhere. A rank
  * that failed says why; the others learn that one did. */
-static int agree(np_comm *comm, int mine) {
+static int agree(np_dist_t *dist, int mine) {
     int64_t v = mine;
-    if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &v, 1)) return 2;
+    if (np_dist_max_i64(dist, &v, NULL)) return 2;
     return (int)v;
 }
 
@@ -190,7 +187,7 @@ static int maybe_die(const np_config *cfg, long step) {
 /* Reads global batches into the ring, every rank alike, agreeing on each one's outcome. */
 typedef struct reader {
     const np_config *cfg;
-    np_comm *comm;
+    np_dist_t *dist;
     np_source_t *src;
     np_batch *local;  /* (NP_RING) this rank's slices of the global batches */
     long lo, local_n; /* this rank's slice */
@@ -210,7 +207,7 @@ static int read_ahead(reader *rd, long upto) {
         double td = now_s();
         rd->st = np_source_next_slice(rd->src, cfg->batch, rd->lo, rd->local_n, l, &rd->err);
         rd->r->data_seconds += now_s() - td;
-        int outcome = agree(rd->comm, rd->st == NP_OK                   ? 0
+        int outcome = agree(rd->dist, rd->st == NP_OK                   ? 0
                                       : rd->st == NP_STATUS_END_OF_DATA ? 1
                                                                         : 2);
         if (outcome == 2) {
@@ -227,11 +224,11 @@ static int read_ahead(reader *rd, long upto) {
     return 0;
 }
 
-static int cmd_train(np_comm *comm, int argc, char **argv) {
+static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_config cfg;
     np_config_defaults(&cfg);
-    cfg.rank = np_comm_rank(comm);
-    cfg.ranks = np_comm_size(comm);
+    cfg.rank = np_dist_rank(dist);
+    cfg.ranks = np_dist_size(dist);
     int lead = cfg.rank == 0; /* rank 0 prints, evaluates and writes the outputs */
     int help = 0;
     int rc = parse_train_args(argc, argv, &cfg, &help);
@@ -264,7 +261,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     long window = cfg.steps / 10 > 1 ? cfg.steps / 10 : 1; /* steps averaged in train_loss */
     losses = calloc((size_t)window, sizeof *losses);
     if (!losses) {
-        st = np_err(&err, NP_STATUS_NO_MEMORY, "out of memory");
+        st = np_error_set(&err, NP_STATUS_NO_MEMORY, "out of memory");
         goto setup_failed;
     }
     int tty = lead && isatty(fileno(stderr));
@@ -276,7 +273,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     /* batches are read ahead into a ring: the pipelined modes start work on later ones */
     int ahead = np_trainer_lookahead(tr);
     reader rd = {.cfg = &cfg,
-                 .comm = comm,
+                 .dist = dist,
                  .src = train,
                  .local = ring,
                  .lo = lo,
@@ -298,8 +295,9 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
         for (long k = s; k < rd.loaded && nwin <= ahead; k++)
             win[nwin++] = &rd.local[k % NP_RING];
         double loss = 0;
-        st = injected ? np_err(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
-                      : np_trainer_submit(tr, win, nwin, &err);
+        st = injected
+                 ? np_error_set(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
+                 : np_trainer_submit(tr, win, nwin, &err);
         /* pipelined: read the batch the next step will want while this one trains (the
          * prefetch stage's data); sequential reads nothing until the step has ended */
         int read_failed = !st && ahead > 0 && read_ahead(&rd, s + 1 + ahead);
@@ -311,15 +309,15 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
             }
             goto step_failed;
         }
-        if (agree(comm, st ? 2 : 0)) goto step_failed;
-        if (np_comm_allreduce_f64_sum(comm, NP_CHAN_CTL, &loss, 1)) {
-            st = np_err(&err, NP_STATUS_INTERNAL, "MPI failed summing the loss");
+        if (agree(dist, st ? 2 : 0)) goto step_failed;
+        if (np_dist_sum_f64(dist, &loss, 1, NULL)) {
+            st = np_error_set(&err, NP_STATUS_INTERNAL, "MPI failed summing the loss");
             goto step_failed;
         }
         if (!isfinite(loss)) {
-            st = np_err(&err, NP_STATUS_BAD_INPUT,
-                        "training diverged: loss is %g at step %ld; lower --lr (now %g)", loss,
-                        s + 1, cfg.lr);
+            st = np_error_set(&err, NP_STATUS_BAD_INPUT,
+                              "training diverged: loss is %g at step %ld; lower --lr (now %g)",
+                              loss, s + 1, cfg.lr);
             goto setup_failed; /* the same loss on every rank */
         }
         if (s == 0) r.train_loss_first = loss;
@@ -336,7 +334,7 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
             recent_n = 0;
         }
     }
-    if ((st = np_trainer_finish(tr, &err)) || agree(comm, st ? 2 : 0)) goto step_failed;
+    if ((st = np_trainer_finish(tr, &err)) || agree(dist, st ? 2 : 0)) goto step_failed;
     r.seconds = now_s() - t0;
     r.samples_per_s = r.seconds > 0 ? r.steps * (double)cfg.batch / r.seconds : 0;
     r.samples_per_s_compute =
@@ -344,17 +342,17 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
     np_trainer_bytes(tr, r.bytes);
     {
         int64_t v = (int64_t)np_trainer_synced_rows(tr);
-        if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &v, 0)) goto step_failed;
+        if (np_dist_sum_i64(dist, &v, NULL)) goto step_failed;
         r.rows_synced = (uint64_t)v;
     }
     for (int k = 0; k < 4; k++) {
         int64_t v = (int64_t)r.bytes[k];
-        if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &v, 0)) goto step_failed;
+        if (np_dist_sum_i64(dist, &v, NULL)) goto step_failed;
         r.bytes[k] = (uint64_t)v;
     }
     int64_t tb = (int64_t)np_model_table_bytes(model);
     r.table_bytes_rank0 = tb;
-    if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &tb, 1)) goto step_failed;
+    if (np_dist_max_i64(dist, &tb, NULL)) goto step_failed;
     r.table_bytes_max = tb;
     if (r.steps > 0) {
         long k = r.steps < window ? r.steps : window;
@@ -369,20 +367,19 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
         fprintf(stderr, "nestpipe: the training data ended after %ld steps of %ld samples%s\n",
                 r.steps, cfg.batch, cfg.steps ? " (before --steps)" : "");
     if (r.steps == 0) {
-        st = np_err(&err, NP_STATUS_BAD_INPUT,
-                    "data: not one full batch of %ld training samples in the data", cfg.batch);
+        st =
+            np_error_set(&err, NP_STATUS_BAD_INPUT,
+                         "data: not one full batch of %ld training samples in the data", cfg.batch);
         goto setup_failed;
     }
     /* the logical model on rank 0: the single-process layout, whatever the rank count */
     if (cfg.ranks > 1) {
-        if ((st = np_model_gather(model, comm, &full, &err))) goto step_failed;
+        if ((st = np_dist_gather_model(dist, model, &full, &err))) goto step_failed;
     }
     if (lead && np_trainer_trace(tr)) { /* a traced run reports its overlap figures too */
-        np_trace_report rep;
-        if ((st = np_trace_analyze(np_trainer_trace(tr), &rep, &err))) goto local_failed;
+        if ((st = np_trace_summarize(np_trainer_trace(tr), &r.trace_overall, &err)))
+            goto local_failed;
         r.traced = 1;
-        r.trace_overall = rep.overall;
-        np_trace_report_free(&rep);
     }
     if (lead) {
         const np_model_t *logical = full ? full : model;
@@ -399,9 +396,9 @@ static int cmd_train(np_comm *comm, int argc, char **argv) {
                 printf("dual-buffer sync: %.1f rows per step%s\n",
                        (double)r.rows_synced / (double)r.steps,
                        r.traced ? "" : " (sync time: run with --trace)");
-            if (r.traced && cfg.pipeline == NP_PIPELINE_DBP)
-                printf("sync time %.3f ms per step\n",
-                       r.trace_overall.kind[NP_NODE_SYNC].total_us / 1e3 / (double)r.steps);
+            const np_trace_kind_time *sync = np_trace_summary_kind(&r.trace_overall, "sync");
+            if (r.traced && sync && cfg.pipeline == NP_PIPELINE_DBP)
+                printf("sync time %.3f ms per step\n", sync->total_us / 1e3 / (double)r.steps);
         }
         if (cfg.dump_params[0] && (st = np_model_dump(logical, cfg.dump_params, &err)))
             goto local_failed;
@@ -422,7 +419,7 @@ step_failed: /* one rank failed mid-run: it says why, then the whole job stops *
         rc = 1;
         if (lead) fprintf(stderr, "nestpipe: another rank failed; stopping (see its message)\n");
     }
-    if (cfg.ranks > 1) np_comm_abort(comm, rc);
+    if (cfg.ranks > 1) np_dist_abort(dist, rc);
     goto cleanup;
 local_failed: /* rank 0's own output failed after training */
     rc = fail(st, &err);
@@ -474,19 +471,19 @@ static int cmd_convert(int argc, char **argv) {
     return 0;
 }
 
-static int run(np_comm *comm, int argc, char **argv);
+static int run(np_dist_t *dist, int argc, char **argv);
 
 int main(int argc, char **argv) {
-    np_comm *comm = NULL;
+    np_dist_t *dist = NULL;
     np_error err = {{0}};
-    np_status st = np_comm_init(&argc, &argv, &comm, &err);
+    np_status st = np_dist_init(&argc, &argv, &dist, &err);
     if (st) return fail(st, &err);
-    int rc = run(comm, argc, argv);
-    np_comm_free(comm);
+    int rc = run(dist, argc, argv);
+    np_dist_free(dist);
     return rc;
 }
 
-static int run(np_comm *comm, int argc, char **argv) {
+static int run(np_dist_t *dist, int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "nestpipe: no command given; usage: nestpipe train|convert ... "
                         "(try nestpipe --help)\n");
@@ -500,7 +497,7 @@ static int run(np_comm *comm, int argc, char **argv) {
         printf("nestpipe 0.1.0\n");
         return 0;
     }
-    if (!strcmp(argv[1], "train")) return cmd_train(comm, argc - 2, argv + 2);
+    if (!strcmp(argv[1], "train")) return cmd_train(dist, argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "trace")) return np_cmd_trace(argc - 2, argv + 2);

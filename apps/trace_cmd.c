@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/cli.h"
-#include "apps/trace_cmd.h"
-#include "trace/trace.h"
+#include "cli.h"
+#include "nestpipe/trace.h"
+#include "trace_cmd.h"
 
 static const char *trace_help =
     "usage: nestpipe trace report FILE [--json] [--by-layer] [--from-batch N]  overlap report\n"
@@ -49,13 +49,13 @@ int np_cmd_trace(int argc, char **argv) {
     if (!report && !svg && !paje) return usage_error("unknown subcommand", sub);
 
     const char *in = NULL, *out = NULL;
-    int flags = 0; /* NP_TRACE_PRINT_* */
+    int flags = 0; /* NP_TRACE_REPORT_* */
     long from_batch = 0;
     for (int i = 1; i < argc; i++) {
         if (report && !strcmp(argv[i], "--json")) {
-            flags |= NP_TRACE_PRINT_JSON;
+            flags |= NP_TRACE_REPORT_JSON;
         } else if (report && !strcmp(argv[i], "--by-layer")) {
-            flags |= NP_TRACE_PRINT_LAYERS;
+            flags |= NP_TRACE_REPORT_LAYERS;
         } else if (report && !strcmp(argv[i], "--from-batch")) {
             char *end = NULL;
             from_batch = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
@@ -83,21 +83,18 @@ int np_cmd_trace(int argc, char **argv) {
     }
 
     np_error err = {{0}};
-    np_trace *tr = NULL;
+    np_trace_t *tr = NULL;
     np_status st = np_trace_read_chrome(in, &tr, &err);
     if (st) return fail(st, &err);
     if (report && from_batch > 0) {
-        np_trace *kept = NULL;
+        np_trace_t *kept = NULL;
         st = np_trace_from_batch(tr, from_batch, &kept, &err);
         np_trace_free(tr);
         tr = kept;
         if (st) return fail(st, &err);
     }
     if (report) {
-        np_trace_report rep;
-        st = np_trace_analyze(tr, &rep, &err);
-        if (!st) st = np_trace_report_print(&rep, stdout, flags, &err);
-        np_trace_report_free(&rep);
+        st = np_trace_print_report(tr, stdout, flags, &err);
     } else if (svg) {
         st = np_trace_write_svg(tr, out, &err);
     } else {
