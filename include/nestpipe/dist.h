@@ -52,9 +52,10 @@ int np_dist_size(const np_dist_t *d);
 
 /* Collectives for the driver's thread: every rank must call them in the same order. They
  * run on a communicator of their own, so they never mix with the engine's exchanges.
- * *inout becomes the sum (or maximum) over ranks, the same on every rank; doubles are
- * summed in an order MPI chooses. NP_STATUS_INTERNAL when MPI fails (err says which
- * collective; err may be NULL): the job can then only be aborted. */
+ * *inout (inout[0..n-1] for doubles) becomes the sum or maximum over ranks. Integer results
+ * are the same on every rank; doubles are added in an order MPI chooses, which MPI advises
+ * but does not promise to be the same everywhere. NP_STATUS_INTERNAL when MPI fails (err
+ * says which collective; err may be NULL): the job can then only be aborted. */
 NP_NODISCARD np_status np_dist_sum_i64(np_dist_t *d, int64_t *inout, np_error *err);
 NP_NODISCARD np_status np_dist_max_i64(np_dist_t *d, int64_t *inout, np_error *err);
 NP_NODISCARD np_status np_dist_sum_f64(np_dist_t *d, double *inout, int n, np_error *err);
