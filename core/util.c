@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-np_status np_err(np_error *err, np_status status, const char *fmt, ...) {
+np_status np_error_set(np_error *err, np_status status, const char *fmt, ...) {
     if (err) {
         va_list ap;
         va_start(ap, fmt);

@@ -16,7 +16,7 @@
 
 /* Formats a message into err (if non-NULL) and returns status, so callers can write
  * `return np_err(err, NP_STATUS_BAD_INPUT, "%s:%ld: ...", path, line);`. */
-np_status np_err(np_error *err, np_status status, const char *fmt, ...) NP_PRINTF(3, 4);
+#define np_err np_error_set /* the public np_error_set (nestpipe.h), by its library name */
 
 /* malloc/calloc that fill err on failure (naming what was being allocated) and return NULL.
  * Sizes are checked for overflow (n * size). Free with free(). */
