@@ -34,8 +34,7 @@ NP_NODISCARD np_status np_engine_finish(np_sp_engine *e, np_error *err);
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]);
 /* The merged trace on rank 0 after np_engine_finish, NULL elsewhere or without tracing. */
 const np_trace *np_engine_trace(const np_sp_engine *e);
-/* The trainer's merged trace (rank 0, StarPU engine, after np_trainer_finish), else NULL. */
-const np_trace *np_trainer_trace(const np_trainer_t *tr);
+/* np_trainer_trace, the trainer's merged trace, is public (nestpipe/trace.h). */
 
 /* Unregisters everything (the model memory stays with the model) and stops StarPU. */
 void np_engine_free(np_sp_engine *e);

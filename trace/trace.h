@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "nestpipe/nestpipe.h"
+#include "nestpipe/trace.h"
 
 /* The node kinds of the per-batch graph (DESIGN.md "The training step"). */
 typedef enum np_node_kind {
@@ -51,7 +52,9 @@ typedef struct np_trace np_trace;
 
 /* Creates an empty trace; events beyond the initial capacity grow the buffer. */
 NP_NODISCARD np_status np_trace_create(np_trace **out, np_error *err);
-void np_trace_free(np_trace *tr);
+/* np_trace_free, np_trace_read_chrome, np_trace_from_batch, np_trace_write_svg and
+ * np_trace_write_paje are public (nestpipe/trace.h, included above): np_trace is
+ * np_trace_t. */
 
 /* Appends one event; safe to call from several threads at once. Returns -1 only when
  * memory runs out (the event is then dropped and counted). */
@@ -88,17 +91,12 @@ size_t np_trace_dropped(const np_trace *tr);
  * Through PATH.tmp + rename; NP_STATUS_IO naming the path when it cannot be written. */
 NP_NODISCARD np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *err);
 
-/* Reads a Chrome trace written by np_trace_write_chrome (single- or multi-rank) back into a
- * trace: task events ("ph":"X" with args.kind), thread names and node names (from
+/* np_trace_read_chrome (public) reads a Chrome trace written by np_trace_write_chrome
+ * (single- or multi-rank) back into a trace: task events ("ph":"X" with args.kind), thread names and node names (from
  * otherData.layers, else the events' args.layer). A task without args.node / args.chunk (a
  * trace written before layers were recorded) reads as node = -1, chunk = -1. Foreign or
- * malformed files -> NP_STATUS_BAD_INPUT naming the path and what is wrong. (trace/read.c) */
-NP_NODISCARD np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err);
-
-/* A new trace with the events of batches >= from (and the worker and node names):
- * steady-state figures without the warm-up batches. */
-NP_NODISCARD np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out,
-                                           np_error *err);
+ * malformed files -> NP_STATUS_BAD_INPUT naming the path and what is wrong. (trace/read.c)
+ * np_trace_from_batch keeps the worker and node names. */
 
 /* Name of worker w as set (or read), NULL when none. */
 const char *np_trace_worker_name(const np_trace *tr, int worker);
@@ -172,11 +170,9 @@ NP_NODISCARD np_status np_trace_report_print(const np_trace_report *r, FILE *f, 
 /* ---- pictures and other formats (trace/paje.c, trace/svg.c) */
 /* Paje trace (ViTE, pajeng's pj_dump): containers rank > worker, one state per task
  * (value = node kind), events in time order. */
-NP_NODISCARD np_status np_trace_write_paje(const np_trace *tr, const char *path, np_error *err);
 /* SVG: a timeline (rows = ranks x workers, colour = node kind, shaded by layer, batches
  * labelled, each task's tooltip naming its layer and chunk), a bar chart of exposed vs
  * hidden time per node kind and one of compute time per layer. Self-contained, no scripts. */
-NP_NODISCARD np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err);
 
 /* Finishes a file written to `tmp` through f: flush, close, rename to `path`; on any failure
  * (or `failed`, an earlier write error) removes tmp and returns NP_STATUS_IO naming `what`
