@@ -5,9 +5,10 @@
 #
 #   bash bench/run.sh [--steps S] [--repeats R] [--warmup W] [--quick] [--out FILE]
 #
-# Needs the project built into build/ (bash .ci/build), gcc, pkg-config openblas, and for the
-# PyTorch rows Debian's python3-torch and python3-numpy. A side that fails is recorded as
-# "failed: <message>" in its row and the run carries on.
+# Needs the project built into build/ (bash .ci/build), gcc and pkg-config openblas. The PyTorch
+# rows use torch from PyPI, which bench/lib.sh installs into a cached virtualenv on first use
+# (about 3 GB; BENCH_TORCH=system or PYTHON=... picks another). A side that fails is recorded
+# as "failed: <message>" in its row and the run carries on.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ WARMUP=5
 QUICK=0
 OUT=""
 usage() {
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 while [[ $# -gt 0 ]]; do
@@ -68,24 +69,10 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 log() { echo "run.sh: $*" >&2; }
 
-# Debian's python3-torch lives in the system Python; a pyenv or venv python3 earlier on PATH
-# does not see it. $PYTHON wins; else the first of these that imports torch and numpy.
-PY=""
-for cand in ${PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$cand" >/dev/null && "$cand" -c 'import torch, numpy' 2>/dev/null; then
-    PY=$cand
-    break
-  fi
-done
-# Reading JSON and rendering the table need only the standard library: any python3 will do.
-JPY=${PY:-python3}
-json_get() { # FILE KEY -> the value, empty when absent or null; a list joined by spaces
-  "$JPY" -c '
-import json, sys
-v = json.load(open(sys.argv[1])).get(sys.argv[2])
-print("" if v is None else " ".join(map(str, v)) if isinstance(v, list) else v)' "$1" "$2"
-}
-is_finite() { "$JPY" -c 'import math,sys; sys.exit(not math.isfinite(float(sys.argv[1])))' "$1"; }
+# The PyTorch builds to measure (TORCH_PYS, TORCH_TAGS, TORCH_SHOWN, TORCH_LINES; or
+# TORCH_MISSING), JPY, json_get, is_finite.
+# shellcheck source=bench/lib.sh disable=SC1091
+. bench/lib.sh
 
 # ---- sgemm peak
 log "building sgemm_peak"
@@ -162,26 +149,33 @@ run_nestpipe() { # ENGINE
 run_nestpipe starpu
 run_nestpipe reference
 
-# PyTorch with 1 thread and with every core; the faster is "PyTorch best".
+# PyTorch with 1 thread and with every core, for each build bench/lib.sh found (PyPI's; the
+# system's too with BENCH_TORCH=both); the fastest row is "PyTorch best". OPENBLAS_NUM_THREADS
+# follows the thread count unless set: a torch on OpenBLAS (Debian's) otherwise runs its GEMMs
+# on every core whatever torch.set_num_threads says.
 TORCH_THREADS=(1)
 if ((NPROC > 1)); then TORCH_THREADS+=("$NPROC"); fi
-TORCH_VERSION="not available"
-for t in "${TORCH_THREADS[@]}"; do
-  label="PyTorch, $t thread"
-  if ((t > 1)); then label+="s"; fi
-  if [[ -z $PY ]]; then
-    record_fail "$label" "no python3 here imports torch and numpy (apt-get install python3-torch)"
-    continue
-  fi
-  log "$label, $REPEATS runs"
-  if ! "$PY" bench/dlrm_torch.py --threads "$t" --steps "$STEPS" --warmup "$WARMUP" \
-    --repeats "$REPEATS" "${SHAPE[@]}" >"$WORK/torch.json" 2>"$WORK/err"; then
-    record_fail "$label" "$(tail -n 1 "$WORK/err")"
-    continue
-  fi
-  record_ok "$label" "$(json_get "$WORK/torch.json" samples_per_s_all)" \
-    "after $WARMUP warm-up steps"
-  TORCH_VERSION=$(json_get "$WORK/torch.json" torch)
+if ((${#TORCH_PYS[@]} == 0)); then
+  for t in "${TORCH_THREADS[@]}"; do
+    label="PyTorch, $t thread"
+    if ((t > 1)); then label+="s"; fi
+    record_fail "$label" "$TORCH_MISSING"
+  done
+fi
+for i in "${!TORCH_PYS[@]}"; do
+  for t in "${TORCH_THREADS[@]}"; do
+    label="PyTorch ${TORCH_TAGS[i]}, $t thread"
+    if ((t > 1)); then label+="s"; fi
+    log "$label, $REPEATS runs"
+    if ! OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-$t} "${TORCH_PYS[i]}" bench/dlrm_torch.py \
+      --threads "$t" --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" "${SHAPE[@]}" \
+      >"$WORK/torch.json" 2>"$WORK/err"; then
+      record_fail "$label" "$(tail -n 1 "$WORK/err")"
+      continue
+    fi
+    record_ok "$label" "$(json_get "$WORK/torch.json" samples_per_s_all)" \
+      "after $WARMUP warm-up steps"
+  done
 done
 
 # ---- the table (medians, ratios, GFLOP/s) and the issue's goal: starpu >= 2x PyTorch best
@@ -237,9 +231,6 @@ CC_VER=$(gcc --version | head -n 1)
 BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null || true)
 OPENBLAS_VER=$(pkg-config --modversion openblas 2>/dev/null || echo unknown)
 STARPU_VER=$(pkg-config --modversion starpu-1.3 2>/dev/null || echo "not installed")
-PY_VER=$("$JPY" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo unknown)
-NUMPY_VER="not available"
-if [[ -n $PY ]]; then NUMPY_VER=$("$PY" -c 'import numpy; print(numpy.__version__)'); fi
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
   COMMIT+=" with uncommitted changes"
@@ -271,7 +262,8 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "first, synthetic batch generation included. PyTorch's leaves out data generation (done"
   echo "beforehand) and its warm-up steps; the 'data excluded' rows leave out the time nestpipe"
   echo "spends in its data source (\`samples_per_s_compute\`), which is the fair comparison and"
-  echo "the one the goal is judged on."
+  echo "the one the goal is judged on. **PyTorch best** is the fastest PyTorch median: each build"
+  echo "measured (Machine, below), with 1 and $NPROC thread(s)."
   echo
   echo "## Machine"
   echo
@@ -279,8 +271,9 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "- Memory: $MEM"
   echo "- OS: $OS, Linux $(uname -r)"
   echo "- Compiler: $CC_VER; nestpipe ${BUILD_TYPE:-unknown build type}, commit $COMMIT"
-  echo "- OpenBLAS $OPENBLAS_VER; StarPU $STARPU_VER;" \
-    "PyTorch $TORCH_VERSION (Python $PY_VER, NumPy $NUMPY_VER)"
+  echo "- OpenBLAS $OPENBLAS_VER; StarPU $STARPU_VER"
+  if ((${#TORCH_LINES[@]} == 0)); then echo "- PyTorch: not available ($TORCH_MISSING)"; fi
+  for line in "${TORCH_LINES[@]}"; do echo "- $line"; done
   echo "- Environment:${ENV_NOTE:- nothing set (OpenBLAS, OpenMP and StarPU defaults)}"
   echo
   echo "## Commands"
@@ -289,8 +282,11 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "bash bench/run.sh $RUN_FLAGS"
   echo "build/nestpipe train --engine {starpu,reference} ${SHAPE[*]} --steps $STEPS" \
     "--eval-samples 0 --quiet --metrics-json FILE"
-  echo "python3 bench/dlrm_torch.py --threads {$(IFS=,; echo "${TORCH_THREADS[*]}")}" \
-    "--steps $STEPS --warmup $WARMUP --repeats $REPEATS ${SHAPE[*]}"
+  for py in "${TORCH_SHOWN[@]:-python3}"; do
+    echo "OPENBLAS_NUM_THREADS=t $py bench/dlrm_torch.py" \
+      "--threads t --steps $STEPS --warmup $WARMUP --repeats $REPEATS ${SHAPE[*]}"
+  done
+  echo "# t = $(IFS=,; echo "${TORCH_THREADS[*]}")"
   echo '```'
 } >"$OUT"
 log "wrote $OUT"

@@ -1,0 +1,183 @@
+# shellcheck shell=bash disable=SC2034 # sets variables for the scripts that source it
+# Shared by bench/run.sh and bench/dcnv2.sh; sourced from the repository root, not run.
+#
+# Finds the PyTorch builds to measure (bench/README.md "Which PyTorch") and sets, one entry
+# per build: TORCH_PYS (a Python that imports torch and numpy), TORCH_TAGS (the row label,
+# e.g. "2.15.0 (PyPI)"), TORCH_SHOWN (the Python as the report names it) and TORCH_LINES
+# (version, CPU capability, where from, the first lines of torch.__config__.show()). Empty
+# when none is found; TORCH_MISSING then says why. Also PY (the first of TORCH_PYS, or
+# empty), JPY (a Python for reading JSON: PY, else python3), json_get FILE KEY, is_finite X.
+#
+#   BENCH_TORCH=pypi     (default) torch from PyPI, in a virtualenv that this file creates on
+#                        first use (BENCH_VENV); the system's when that cannot be installed
+#   BENCH_TORCH=both     that one and the system's (Debian's python3-torch), both measured
+#   BENCH_TORCH=system   the system's only
+#   PYTHON=/path/to/python   that Python's torch, and nothing else
+#   BENCH_TORCH_SPEC     what pip installs into the virtualenv (default 'torch>=2')
+#   BENCH_VENV           the virtualenv (default ~/.cache/nestpipe-bench/venv-torch)
+
+lib_log() { echo "lib.sh: $*" >&2; }
+
+BENCH_TORCH=${BENCH_TORCH:-pypi}
+BENCH_TORCH_SPEC=${BENCH_TORCH_SPEC:-torch>=2}
+BENCH_VENV=${BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/nestpipe-bench/venv-torch}
+# PyPI's Linux torch is a CUDA build: with its nvidia-* dependencies (which it cannot load
+# without, even on CPU) the virtualenv takes about 5 GiB.
+BENCH_VENV_MIN_FREE_GIB=8
+
+# torch_venv: 0 when $BENCH_VENV/bin/python imports torch and numpy, installing them with pip
+# the first time (or when BENCH_TORCH_SPEC changed, or the virtualenv broke); 1, with a
+# message, when it cannot. Serialised with flock, so two benches can start together.
+torch_venv() {
+  local py=$BENCH_VENV/bin/python stamp=$BENCH_VENV/.nestpipe-bench-spec
+  local dir log base="" cand free t0 rc=0
+  venv_ok() {
+    [[ -f $stamp && $(cat "$stamp") == "$BENCH_TORCH_SPEC" ]] &&
+      "$py" -c 'import torch, numpy' 2>/dev/null
+  }
+  if venv_ok; then return 0; fi
+  dir=$(dirname "$BENCH_VENV")
+  log=$BENCH_VENV.log
+  if ! mkdir -p "$dir"; then
+    lib_log "cannot create $dir"
+    return 1
+  fi
+  # A Python that can make a virtualenv: Debian's own first (a pyenv shim may change under
+  # us), then python3 on PATH. Debian splits ensurepip off into python3-venv.
+  for cand in /usr/bin/python3 python3; do
+    if command -v "$cand" >/dev/null && "$cand" -c 'import venv, ensurepip' 2>/dev/null; then
+      base=$cand
+      break
+    fi
+  done
+  if [[ -z $base && -x /usr/bin/python3 ]] && command -v apt-get >/dev/null; then
+    if [[ $(id -u) == 0 ]]; then
+      lib_log "python3 has no venv module; apt-get install python3-venv"
+      {
+        apt-get install -y python3-venv ||
+          { apt-get update && apt-get install -y python3-venv; }
+      } >>"$log" 2>&1 || true
+      if /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null; then base=/usr/bin/python3; fi
+    else
+      lib_log "python3 has no venv module: sudo apt-get install python3-venv"
+    fi
+  fi
+  if [[ -z $base ]]; then
+    lib_log "no python3 here can create a virtualenv (python3 -m venv)"
+    return 1
+  fi
+  free=$(df -Pk "$dir" | awk 'NR == 2 {print int($4 / 1048576)}')
+  if ((free < BENCH_VENV_MIN_FREE_GIB)); then
+    lib_log "only $free GiB free in $dir; PyPI's torch needs about 5 GiB there" \
+      "(set BENCH_VENV to a roomier place)"
+    return 1
+  fi
+  (
+    if command -v flock >/dev/null; then flock 9; fi
+    if venv_ok; then exit 0; fi # made by another bench while this one waited
+    lib_log "creating $BENCH_VENV: $base -m venv, pip install '$BENCH_TORCH_SPEC' numpy" \
+      "(once; about 3 GB from PyPI, torch's nvidia-* CUDA wheels included; log: $log)"
+    t0=$(date +%s)
+    rm -rf "$BENCH_VENV"
+    {
+      "$base" -m venv "$BENCH_VENV" &&
+        "$py" -m pip install --disable-pip-version-check --no-input "$BENCH_TORCH_SPEC" numpy &&
+        "$py" -c 'import torch; x = torch.ones(64, 64); assert float((x @ x).sum()) == 64 ** 3'
+    } >"$log" 2>&1 || exit 1
+    printf '%s\n' "$BENCH_TORCH_SPEC" >"$stamp"
+    lib_log "installed $("$py" -c 'import torch; print("torch", torch.__version__)')" \
+      "in $(($(date +%s) - t0)) s"
+  ) 9>"$BENCH_VENV.lock" || rc=$?
+  if ((rc != 0)); then
+    lib_log "could not install '$BENCH_TORCH_SPEC' into $BENCH_VENV (last lines of $log):"
+    tail -n 3 "$log" 2>/dev/null | sed 's/^/    /' >&2
+    rm -rf "$BENCH_VENV" # a partial install can hold gigabytes; the next run tries again
+    lib_log "BENCH_TORCH=system skips this attempt"
+    return 1
+  fi
+}
+
+TORCH_PYS=() TORCH_TAGS=() TORCH_SHOWN=() TORCH_LINES=() TORCH_MISSING=""
+has_torch() { command -v "$1" >/dev/null && "$1" -c 'import torch, numpy' 2>/dev/null; }
+add_torch() { # PYTHON TAG SOURCE: one entry of the TORCH_* arrays (TAG: unless Debian's)
+  local version="" cap origin numpy built
+  {
+    IFS= read -r version
+    IFS= read -r cap
+    IFS= read -r origin
+    IFS= read -r numpy
+    IFS= read -r built
+  } < <("$1" - <<'PYEOF'
+import numpy, platform, torch
+lines = [l.strip().lstrip("- ") for l in torch.__config__.show().splitlines()[1:]]
+lines = [l for l in lines[:next((i for i, l in enumerate(lines) if l.startswith("Build settings")),
+                                 len(lines))] if l]
+# torch.backends.cpu.get_cpu_capability() is torch >= 2.0; 1.13 says it in its config.
+cap = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+used = [l.split(":", 1)[1].strip() for l in lines if l.startswith("CPU capability usage")]
+print(torch.__version__)
+print(cap() if cap else (used[0] if used else "unknown"))
+print("Debian" if torch.__file__.startswith("/usr/lib/python3/dist-packages/") else "")
+print(f"NumPy {numpy.__version__}, Python {platform.python_version()}")
+print("; ".join(l for l in lines if not l.startswith("CPU capability usage")))
+PYEOF
+  ) || true # a read at end of input fails; set -e must not end the bench for that
+  if [[ -z $version ]]; then
+    lib_log "$1 imports torch but could not describe it; left out"
+    return
+  fi
+  TORCH_PYS+=("$1")
+  TORCH_TAGS+=("${version%%+*} (${origin:-$2})")
+  TORCH_SHOWN+=("${1/#"$HOME"/\~}")
+  TORCH_LINES+=("PyTorch $version, CPU capability $cap, $numpy; from $3; built with: $built")
+  lib_log "PyTorch $version (CPU capability $cap) from $3"
+}
+
+if [[ -n ${PYTHON:-} ]]; then
+  if has_torch "$PYTHON"; then
+    add_torch "$PYTHON" PYTHON "PYTHON=$PYTHON"
+  else
+    TORCH_MISSING="PYTHON=$PYTHON does not import torch and numpy"
+  fi
+else
+  case $BENCH_TORCH in
+  both | pypi | system) ;;
+  *)
+    lib_log "BENCH_TORCH must be both, pypi or system, got '$BENCH_TORCH'"
+    exit 2
+    ;;
+  esac
+  if [[ $BENCH_TORCH != system ]]; then
+    if torch_venv; then
+      add_torch "$BENCH_VENV/bin/python" PyPI "PyPI ('$BENCH_TORCH_SPEC'), virtualenv $BENCH_VENV"
+    else
+      lib_log "PyPI's torch left out; the system's torch only"
+    fi
+  fi
+  # Debian's python3-torch lives in the system Python; a pyenv python3 earlier on PATH does
+  # not see it.
+  if [[ $BENCH_TORCH != pypi || ${#TORCH_PYS[@]} == 0 ]]; then
+    for cand in python3 /usr/bin/python3; do
+      if has_torch "$cand"; then
+        add_torch "$(command -v "$cand")" system "system python3, $(command -v "$cand")"
+        break
+      fi
+    done
+  fi
+  if ((${#TORCH_PYS[@]} == 0)); then
+    TORCH_MISSING="no python3 here imports torch and numpy (apt-get install python3-torch)"
+    if [[ $BENCH_TORCH != system ]]; then TORCH_MISSING="no PyPI torch, and $TORCH_MISSING"; fi
+  fi
+fi
+if ((${#TORCH_PYS[@]} == 0)); then lib_log "no PyTorch: $TORCH_MISSING"; fi
+PY=${TORCH_PYS[0]:-}
+
+# Reading JSON and rendering the table need only the standard library: any python3 will do.
+JPY=${PY:-python3}
+json_get() { # FILE KEY -> the value, empty when absent or null; a list joined by spaces
+  "$JPY" -c '
+import json, sys
+v = json.load(open(sys.argv[1])).get(sys.argv[2])
+print("" if v is None else " ".join(map(str, v)) if isinstance(v, list) else v)' "$1" "$2"
+}
+is_finite() { "$JPY" -c 'import math,sys; sys.exit(not math.isfinite(float(sys.argv[1])))' "$1"; }
