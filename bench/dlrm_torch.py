@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch CPU DLRM of exactly nestpipe's model (docs/model.md), timed as the baseline of
-bench/run.sh. Not a trainer: synthetic data of the same shape, generated before timing.
+"""PyTorch CPU DLRM or DCN-v2 of exactly nestpipe's model, timed as the baseline of bench/run.sh
+(--model dlrm, docs/model.md) and bench/dcnv2.sh (--model dcnv2). Not a trainer: synthetic
+data of the same shape, generated before timing.
 
-Prints one JSON line: {"samples_per_s_median": ..., "threads": ..., ...}.
+Prints one JSON line: {"samples_per_s_median": ..., "threads": ..., ...}; with --model dcnv2
+also "model", the cross and deep flags, the per-step losses and the parameter counts.
 """
 import argparse
 import json
@@ -58,6 +60,78 @@ class DLRM(nn.Module):
         return self.top(x).squeeze(1)                               # (B,) logits
 
 
+class DCNv2(nn.Module):
+    """DCN-v2 of nestpipe's --model dcnv2. Bottom MLP (ReLU after every layer, last = dim);
+    x0 = [h, sum-pooled table 0, ..., table T-1], width D = (T+1)*dim, in that order;
+    L cross layers x_{l+1} = x0 * (W_l x_l + b_l) + x_l, W_l full D x D (rank 0) or U_l V_l
+    with U_l D x r, V_l r x D (computed as U_l (V_l x_l) + b_l); a deep MLP on x0 beside the
+    cross stack (ReLU after every layer); top MLP on [x_L, deep output] (ReLU except the
+    last layer, which has width 1 and gives the logit)."""
+
+    def __init__(self, tables, rows, dim, bottom, top, cross_layers, cross_rank, deep):
+        super().__init__()
+        if bottom[-1] != dim:
+            raise SystemExit(f"bottom MLP must end in dim {dim}, got {bottom}")
+        layers = []
+        for a, b in zip(bottom[:-1], bottom[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.bottom = nn.Sequential(*layers)
+        self.emb = nn.ModuleList(  # sparse gradients, as in the DLRM model above
+            nn.EmbeddingBag(rows, dim, mode="sum", sparse=True) for _ in range(tables))
+        d = (tables + 1) * dim
+        if cross_rank == 0:
+            self.cross = nn.ModuleList(nn.Linear(d, d) for _ in range(cross_layers))
+        else:  # V (no bias) then U with the bias b: U (V x) + b
+            self.cross = nn.ModuleList(
+                nn.Sequential(nn.Linear(d, cross_rank, bias=False), nn.Linear(cross_rank, d))
+                for _ in range(cross_layers))
+        layers = []
+        for a, b in zip([d] + deep[:-1], deep):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.deep = nn.Sequential(*layers)
+        width = [d + deep[-1]] + top
+        layers = []
+        for k, (a, b) in enumerate(zip(width[:-1], width[1:])):
+            layers.append(nn.Linear(a, b))
+            if k < len(top) - 1:
+                layers.append(nn.ReLU())
+        self.top = nn.Sequential(*layers)
+
+    def forward(self, dense, keys):
+        h = self.bottom(dense)                                      # (B, dim)
+        e = [table(keys[t]) for t, table in enumerate(self.emb)]   # T x (B, dim)
+        x0 = torch.cat([h] + e, dim=1)                              # (B, D)
+        x = x0
+        for layer in self.cross:
+            x = x0 * layer(x) + x                                   # (B, D)
+        z = torch.cat([x, self.deep(x0)], dim=1)                    # (B, D + deep[-1])
+        return self.top(z).squeeze(1)                               # (B,) logits
+
+    def param_counts(self):
+        """Parameters per part, counted from the tensors."""
+        parts = {"bottom": self.bottom, "embedding": self.emb, "cross": self.cross,
+                 "deep": self.deep, "top": self.top}
+        out = {k: sum(t.numel() for t in m.parameters()) for k, m in parts.items()}
+        out["total"] = sum(out.values())
+        return out
+
+
+def dcnv2_param_counts(tables, rows, dim, bottom, top, cross_layers, cross_rank, deep):
+    """The same counts from the shape alone (checked against the tensors' at start-up)."""
+    def mlp(w):
+        return sum(a * b + b for a, b in zip(w[:-1], w[1:]))
+    d = (tables + 1) * dim
+    out = {
+        "bottom": mlp(bottom),
+        "embedding": tables * rows * dim,
+        "cross": cross_layers * ((d * d if cross_rank == 0 else 2 * d * cross_rank) + d),
+        "deep": mlp([d] + deep),
+        "top": mlp([d + deep[-1]] + top),
+    }
+    out["total"] = sum(out.values())
+    return out
+
+
 def zipf_keys(rng, rows, alpha, n):
     """n keys in [0, rows) with P(r) ~ 1/(r+1)^alpha by inverse CDF; as in nestpipe's
     synthetic source the key is the rank, so hot keys are the small ids."""
@@ -84,6 +158,8 @@ def make_batches(args, count):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=("dlrm", "dcnv2"), default="dlrm",
+                   help="dlrm (default) or dcnv2")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--steps", type=int, default=50, help="timed steps per repeat (default 50)")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
@@ -94,6 +170,11 @@ def main():
     p.add_argument("--dim", type=int, default=16)
     p.add_argument("--bottom", type=sizes, default=sizes("13-512-256-64-16"))
     p.add_argument("--top", type=sizes, default=sizes("512-256-1"))
+    p.add_argument("--cross-layers", type=int, default=3, help="dcnv2: cross layers (default 3)")
+    p.add_argument("--cross-rank", type=int, default=0,
+                   help="dcnv2: rank r of W = U V; 0 = full D x D (default 0)")
+    p.add_argument("--deep", type=sizes, default=sizes("512-256"),
+                   help="dcnv2: deep MLP output sizes on x0 (default 512-256)")
     p.add_argument("--batch", type=int, default=2048)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=42)
@@ -102,10 +183,23 @@ def main():
         p.error("--threads, --steps, --repeats and --batch must be >= 1, --warmup >= 0")
     if args.top[-1] != 1:
         p.error("--top must end in 1")
+    if args.model == "dcnv2" and (args.cross_layers < 0 or args.cross_rank < 0
+                                  or min(args.deep) < 1):
+        p.error("--cross-layers and --cross-rank must be >= 0, --deep sizes >= 1")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    model = DLRM(args.tables, args.rows, args.dim, args.bottom, args.top)
+    if args.model == "dlrm":
+        model = DLRM(args.tables, args.rows, args.dim, args.bottom, args.top)
+    else:
+        shape = (args.tables, args.rows, args.dim, args.bottom, args.top, args.cross_layers,
+                 args.cross_rank, args.deep)
+        model = DCNv2(*shape)
+        params = model.param_counts()
+        if params != dcnv2_param_counts(*shape):
+            print(f"dlrm_torch: parameter counts {params} differ from the shape's "
+                  f"{dcnv2_param_counts(*shape)}", file=sys.stderr)
+            return 2
     # One plain SGD over dense and sparse parameters: torch.optim.SGD accepts sparse
     # gradients when momentum and weight decay are 0.
     opt = torch.optim.SGD(model.parameters(), lr=args.lr)
@@ -136,7 +230,7 @@ def main():
     if not all(np.isfinite(losses)):
         print(f"dlrm_torch: non-finite loss {losses}", file=sys.stderr)
         return 2
-    print(json.dumps({
+    out = {
         "samples_per_s_median": statistics.median(rates),
         "samples_per_s_min": min(rates),
         "samples_per_s_max": max(rates),
@@ -147,7 +241,17 @@ def main():
         "repeats": args.repeats,
         "last_loss": losses[-1],
         "torch": torch.__version__,
-    }))
+    }
+    if args.model == "dcnv2":  # the DLRM line stays as it was
+        out.update({
+            "model": "dcnv2",
+            "cross_layers": args.cross_layers,
+            "cross_rank": args.cross_rank,
+            "deep": args.deep,
+            "losses": losses,  # every warm-up step, then the last step of each repeat
+            "params": params,
+        })
+    print(json.dumps(out))
     return 0
 
 
