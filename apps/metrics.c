@@ -62,6 +62,10 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
     json_object_set_new(o, "data_ended", json_boolean(r->data_ended));
     json_object_set_new(o, "model", json_string(cfg->model == NP_MODEL_DCNV2 ? "dcnv2" : "dlrm"));
+    /* the layers' own flop counts: dense GFLOP/s = this x samples/s / 1e9 */
+    json_object_set_new(o, "dense_flop_per_sample",
+                        json_real(r->dense_flop_fwd + r->dense_flop_bwd));
+    json_object_set_new(o, "dense_flop_per_sample_fwd", json_real(r->dense_flop_fwd));
     json_object_set_new(o, "tables", json_integer(cfg->tables));
     json_object_set_new(o, "dim", json_integer(cfg->dim));
     json_object_set_new(o, "bottom", bottom);

@@ -22,6 +22,7 @@ typedef struct np_run_metrics {
     uint64_t bytes[4];  /* sent by all ranks: keys, rows, grads, all-reduce */
     int64_t table_bytes_rank0, table_bytes_max; /* embedding tables (+ state) per rank */
     uint64_t rows_synced;                       /* dual-buffer sync, summed over ranks (dbp) */
+    double dense_flop_fwd, dense_flop_bwd;      /* per sample, from the layers' flop counts */
     int traced; /* 1: trace_overall holds the overlap report of --trace */
     np_trace_summary trace_overall;
 } np_run_metrics;

@@ -351,6 +351,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         r.bytes[k] = (uint64_t)v;
     }
     int64_t tb = (int64_t)np_model_table_bytes(model);
+    r.dense_flop_fwd = np_model_dense_flops(model, 0);
+    r.dense_flop_bwd = np_model_dense_flops(model, 1);
     r.table_bytes_rank0 = tb;
     if (np_dist_max_i64(dist, &tb, NULL)) goto step_failed;
     r.table_bytes_max = tb;

@@ -137,6 +137,7 @@ run_nestpipe() { # ENGINE
         "invalid run: engine '$ran', steps '$steps' (want $STEPS), train_loss '$loss'"
       return
     fi
+    LAYER_FLOPS=$(json_get "$m" dense_flop_per_sample) || LAYER_FLOPS=""
     rates+="$(json_get "$m" samples_per_s) "
     rates_c+="$(json_get "$m" samples_per_s_compute) "
   done
@@ -146,8 +147,13 @@ run_nestpipe() { # ENGINE
   record_ok "$label, data excluded" "$rates_c" \
     "same runs; time in the data source left out, as PyTorch's figure leaves it out"
 }
+LAYER_FLOPS=""
 run_nestpipe starpu
 run_nestpipe reference
+# GFLOP/s from the layers' own flop counts (np_layer_def.flops, --metrics-json
+# dense_flop_per_sample) when the build reports them; the formula above must agree
+FORMULA_FLOPS=$FLOPS
+if [[ -n $LAYER_FLOPS ]]; then FLOPS=$(printf '%.0f' "$LAYER_FLOPS"); fi
 
 # PyTorch with 1 thread and with every core, for each build bench/lib.sh found (PyPI's; the
 # system's too with BENCH_TORCH=both); the fastest row is "PyTorch best". OPENBLAS_NUM_THREADS
@@ -252,7 +258,8 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "Shape: $TABLES tables of $ROWS rows, Zipf $ZIPF, one key per table and sample, dim $DIM,"
   echo "bottom MLP $BOTTOM, top MLP $TOP, global batch $BATCH, plain SGD lr 0.1 (dense and"
   echo "sparse). $STEPS timed steps per run, $REPEATS runs per side; samples/s is the median run."
-  echo "Dense work: $FLOPS FLOP per sample, forward + backward (bench/README.md)."
+  echo "Dense work: $FLOPS FLOP per sample, forward + backward, from the layers' flop counts" \
+    "(the formula of bench/README.md gives $FORMULA_FLOPS)."
   echo "sgemm peak (OpenBLAS, ${SGEMM_N}², median of $SGEMM_REPS): $PEAK_TEXT;"
   echo "\"% of sgemm peak\" is against the $NPROC-thread figure."
   echo

@@ -94,7 +94,7 @@ static void linear_layer_bwd(const np_layer_io *io) {
 static double linear_flops(const np_layer_hp *hp, const np_layer_shape *s, long n, int bwd) {
     (void)hp;
     double mm = 2.0 * (double)n * s->in[0] * s->out;
-    return bwd ? 2.0 * mm : mm;
+    return bwd == 1 ? 2.0 * mm : mm; /* backward: dW, and dx unless bwd == 2 */
 }
 
 const np_layer_def np_layer_linear = {.kind = "linear",

@@ -170,6 +170,20 @@ size_t np_model_table_bytes(const np_model_t *m) {
     return rows * (size_t)m->d * sizeof(float) + (m->state_mem ? rows * sizeof(float) : 0);
 }
 
+double np_model_dense_flops(const np_model_t *m, int backward) {
+    const np_graph_t *g = m->graph;
+    double f = 0;
+    for (int v = 0; v < g->n; v++) {
+        const np_node *x = &g->node[v];
+        const np_layer_def *def = np_node_def(x);
+        int data_only = 1; /* reads only the data: no input gradient in backward */
+        for (int k = 0; k < x->shape.n_in; k++)
+            data_only &= x->in[k] == NP_IN_DENSE;
+        if (def->flops) f += def->flops(&x->hp, &x->shape, 1, backward && data_only ? 2 : backward);
+    }
+    return f;
+}
+
 void np_model_free(np_model_t *m) {
     if (!m) return;
     free(m->table_mem);

@@ -108,7 +108,8 @@ typedef struct np_layer_def {
     void (*bwd)(const np_layer_io *io);
     void (*cuda_fwd)(const np_layer_io *io, void *stream); /* filled by the CUDA build */
     void (*cuda_bwd)(const np_layer_io *io, void *stream);
-    /* Floating-point operations of one call on n rows, forward (backward = 0) or backward;
+    /* Floating-point operations of one call on n rows: forward (backward = 0), backward
+     * (1), or backward with no input gradient wanted (2: the node reads only the data);
      * NULL: unknown (0). Goes into StarPU's task->flops and the bench's GFLOP/s. */
     double (*flops)(const np_layer_hp *hp, const np_layer_shape *s, long n, int backward);
 } np_layer_def;

@@ -302,6 +302,10 @@ void np_trainer_free(np_trainer_t *tr);
 
 /* Bytes of embedding tables (and optimizer state) this process holds: its shard. */
 size_t np_model_table_bytes(const np_model_t *m);
+/* Floating-point operations of the model's layers per sample, forward (backward = 0) or
+ * backward, from each layer kind's flop count: the dense work a step does, for GFLOP/s.
+ * Embedding pooling, the loss and the optimizers are not counted. */
+double np_model_dense_flops(const np_model_t *m, int backward);
 
 typedef struct np_eval_result {
     long n;         /* samples evaluated */
