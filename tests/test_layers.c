@@ -407,12 +407,33 @@ static void test_init_params(void **state) {
     np_model_free(a);
 }
 
+/* The model's flop count from its layers, against the count by hand for a small DLRM:
+ * bottom 4-5-3, dot over 4 vectors of 3 (6 pairs), top 9-6-4-1. */
+static void test_dense_flops(void **state) {
+    (void)state;
+    np_config c;
+    np_error e = {{0}};
+    np_config_defaults(&c);
+    const char *kv[][2] = {{"tables", "3"}, {"rows", "10"}, {"dim", "3"},
+                           {"bottom", "4-5-3"}, {"top", "6-4-1"}, {"batch", "8"}};
+    for (size_t i = 0; i < sizeof kv / sizeof *kv; i++)
+        assert_int_equal(np_config_set(&c, kv[i][0], kv[i][1], "t", &e), NP_OK);
+    np_model_t *m;
+    assert_int_equal(np_model_create(&c, &m, &e), NP_OK);
+    /* fwd: 2 (4*5 + 5*3) + 2 (9*6 + 6*4 + 4*1) + 2*6*3 */
+    assert_true(np_model_dense_flops(m, 0) == 70.0 + 164.0 + 36.0);
+    /* bwd: bottom.0 reads the data (dW only) 2*20; bottom.1 4*15; top 4*82; dot 4*6*3 */
+    assert_true(np_model_dense_flops(m, 1) == 40.0 + 60.0 + 328.0 + 72.0);
+    np_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fd_cross_full),  cmocka_unit_test(test_fd_cross_lowrank),
         cmocka_unit_test(test_fd_concat_dot_linear), cmocka_unit_test(test_cross_formula),
         cmocka_unit_test(test_shape_errors),   cmocka_unit_test(test_register_rules),
         cmocka_unit_test(test_dcnv2_model_fd), cmocka_unit_test(test_init_params),
+        cmocka_unit_test(test_dense_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
