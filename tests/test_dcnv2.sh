@@ -54,7 +54,7 @@ done
 
 # schedulers and worker counts: one model
 run 1 "$W/base" --sched lws
-for sched in eager prio dmda; do
+for sched in eager prio dmda dmdas ws; do
   for n in 1 2; do
     STARPU_NCPU=$n run 1 "$W/s" --sched "$sched" && same "$sched with $n workers = lws (bytes)" \
       "$W/base" "$W/s"
