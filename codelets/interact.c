@@ -28,6 +28,126 @@ static void sample_dots(const float *f, int T1, int d, float *ft, float *acc, fl
     }
 }
 
+/* ---- blocked kernels: NP_DOT_LANES samples at a time, each feature of the block stored
+ * lane-contiguous (T1, d, LANES), so every multiply-add runs across samples in one vector
+ * register. Each lane does exactly the scalar operations of its sample in the scalar order
+ * (dots: (0 + f_i0 f_j0) + f_i1 f_j1 + ... over k; gradients: pairs in output order), so
+ * the bits equal the per-sample kernels'. target_clones picks the widest vector unit the
+ * CPU has at run time; -ffp-contract=off keeps multiply and add separate on every one. */
+#define NP_DOT_LANES 16
+
+size_t np_interact_ws_floats(int T1, int d) {
+    size_t P = (size_t)T1 * (size_t)(T1 - 1) / 2, fsz = (size_t)T1 * (size_t)d;
+    return (size_t)NP_DOT_LANES * (2 * fsz + P + (size_t)d + 1);
+}
+
+/* ft (T1*d, LANES) <- samples s0 .. s0+nb-1 of F; lanes past nb are zero */
+static void block_in(const float *F, long s0, int nb, size_t fsz, float *ft) {
+    memset(ft, 0, fsz * NP_DOT_LANES * sizeof *ft);
+    for (int l = 0; l < nb; l++) {
+        const float *f = F + (size_t)(s0 + l) * fsz;
+        for (size_t e = 0; e < fsz; e++)
+            ft[e * NP_DOT_LANES + l] = f[e];
+    }
+}
+
+NP_TARGET_CLONES
+static void dots_block(const float *ft, int T1, int d, float *acc) {
+    /* acc (P, LANES): the pairs of every lane */
+    size_t p = 0;
+    for (int i = 1; i < T1; i++)
+        for (int j = 0; j < i; j++, p++) {
+            float a[NP_DOT_LANES] = {0};
+            for (int k = 0; k < d; k++) {
+                const float *x = ft + ((size_t)i * d + k) * NP_DOT_LANES;
+                const float *y = ft + ((size_t)j * d + k) * NP_DOT_LANES;
+                for (int l = 0; l < NP_DOT_LANES; l++)
+                    a[l] += x[l] * y[l];
+            }
+            memcpy(acc + p * NP_DOT_LANES, a, sizeof a);
+        }
+}
+
+NP_TARGET_CLONES
+static void grads_block(const float *ft, const float *gt, int T1, int d, float *dft, float *acc) {
+    /* dft (T1*d, LANES) += each pair's gradient, pairs in output order. Row i's own sum runs
+     * over j < i without any other pair touching it, so it is kept in acc (d, LANES) for
+     * the whole of i and stored once: the same additions in the same order. */
+    size_t p = 0, row = (size_t)d * NP_DOT_LANES;
+    for (int i = 1; i < T1; i++) {
+        const float *x = ft + (size_t)i * row;
+        memcpy(acc, dft + (size_t)i * row, row * sizeof *acc);
+        for (int j = 0; j < i; j++, p++) {
+            const float *g = gt + p * NP_DOT_LANES, *y = ft + (size_t)j * row;
+            float *dj = dft + (size_t)j * row;
+            for (int k = 0; k < d; k++) {
+                float *a = acc + (size_t)k * NP_DOT_LANES, *b = dj + (size_t)k * NP_DOT_LANES;
+                const float *xk = x + (size_t)k * NP_DOT_LANES, *yk = y + (size_t)k * NP_DOT_LANES;
+#pragma GCC ivdep
+                for (int l = 0; l < NP_DOT_LANES; l++) {
+                    a[l] += g[l] * yk[l];
+                    b[l] += g[l] * xk[l];
+                }
+            }
+        }
+        memcpy(dft + (size_t)i * row, acc, row * sizeof *acc);
+    }
+}
+
+/* Blocked forward, ws of np_interact_ws_floats(T1, d) floats. */
+static void interact_fwd_blocked(const float *F, long B, int T1, int d, float *out, float *ws) {
+    size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2, fsz = (size_t)T1 * d;
+    size_t P = width - (size_t)d;
+    float *ft = ws, *acc = ws + fsz * NP_DOT_LANES;
+    for (long s0 = 0; s0 < B; s0 += NP_DOT_LANES) {
+        int nb = B - s0 < NP_DOT_LANES ? (int)(B - s0) : NP_DOT_LANES;
+        block_in(F, s0, nb, fsz, ft);
+        dots_block(ft, T1, d, acc);
+        for (int l = 0; l < nb; l++) {
+            float *o = out + (size_t)(s0 + l) * width;
+            memcpy(o, F + (size_t)(s0 + l) * fsz, (size_t)d * sizeof *o);
+            for (size_t p = 0; p < P; p++)
+                o[d + p] = acc[p * NP_DOT_LANES + l];
+        }
+    }
+}
+
+/* Blocked backward, ws of np_interact_ws_floats(T1, d) floats. */
+static void interact_bwd_blocked(const float *F, const float *dout, long B, int T1, int d,
+                                 float *dF, float *ws) {
+    size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2, fsz = (size_t)T1 * d;
+    size_t P = width - (size_t)d;
+    float *ft = ws, *dft = ws + fsz * NP_DOT_LANES, *gt = dft + fsz * NP_DOT_LANES;
+    for (long s0 = 0; s0 < B; s0 += NP_DOT_LANES) {
+        int nb = B - s0 < NP_DOT_LANES ? (int)(B - s0) : NP_DOT_LANES;
+        block_in(F, s0, nb, fsz, ft);
+        memset(dft, 0, fsz * NP_DOT_LANES * sizeof *dft);
+        memset(gt, 0, P * NP_DOT_LANES * sizeof *gt);
+        for (int l = 0; l < nb; l++) {
+            const float *g = dout + (size_t)(s0 + l) * width;
+            for (int k = 0; k < d; k++) /* F[s,0] passes straight through */
+                dft[(size_t)k * NP_DOT_LANES + l] = g[k];
+            for (size_t p = 0; p < P; p++)
+                gt[p * NP_DOT_LANES + l] = g[d + p];
+        }
+        grads_block(ft, gt, T1, d, dft, gt + P * NP_DOT_LANES);
+        for (int l = 0; l < nb; l++) {
+            float *df = dF + (size_t)(s0 + l) * fsz;
+            for (size_t e = 0; e < fsz; e++)
+                df[e] = dft[e * NP_DOT_LANES + l];
+        }
+    }
+}
+
+void np_interact_fwd_blk(const float *F, long B, int T1, int d, float *out, float *ws) {
+    interact_fwd_blocked(F, B, T1, d, out, ws);
+}
+
+void np_interact_bwd_blk(const float *F, const float *dout, long B, int T1, int d, float *dF,
+                         float *ws) {
+    interact_bwd_blocked(F, dout, B, T1, d, dF, ws);
+}
+
 void np_interact_fwd(const float *F, long B, int T1, int d, float *out) {
     np_interact_fwd_ws(F, B, T1, d, out, NULL);
 }
@@ -119,9 +239,10 @@ static np_status dot_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *e
     int T1 = total / d;
     s->out = d + T1 * (T1 - 1) / 2;
     s->saved = total;
-    /* backward: dF (n, total); forward: one transposed sample and a row of dots,
-     * T1 (d + 1) floats, which n (total + T1) covers for any n >= 1 */
-    s->scratch = total + T1;
+    /* backward: dF (n, total) then the blocked kernels' work space; forward: the work
+     * space alone. Per sample, so that n samples bring room for n / LANES blocks' worth;
+     * a call on fewer rows than a block takes the per-sample kernels (the same bits). */
+    s->scratch = total + (int)(np_interact_ws_floats(T1, d) / NP_DOT_LANES);
     return NP_OK;
 }
 
@@ -135,13 +256,22 @@ static void dot_layer_fwd(const np_layer_io *io) {
             f += s->in[k];
         }
     }
-    np_interact_fwd_ws(io->saved, io->n, s->saved / s->in[0], s->in[0], io->out, io->scratch);
+    int T1 = s->saved / s->in[0], d = s->in[0];
+    if (io->n >= NP_DOT_LANES)
+        np_interact_fwd_blk(io->saved, io->n, T1, d, io->out, io->scratch);
+    else
+        np_interact_fwd_ws(io->saved, io->n, T1, d, io->out, io->scratch);
 }
 
 static void dot_layer_bwd(const np_layer_io *io) {
     const np_layer_shape *s = io->shape;
     size_t fsz = (size_t)s->saved;
-    np_interact_bwd(io->saved, io->dout, io->n, s->saved / s->in[0], s->in[0], io->scratch);
+    int T1 = s->saved / s->in[0], d = s->in[0];
+    if (io->n >= NP_DOT_LANES) /* the work space follows dF in scratch */
+        np_interact_bwd_blk(io->saved, io->dout, io->n, T1, d, io->scratch,
+                            io->scratch + (size_t)io->n * fsz);
+    else
+        np_interact_bwd(io->saved, io->dout, io->n, T1, d, io->scratch);
     for (long r = 0; r < io->n; r++) {
         const float *df = io->scratch + (size_t)r * fsz;
         for (int k = 0; k < s->n_in; k++) {

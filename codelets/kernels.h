@@ -12,6 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Clones of a hot loop for the vector units x86-64 CPUs have, picked at run time from the
+ * CPU's features (GCC function multi-versioning); elsewhere one plain version. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define NP_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NP_TARGET_CLONES
+#endif
+
 /* ---- linear: y = x W^T + b  (cblas_sgemm) */
 void np_linear_fwd(const float *x, /* (B, in) */
                    const float *W, /* (out, in) */
@@ -55,6 +63,12 @@ void np_interact_fwd(const float *F,                     /* (B, T1, d) */
 /* The same with caller scratch ws of T1 (d + 1) floats (NULL: its own, on the stack or
  * the heap for large T1 d): the same bits either way. */
 void np_interact_fwd_ws(const float *F, long B, int T1, int d, float *out, float *ws);
+/* Blocked forms (16 samples a vector register, the CPU's widest unit chosen at run time),
+ * with the same bits: ws holds np_interact_ws_floats(T1, d) floats. */
+size_t np_interact_ws_floats(int T1, int d);
+void np_interact_fwd_blk(const float *F, long B, int T1, int d, float *out, float *ws);
+void np_interact_bwd_blk(const float *F, const float *dout, long B, int T1, int d, float *dF,
+                         float *ws);
 void np_interact_bwd(const float *F,                     /* (B, T1, d) */
                      const float *dout,                  /* (B, d + T1*(T1-1)/2) */
                      long B, int T1, int d, float *dF);  /* (B, T1, d) */

@@ -282,6 +282,29 @@ static double bce_loss(void *ctx) {
     return L * c->scale;
 }
 
+/* The blocked (16 samples a register) interaction kernels give the per-sample kernels'
+ * bits exactly: every shape, a partial last block, and the clone the CPU picked. */
+static void test_interact_blocked_bits(void **state) {
+    (void)state;
+    const int shapes[][3] = {{37, 27, 16}, {16, 2, 3}, {5, 4, 7}, {33, 9, 1}}; /* B, T1, d */
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+        int B = shapes[c][0], T1 = shapes[c][1], d = shapes[c][2];
+        size_t fsz = (size_t)T1 * d, W = (size_t)d + (size_t)T1 * (T1 - 1) / 2;
+        float *F = malloc(B * fsz * 4), *g = malloc(B * W * 4), *o1 = malloc(B * W * 4);
+        float *o2 = malloc(B * W * 4), *d1 = malloc(B * fsz * 4), *d2 = malloc(B * fsz * 4);
+        float *ws = malloc(np_interact_ws_floats(T1, d) * 4);
+        fill_uniform(F, B * fsz, -1, 1);
+        fill_uniform(g, B * W, -1, 1);
+        np_interact_fwd(F, B, T1, d, o1);
+        np_interact_fwd_blk(F, B, T1, d, o2, ws);
+        assert_memory_equal(o1, o2, B * W * 4);
+        np_interact_bwd(F, g, B, T1, d, d1);
+        np_interact_bwd_blk(F, g, B, T1, d, d2, ws);
+        assert_memory_equal(d1, d2, B * fsz * 4);
+        free(F), free(g), free(o1), free(o2), free(d1), free(d2), free(ws);
+    }
+}
+
 static void test_bce(void **state) {
     (void)state;
     enum { B = 9 };
@@ -347,6 +370,7 @@ int main(void) {
         cmocka_unit_test(test_interact_t2),
         cmocka_unit_test(test_interact_t4),
         cmocka_unit_test(test_interact_layout),
+        cmocka_unit_test(test_interact_blocked_bits),
         cmocka_unit_test(test_bce),
         cmocka_unit_test(test_bce_large),
     };
