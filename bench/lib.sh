@@ -149,7 +149,8 @@ else
   esac
   if [[ $BENCH_TORCH != system ]]; then
     if torch_venv; then
-      add_torch "$BENCH_VENV/bin/python" PyPI "PyPI ('$BENCH_TORCH_SPEC'), virtualenv $BENCH_VENV"
+      # the result names the virtualenv relative to HOME: no machine's path in a result
+      add_torch "$BENCH_VENV/bin/python" PyPI "PyPI ('$BENCH_TORCH_SPEC'), virtualenv ${BENCH_VENV/#$HOME/\~}"
     else
       lib_log "PyPI's torch left out; the system's torch only"
     fi
@@ -181,3 +182,42 @@ v = json.load(open(sys.argv[1])).get(sys.argv[2])
 print("" if v is None else " ".join(map(str, v)) if isinstance(v, list) else v)' "$1" "$2"
 }
 is_finite() { "$JPY" -c 'import math,sys; sys.exit(not math.isfinite(float(sys.argv[1])))' "$1"; }
+
+# The machine a result was measured on: sets CPU_MODEL, SOCKETS, CORES, TPC, MEM, OS,
+# CC_VER, BUILD_TYPE, OPENBLAS_VER, STARPU_VER, COMMIT and ENV_NOTE.
+machine_facts() {
+  field() { grep -m1 "^$1" | sed "s/^$1[[:space:]]*//"; }
+  CPU_MODEL=$(lscpu | field 'Model name:')
+  SOCKETS=$(lscpu | field 'Socket(s):')
+  CORES=$(lscpu | field 'Core(s) per socket:')
+  TPC=$(lscpu | field 'Thread(s) per core:')
+  MEM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+  # shellcheck disable=SC1091 # the running system's file
+  OS=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo unknown)
+  CC_VER=$(gcc --version 2>/dev/null | head -n 1 || echo unknown)
+  BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null || true)
+  OPENBLAS_VER=$(pkg-config --modversion openblas 2>/dev/null || echo unknown)
+  STARPU_VER=$(pkg-config --modversion starpu-1.3 2>/dev/null || echo "not installed")
+  COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+    COMMIT+=" with uncommitted changes"
+  fi
+  ENV_NOTE=""
+  for v in OPENBLAS_NUM_THREADS OMP_NUM_THREADS STARPU_SCHED STARPU_NCPU STARPU_WORKERS_NOBIND; do
+    if [[ -n ${!v:-} ]]; then ENV_NOTE+=" $v=${!v}"; fi
+  done
+}
+
+# The result file's "## Machine" section from machine_facts and TORCH_LINES/TORCH_MISSING.
+machine_section() {
+  echo "## Machine"
+  echo
+  echo "- CPU: $CPU_MODEL, $SOCKETS socket(s) × $CORES core(s) × $TPC thread(s); nproc $NPROC"
+  echo "- Memory: $MEM"
+  echo "- OS: $OS, Linux $(uname -r)"
+  echo "- Compiler: $CC_VER; nestpipe ${BUILD_TYPE:-unknown build type}, commit $COMMIT"
+  echo "- OpenBLAS $OPENBLAS_VER; StarPU $STARPU_VER"
+  if ((${#TORCH_LINES[@]} == 0)); then echo "- PyTorch: not available ($TORCH_MISSING)"; fi
+  for line in "${TORCH_LINES[@]}"; do echo "- $line"; done
+  echo "- Environment:${ENV_NOTE:- nothing set (OpenBLAS, OpenMP and StarPU defaults)}"
+}

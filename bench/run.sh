@@ -224,27 +224,8 @@ if best:
           f"({100 * 2 * med[best] / ceiling:.0f}% of that ceiling).")
 PYEOF
 
-# ---- the machine
-field() { grep -m1 "^$1" | sed "s/^$1[[:space:]]*//"; }
-CPU_MODEL=$(lscpu | field 'Model name:')
-SOCKETS=$(lscpu | field 'Socket(s):')
-CORES=$(lscpu | field 'Core(s) per socket:')
-TPC=$(lscpu | field 'Thread(s) per core:')
-MEM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
-# shellcheck disable=SC1091 # the running system's file
-OS=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo unknown)
-CC_VER=$(gcc --version | head -n 1)
-BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null || true)
-OPENBLAS_VER=$(pkg-config --modversion openblas 2>/dev/null || echo unknown)
-STARPU_VER=$(pkg-config --modversion starpu-1.3 2>/dev/null || echo "not installed")
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-  COMMIT+=" with uncommitted changes"
-fi
-ENV_NOTE=""
-for v in OPENBLAS_NUM_THREADS OMP_NUM_THREADS STARPU_SCHED STARPU_NCPU STARPU_WORKERS_NOBIND; do
-  if [[ -n ${!v:-} ]]; then ENV_NOTE+=" $v=${!v}"; fi
-done
+# ---- the machine (bench/lib.sh)
+machine_facts
 RUN_FLAGS="--steps $STEPS --repeats $REPEATS --warmup $WARMUP"
 if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
 
@@ -272,16 +253,7 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "the one the goal is judged on. **PyTorch best** is the fastest PyTorch median: each build"
   echo "measured (Machine, below), with 1 and $NPROC thread(s)."
   echo
-  echo "## Machine"
-  echo
-  echo "- CPU: $CPU_MODEL, $SOCKETS socket(s) × $CORES core(s) × $TPC thread(s); nproc $NPROC"
-  echo "- Memory: $MEM"
-  echo "- OS: $OS, Linux $(uname -r)"
-  echo "- Compiler: $CC_VER; nestpipe ${BUILD_TYPE:-unknown build type}, commit $COMMIT"
-  echo "- OpenBLAS $OPENBLAS_VER; StarPU $STARPU_VER"
-  if ((${#TORCH_LINES[@]} == 0)); then echo "- PyTorch: not available ($TORCH_MISSING)"; fi
-  for line in "${TORCH_LINES[@]}"; do echo "- $line"; done
-  echo "- Environment:${ENV_NOTE:- nothing set (OpenBLAS, OpenMP and StarPU defaults)}"
+  machine_section
   echo
   echo "## Commands"
   echo
