@@ -134,5 +134,23 @@ grep -q '"pipeline": "sequential"' "$W/sp.json" && ok "metrics name the pipeline
 "$NP" compare "$W/sp.params" "$W/tsv.params" >/dev/null 2>&1
 [[ $? -eq 1 ]] && ok "compare tells different models apart" || bad "compare missed a difference"
 
+# --init-params: a dump loads back (one step from it on both engines gives one model), and a
+# dump of another shape or a bad file is one line naming what, exit 2
+expect_ok "init-params: reference" "$NP" train --engine reference --steps 3 "${SMALL[@]}" \
+  --init-params "$W/ref.params" --dump-params "$W/init_ref.params"
+expect_ok "init-params: starpu" "$NP" train --steps 3 "${SMALL[@]}" --init-params "$W/ref.params" \
+  --dump-params "$W/init_sp.params"
+expect_ok "init-params: both engines from one dump agree" "$NP" compare "$W/init_sp.params" \
+  "$W/init_ref.params"
+"$NP" compare "$W/init_ref.params" "$W/ref.params" >/dev/null 2>&1
+[[ $? -eq 1 ]] && ok "init-params: training went on from the dump" || bad "init-params: no change"
+expect_fail "init-params: a dump of another shape" 2 "in the file but cross.0.weight" -- \
+  "$NP" train --model dcnv2 --steps 1 "${SMALL[@]}" --init-params "$W/ref.params"
+head -c 100 "$W/ref.params" >"$W/trunc.params"
+expect_fail "init-params: a truncated dump" 2 "is truncated" -- \
+  "$NP" train --steps 1 "${SMALL[@]}" --init-params "$W/trunc.params"
+expect_fail "init-params: a missing file" 2 "cannot open" -- \
+  "$NP" train --steps 1 "${SMALL[@]}" --init-params "$W/none.params"
+
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]
