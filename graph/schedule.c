@@ -119,6 +119,7 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     /* the chunks read their rows through sub-handles; the slot stays readable */
     starpu_data_partition_readonly_submit(sl->dense.h, K, sl->dense_part);
     starpu_data_partition_readonly_submit(sl->label.h, K, sl->label_part);
+    sl->partitioned = 1;
     for (int w = 0; w < e->W; w++) {
         int next = w + ahead; /* the window whose rows go now, if not sent yet */
         if (next >= early_windows(e) && next < e->W &&
@@ -136,6 +137,7 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     /* the slot is written again by a later prefetch: undo the partition first */
     starpu_data_unpartition_submit(sl->dense.h, K, sl->dense_part, STARPU_MAIN_RAM);
     starpu_data_unpartition_submit(sl->label.h, K, sl->label_part, STARPU_MAIN_RAM);
+    sl->partitioned = 0;
     a.ctx.window = -1;
     if ((st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||
         (st = np_submit_writeback(&a.ctx, &a.wa, E->h, r->uniq_o.h, r->meta.h, e->tables, Es->h,
