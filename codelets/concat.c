@@ -1,15 +1,21 @@
 /* The "concat" layer: out = [in0 || in1 || ...] per sample; backward splits dout.
  * Used by DCN-v2 (x0, and the cross and deep outputs side by side). */
+#include <limits.h>
 #include <string.h>
+
+#include "core/util.h"
 
 #include "model/layers.h"
 
 static np_status concat_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
     (void)hp;
-    (void)err;
-    s->out = 0;
+    int64_t out = 0;
     for (int k = 0; k < s->n_in; k++)
-        s->out += s->in[k];
+        out += s->in[k];
+    if (out > INT_MAX)
+        return np_err(err, NP_STATUS_BAD_INPUT, "%lld floats per sample; too many",
+                      (long long)out);
+    s->out = (int)out;
     return NP_OK;
 }
 

@@ -2,6 +2,7 @@
  * dot products of the T1 feature vectors of each sample. Not here: the pooling (embbag.c). */
 #include "codelets/kernels.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,7 +229,8 @@ void np_interact_bwd(const float *F,                     /* (B, T1, d) */
 
 static np_status dot_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
     (void)hp;
-    int d = s->in[0], total = 0;
+    int d = s->in[0];
+    int64_t total = 0;
     for (int k = 0; k < s->n_in; k++) {
         if (s->in[k] % d)
             return np_err(err, NP_STATUS_BAD_INPUT,
@@ -236,13 +238,21 @@ static np_status dot_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *e
                           s->in[k], d);
         total += s->in[k];
     }
-    int T1 = total / d;
-    s->out = d + T1 * (T1 - 1) / 2;
-    s->saved = total;
+    if (total > INT_MAX)
+        return np_err(err, NP_STATUS_BAD_INPUT, "%lld input floats per sample; too many",
+                      (long long)total);
+    int64_t T1 = total / d, out = d + T1 * (T1 - 1) / 2;
     /* backward: dF (n, total) then the blocked kernels' work space; forward: the work
      * space alone. Per sample, so that n samples bring room for n / LANES blocks' worth;
      * a call on fewer rows than a block takes the per-sample kernels (the same bits). */
-    s->scratch = total + (int)(np_interact_ws_floats(T1, d) / NP_DOT_LANES);
+    int64_t scratch = total + (int64_t)(np_interact_ws_floats((int)T1, d) / NP_DOT_LANES);
+    if (out > INT_MAX || scratch > INT_MAX)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%lld vectors of %d make %lld outputs per sample; too many",
+                      (long long)T1, d, (long long)out);
+    s->out = (int)out;
+    s->saved = (int)total;
+    s->scratch = (int)scratch;
     return NP_OK;
 }
 

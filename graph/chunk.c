@@ -29,9 +29,16 @@ np_status np_chunk_register(np_sp_engine *e, np_chunk *k, np_error *err) {
         if (!st && s->saved)
             st = np_buf_reg(&k->saved[v], n * (size_t)s->saved, f, "saved activations", err);
         if (!st && x->pn) st = np_buf_reg(&k->gd[v], x->pn, f, "chunk dense grads", err);
-        if (!st && s->scratch) /* no home memory: StarPU provides it per task */
-            starpu_vector_data_register(&k->scratch[v], -1, 0, (uint32_t)(n * (size_t)s->scratch),
-                                        f);
+        if (!st && s->scratch) { /* no home memory: StarPU provides it per task */
+            if (n * (size_t)s->scratch > UINT32_MAX)
+                st = np_err(err, NP_STATUS_UNSUPPORTED,
+                            "layer %s: %zu scratch floats for a chunk exceed a StarPU vector; "
+                            "use more chunks",
+                            x->name, n * (size_t)s->scratch);
+            else
+                starpu_vector_data_register(&k->scratch[v], -1, 0,
+                                            (uint32_t)(n * (size_t)s->scratch), f);
+        }
         for (int i = 0; i < s->n_in && !st; i++)
             if (x->in[i] != NP_IN_DENSE && multi_edges(g, x->in[i]))
                 st = np_buf_reg(&k->edge[v][i], n * (size_t)s->in[i], f, "edge grads", err);

@@ -51,12 +51,6 @@ static void unreg_all_buffers(np_sp_engine *e) {
     for (int k = 0; k < NP_SLOTS; k++) {
         np_slot *sl = &e->slot[k];
         unsigned K = (unsigned)(e->W * e->C);
-        if (sl->partitioned) { /* a step failed between partition and unpartition */
-            starpu_data_unpartition_submit(sl->dense.h, K, sl->dense_part, STARPU_MAIN_RAM);
-            starpu_data_unpartition_submit(sl->label.h, K, sl->label_part, STARPU_MAIN_RAM);
-            starpu_task_wait_for_all();
-            sl->partitioned = 0;
-        }
         if (sl->planned) { /* the sub-handles go before their parents */
             starpu_data_partition_clean(sl->dense.h, K, sl->dense_part);
             starpu_data_partition_clean(sl->label.h, K, sl->label_part);

@@ -44,7 +44,6 @@ typedef struct np_slot {
     np_h dense_part[64]; /* (W*C) chunk c's rows of dense, (n_c, n_dense) */
     np_h label_part[64]; /* (W*C) chunk c's labels, (n_c) */
     int planned;         /* the partitions are planned */
-    int partitioned;     /* a read-only partition is submitted and not yet undone */
 } np_slot;
 
 /* What route computes for one batch, read until its write-back. */

@@ -119,25 +119,26 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     /* the chunks read their rows through sub-handles; the slot stays readable */
     starpu_data_partition_readonly_submit(sl->dense.h, K, sl->dense_part);
     starpu_data_partition_readonly_submit(sl->label.h, K, sl->label_part);
-    sl->partitioned = 1;
-    for (int w = 0; w < e->W; w++) {
+    st = NP_OK;
+    for (int w = 0; w < e->W && !st; w++) {
         int next = w + ahead; /* the window whose rows go now, if not sent yet */
-        if (next >= early_windows(e) && next < e->W &&
-            (st = submit_exchange_rows(e, b, next, err)))
-            return st;
-        for (int c = 0; c < e->C; c++) { /* a window's chunks run in parallel */
+        if (next >= early_windows(e) && next < e->W)
+            st = submit_exchange_rows(e, b, next, err);
+        for (int c = 0; c < e->C && !st; c++) { /* a window's chunks run in parallel */
             a.ctx.window = w;
             a.ctx.boost = e->W - w;
-            if ((st = np_chunk_submit(e, &a.ctx, &e->ch[w * e->C + c], sl, r, err))) return st;
+            st = np_chunk_submit(e, &a.ctx, &e->ch[w * e->C + c], sl, r, err);
         }
         /* the last window's row gradients go inside the dense reduction */
-        st = w < e->W - 1 ? np_exchange_grads_submit(e, b, w, err) : np_dense_reduce_submit(e, b, w, err);
-        if (st) return st;
+        if (!st)
+            st = w < e->W - 1 ? np_exchange_grads_submit(e, b, w, err)
+                              : np_dense_reduce_submit(e, b, w, err);
     }
-    /* the slot is written again by a later prefetch: undo the partition first */
+    /* the slot is written again by a later prefetch: undo the partition first (also when a
+     * submission failed, so the slot is whole again whatever the caller does next) */
     starpu_data_unpartition_submit(sl->dense.h, K, sl->dense_part, STARPU_MAIN_RAM);
     starpu_data_unpartition_submit(sl->label.h, K, sl->label_part, STARPU_MAIN_RAM);
-    sl->partitioned = 0;
+    if (st) return st;
     a.ctx.window = -1;
     if ((st = np_submit_sparse_update(&a.ctx, &a.sa, E->h, e->gE.h, r->meta.h, Es->h, err)) ||
         (st = np_submit_writeback(&a.ctx, &a.wa, E->h, r->uniq_o.h, r->meta.h, e->tables, Es->h,

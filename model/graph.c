@@ -54,7 +54,7 @@ int np_graph_add(np_graph_t *g, const char *name, const char *kind, const np_lay
                       "graph: node %s: unknown layer kind '%s' (register it first)", name,
                       kind ? kind : "");
     const np_layer_def *d = np_layer_get(def);
-    if (n_in < d->min_in || n_in > d->max_in)
+    if (n_in < d->min_in || n_in > d->max_in || (n_in > 0 && !in))
         return np_err(err, NP_STATUS_BAD_INPUT, "graph: node %s: %s takes %d to %d inputs, not %d",
                       name, kind, d->min_in, d->max_in, n_in);
     np_node *v = &g->node[g->n];
@@ -71,9 +71,18 @@ int np_graph_add(np_graph_t *g, const char *name, const char *kind, const np_lay
         v->in[k] = in[k];
         v->shape.in[k] = np_graph_width(g, in[k]);
     }
-    np_error e;
+    /* the shape function fills the rest; it may not change what it was given, and a
+     * failure it does not explain still gets a message */
+    np_layer_shape given = v->shape;
+    np_error e = {{0}};
+    snprintf(e.msg, sizeof e.msg, "the shape function refused these inputs without a reason");
     np_status st = d->shape(&v->hp, &v->shape, &e);
-    if (st) return np_err(err, st, "graph: node %s (%s): %s", name, kind, e.msg);
+    if (st) return np_err(err, st < 0 ? st : NP_STATUS_BAD_INPUT, "graph: node %s (%s): %s", name,
+                          kind, e.msg);
+    if (v->shape.n_in != given.n_in || memcmp(v->shape.in, given.in, sizeof given.in))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "graph: node %s (%s): the shape function changed its input widths", name,
+                      kind);
     if (v->shape.out < 1 || v->shape.saved < 0 || v->shape.scratch < 0 ||
         v->shape.n_params < 0 || v->shape.n_params > NP_LAYER_MAX_PARAMS)
         return np_err(err, NP_STATUS_BAD_INPUT,
@@ -84,20 +93,29 @@ int np_graph_add(np_graph_t *g, const char *name, const char *kind, const np_lay
     for (int p = 0; p < v->shape.n_params; p++) {
         const np_param_shape *ps = &v->shape.param[p];
         if ((ps->ndim != 1 && ps->ndim != 2) || ps->dims[0] < 1 ||
-            (ps->ndim == 2 && ps->dims[1] < 1) || !ps->name[0])
+            (ps->ndim == 2 && ps->dims[1] < 1) || !ps->name[0] || ps->fan_in < 0 ||
+            ps->fan_out < 1)
             return np_err(err, NP_STATUS_BAD_INPUT,
-                          "graph: node %s (%s): parameter %d has a bad shape or no name", name,
-                          kind, p);
+                          "graph: node %s (%s): parameter %d has a bad shape, fans or no name",
+                          name, kind, p);
     }
-    /* the edges into producers, in (consumer, slot) order since nodes only ever append */
+    /* the edges into producers, in (consumer, slot) order since nodes only ever append;
+     * room for all of them is checked first, so a refused node leaves no edge behind */
     for (int k = 0; k < n_in; k++) {
         if (in[k] == NP_IN_DENSE) continue; /* the data needs no gradient */
-        int *n = in[k] == NP_IN_POOLED ? &g->n_pooled_out : &g->node[in[k]].n_out;
-        np_edge *e = in[k] == NP_IN_POOLED ? g->pooled_out : g->node[in[k]].out;
-        if (*n == NP_GRAPH_MAX_EDGES)
+        int need = 0;
+        for (int j = 0; j < n_in; j++)
+            need += in[j] == in[k];
+        int have = in[k] == NP_IN_POOLED ? g->n_pooled_out : g->node[in[k]].n_out;
+        if (have + need > NP_GRAPH_MAX_EDGES)
             return np_err(err, NP_STATUS_UNSUPPORTED, "graph: node %s: %s feeds too many inputs",
                           name, input_name(g, in[k]));
-        e[(*n)++] = (np_edge){g->n, k};
+    }
+    for (int k = 0; k < n_in; k++) {
+        if (in[k] == NP_IN_DENSE) continue;
+        int *n = in[k] == NP_IN_POOLED ? &g->n_pooled_out : &g->node[in[k]].n_out;
+        np_edge *ed = in[k] == NP_IN_POOLED ? g->pooled_out : g->node[in[k]].out;
+        ed[(*n)++] = (np_edge){g->n, k};
     }
     return g->n++;
 }

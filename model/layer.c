@@ -22,6 +22,9 @@ static char kind_names[NP_MAX_LAYER_KINDS][32];
 static int n_kinds;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 
+/* Kinds whose codelet names (<kind>_fwd, <kind>_bwd) are the engine's own. */
+static const char *const reserved[] = {"pool", "bce"};
+
 static np_status add_kind(const np_layer_def *def, np_error *err) {
     if (!def || !def->kind || !def->kind[0] || !def->shape || !def->fwd || !def->bwd)
         return np_err(err, NP_STATUS_BAD_INPUT,
@@ -35,6 +38,11 @@ static np_status add_kind(const np_layer_def *def, np_error *err) {
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "layer %s: inputs [%d, %d] must lie in [1, %d] with min <= max", def->kind,
                       def->min_in, def->max_in, NP_LAYER_MAX_IN);
+    for (size_t k = 0; k < sizeof reserved / sizeof *reserved; k++)
+        if (!strcmp(reserved[k], def->kind))
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "layer %s: the name is taken by the engine's own %s_fwd/%s_bwd tasks",
+                          def->kind, def->kind, def->kind);
     for (int k = 0; k < n_kinds; k++)
         if (!strcmp(registry[k].kind, def->kind))
             return np_err(err, NP_STATUS_BAD_INPUT, "layer %s: this kind is already registered",
@@ -46,7 +54,8 @@ static np_status add_kind(const np_layer_def *def, np_error *err) {
     registry[n_kinds] = *def;
     registry[n_kinds].kind = kind_names[n_kinds]; /* the caller's string may not last */
     if (!registry[n_kinds].init) registry[n_kinds].init = np_layer_init_default;
-    n_kinds++;
+    /* published after it is whole: workers may read the registry meanwhile */
+    __atomic_store_n(&n_kinds, n_kinds + 1, __ATOMIC_RELEASE);
     return NP_OK;
 }
 
@@ -57,26 +66,34 @@ static void add_builtins(void) {
     }
 }
 
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
+
 np_status np_layer_register(const np_layer_def *def, np_error *err) {
     pthread_once(&builtin_once, add_builtins);
-    return add_kind(def, err);
+    pthread_mutex_lock(&register_lock);
+    np_status st = add_kind(def, err);
+    pthread_mutex_unlock(&register_lock);
+    return st;
 }
 
 int np_layer_index(const char *kind) {
     pthread_once(&builtin_once, add_builtins);
-    for (int k = 0; k < n_kinds; k++)
+    if (!kind) return -1;
+    int n = __atomic_load_n(&n_kinds, __ATOMIC_ACQUIRE);
+    for (int k = 0; k < n; k++)
         if (!strcmp(registry[k].kind, kind)) return k;
     return -1;
 }
 
 const np_layer_def *np_layer_get(int index) {
     pthread_once(&builtin_once, add_builtins);
-    return index >= 0 && index < n_kinds ? &registry[index] : NULL;
+    return index >= 0 && index < __atomic_load_n(&n_kinds, __ATOMIC_ACQUIRE) ? &registry[index]
+                                                                           : NULL;
 }
 
 int np_layer_count(void) {
     pthread_once(&builtin_once, add_builtins);
-    return n_kinds;
+    return __atomic_load_n(&n_kinds, __ATOMIC_ACQUIRE);
 }
 
 const np_layer_def *np_layer_find(const char *kind) {

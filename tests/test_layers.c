@@ -283,6 +283,61 @@ static void test_register_rules(void **state) {
     assert_null(np_layer_find("test_badin"));
 }
 
+static np_status silent_no(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
+    (void)hp, (void)s, (void)err;
+    return 1; /* a positive "error" and no message: must not read as node id 1 */
+}
+
+static np_status widens(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
+    (void)hp, (void)err;
+    s->in[0] *= 2; /* changes what it was given */
+    s->out = s->in[0];
+    return NP_OK;
+}
+
+/* The graph refuses what a sloppy user layer or caller does, and a refused node leaves the
+ * graph as it was. */
+static void test_graph_guards(void **state) {
+    (void)state;
+    np_error e = {{0}};
+    np_layer_def a = {.kind = "test_silent", .min_in = 1, .max_in = 1, .shape = silent_no,
+                      .fwd = nop, .bwd = nop};
+    np_layer_def b = a;
+    b.kind = "test_widens";
+    b.shape = widens;
+    np_layer_def r = a;
+    r.kind = "pool";
+    assert_int_equal(np_layer_register(&a, &e), NP_OK);
+    assert_int_equal(np_layer_register(&b, &e), NP_OK);
+    assert_int_equal(np_layer_register(&r, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "taken by the engine"));
+    assert_null(np_layer_find(NULL));
+    np_config c;
+    np_config_defaults(&c);
+    np_graph_t *g;
+    assert_int_equal(np_graph_create(&c, &g, &e), NP_OK);
+    int p = np_graph_add(g, "p", "concat", NULL, 1, (int[]){NP_IN_POOLED}, &e);
+    assert_true(p >= 0);
+    assert_true(np_graph_add(g, "s", "test_silent", NULL, 1, &p, &e) < 0);
+    assert_non_null(strstr(e.msg, "without a reason"));
+    assert_true(np_graph_add(g, "w", "test_widens", NULL, 1, &p, &e) < 0);
+    assert_non_null(strstr(e.msg, "changed its input widths"));
+    assert_true(np_graph_add(g, "n", "concat", NULL, 2, NULL, &e) < 0);
+    /* p feeds 64 edges at most: 8 nodes of 8, then a ninth is refused whole */
+    int p8[8] = {p, p, p, p, p, p, p, p};
+    for (int i = 0; i < 8; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "c%d", i);
+        assert_true(np_graph_add(g, name, "concat", NULL, 8, p8, &e) >= 0);
+    }
+    int mixed[2] = {NP_IN_POOLED, p};
+    assert_true(np_graph_add(g, "c8", "concat", NULL, 2, mixed, &e) < 0);
+    assert_int_equal(g->node[p].n_out, 64);
+    assert_int_equal(g->n_pooled_out, 1); /* the pooled edge of the refused node is not kept */
+    assert_int_equal(np_graph_nodes(g), 9);
+    np_graph_free(g);
+}
+
 static np_config dcn_cfg(void) {
     np_config c;
     np_error e = {{0}};
@@ -433,7 +488,7 @@ int main(void) {
         cmocka_unit_test(test_fd_concat_dot_linear), cmocka_unit_test(test_cross_formula),
         cmocka_unit_test(test_shape_errors),   cmocka_unit_test(test_register_rules),
         cmocka_unit_test(test_dcnv2_model_fd), cmocka_unit_test(test_init_params),
-        cmocka_unit_test(test_dense_flops),
+        cmocka_unit_test(test_dense_flops),    cmocka_unit_test(test_graph_guards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -261,7 +261,8 @@ void np_model_free(np_model_t *m);
 NP_NODISCARD np_status np_model_dump(const np_model_t *m, const char *path, np_error *err);
 /* Loads an NPPARAMS dump into m (this rank's shard of the tables): the dump must hold the
  * same tensors with the same shapes, in order; the first one that differs is named in err.
- * Optimizer state starts at zero. */
+ * Optimizer state starts at zero. The file is streamed into the model: after a failure the
+ * model may hold part of it, so create it afresh before using it. */
 NP_NODISCARD np_status np_model_load(np_model_t *m, const char *path, np_error *err);
 
 /* ---------------------------------------------------------------- training */
