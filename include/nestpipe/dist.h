@@ -36,19 +36,19 @@ typedef struct np_comm np_dist_t;
  * mpirun, else makes a one-rank handle without MPI. argc/argv are passed to MPI_Init_thread.
  * Fails with NP_STATUS_UNSUPPORTED when MPI lacks MPI_THREAD_MULTIPLE. *out is NULL on
  * failure. Call once per process. */
-NP_NODISCARD np_status np_dist_init(int *argc, char ***argv, np_dist_t **out, np_error *err);
+NP_NODISCARD NP_API np_status np_dist_init(int *argc, char ***argv, np_dist_t **out, np_error *err);
 /* Finalizes MPI (when np_dist_init started it) and frees d; NULL-safe. Call it after every
  * trainer is freed. */
-void np_dist_free(np_dist_t *d);
+NP_API void np_dist_free(np_dist_t *d);
 /* Ends every rank of the job with exit status `code`, after stdout and stderr are
  * flushed: for a rank that failed while the others wait in a collective. Never returns;
  * without MPI it is exit(code). */
-void np_dist_abort(np_dist_t *d, int code);
+NP_API void np_dist_abort(np_dist_t *d, int code);
 
 /* This process's rank (0 .. size-1) and the number of ranks; 0 and 1 without MPI or for
  * d == NULL. */
-int np_dist_rank(const np_dist_t *d);
-int np_dist_size(const np_dist_t *d);
+NP_API int np_dist_rank(const np_dist_t *d);
+NP_API int np_dist_size(const np_dist_t *d);
 
 /* Collectives for the driver's thread: every rank must call them in the same order. They
  * run on a communicator of their own, so they never mix with the engine's exchanges.
@@ -56,16 +56,16 @@ int np_dist_size(const np_dist_t *d);
  * are the same on every rank; doubles are added in an order MPI chooses, which MPI advises
  * but does not promise to be the same everywhere. NP_STATUS_INTERNAL when MPI fails (err
  * says which collective; err may be NULL): the job can then only be aborted. */
-NP_NODISCARD np_status np_dist_sum_i64(np_dist_t *d, int64_t *inout, np_error *err);
-NP_NODISCARD np_status np_dist_max_i64(np_dist_t *d, int64_t *inout, np_error *err);
-NP_NODISCARD np_status np_dist_sum_f64(np_dist_t *d, double *inout, int n, np_error *err);
+NP_NODISCARD NP_API np_status np_dist_sum_i64(np_dist_t *d, int64_t *inout, np_error *err);
+NP_NODISCARD NP_API np_status np_dist_max_i64(np_dist_t *d, int64_t *inout, np_error *err);
+NP_NODISCARD NP_API np_status np_dist_sum_f64(np_dist_t *d, double *inout, int n, np_error *err);
 
 /* Collective: rank 0 gets in *full a one-rank model holding every table row where a
  * single-process run has it and the dense parameters (of rank 0's replica): what
  * np_model_dump and np_evaluate want. Other ranks get NULL; with one rank *full is a copy.
  * m is a model trained on every rank (each holding its shard); free *full with
  * np_model_free. */
-NP_NODISCARD np_status np_dist_gather_model(np_dist_t *d, const np_model_t *m, np_model_t **full,
+NP_NODISCARD NP_API np_status np_dist_gather_model(np_dist_t *d, const np_model_t *m, np_model_t **full,
                                             np_error *err);
 
 #ifdef __cplusplus

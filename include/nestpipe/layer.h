@@ -61,8 +61,8 @@ typedef struct np_param_shape {
 } np_param_shape;
 
 /* (rows, cols) weight with fan_in = cols, fan_out = rows; a (n) bias. */
-np_param_shape np_param_matrix(const char *name, int64_t rows, int64_t cols);
-np_param_shape np_param_vector(const char *name, int64_t n);
+NP_API np_param_shape np_param_matrix(const char *name, int64_t rows, int64_t cols);
+NP_API np_param_shape np_param_vector(const char *name, int64_t n);
 
 /* What a shape function sees and fills. Widths are floats per sample. */
 typedef struct np_layer_shape {
@@ -118,17 +118,17 @@ typedef struct np_layer_def {
  * input range, a kind already registered or a full registry. Thread-unsafe: register
  * before creating trainers. The built-in kinds (linear, dot, concat, cross) are always
  * there. */
-NP_NODISCARD np_status np_layer_register(const np_layer_def *def, np_error *err);
+NP_NODISCARD NP_API np_status np_layer_register(const np_layer_def *def, np_error *err);
 /* The registered definition of a kind, or NULL. */
-const np_layer_def *np_layer_find(const char *kind);
+NP_API const np_layer_def *np_layer_find(const char *kind);
 
 /* The default initialisation: a tensor with fan_in > 0 draws N(0, sqrt(2/(fan_in +
  * fan_out))), one with fan_in = 0 draws N(0, sqrt(1/fan_out)). */
-float np_layer_init_default(const np_layer_hp *hp, const np_layer_shape *s, int p, uint64_t seed,
+NP_API float np_layer_init_default(const np_layer_hp *hp, const np_layer_shape *s, int p, uint64_t seed,
                             uint64_t stream, uint64_t e);
 /* N(0, sd) and U(lo, hi) from (seed, stream, counter): for custom init functions. */
-float np_init_normal(uint64_t seed, uint64_t stream, uint64_t e, double sd);
-float np_init_uniform(uint64_t seed, uint64_t stream, uint64_t e, double lo, double hi);
+NP_API float np_init_normal(uint64_t seed, uint64_t stream, uint64_t e, double sd);
+NP_API float np_init_uniform(uint64_t seed, uint64_t stream, uint64_t e, double lo, double hi);
 
 /* ---------------------------------------------------------------- model graphs */
 
@@ -141,32 +141,32 @@ float np_init_uniform(uint64_t seed, uint64_t stream, uint64_t e, double lo, dou
 typedef struct np_graph np_graph_t;
 
 /* An empty graph for cfg's data (dense features, tables, dim). */
-NP_NODISCARD np_status np_graph_create(const np_config *cfg, np_graph_t **out, np_error *err);
-void np_graph_free(np_graph_t *g);
+NP_NODISCARD NP_API np_status np_graph_create(const np_config *cfg, np_graph_t **out, np_error *err);
+NP_API void np_graph_free(np_graph_t *g);
 
 /* Adds a node of a registered kind over earlier nodes or NP_IN_*; hp NULL = all zero.
  * Runs the kind's shape function. Returns the node id (>= 0), or a negative np_status
  * with err naming the node. Names are unique; they name the node's tensors in dumps. */
-int np_graph_add(np_graph_t *g, const char *name, const char *kind, const np_layer_hp *hp,
+NP_API int np_graph_add(np_graph_t *g, const char *name, const char *kind, const np_layer_hp *hp,
                  int n_in, const int *in, np_error *err);
 /* n linear layers "<prefix>.0" .. "<prefix>.{n-1}" of output widths sizes[0..n-1] from
  * input `in`, ReLU after each (after all but the last when relu_last = 0). Returns the
  * last node's id or a negative np_status. */
-int np_graph_mlp(np_graph_t *g, const char *prefix, int in, const int *sizes, int n, int relu_last,
+NP_API int np_graph_mlp(np_graph_t *g, const char *prefix, int in, const int *sizes, int n, int relu_last,
                  np_error *err);
 /* The node whose output (width 1) is the logit of the sigmoid BCE loss. Every node must
  * lead to it. */
-NP_NODISCARD np_status np_graph_set_output(np_graph_t *g, int node, np_error *err);
+NP_NODISCARD NP_API np_status np_graph_set_output(np_graph_t *g, int node, np_error *err);
 /* Output width of a node (0 for an unknown id); nodes in the graph. */
-int np_graph_width(const np_graph_t *g, int node);
-int np_graph_nodes(const np_graph_t *g);
+NP_API int np_graph_width(const np_graph_t *g, int node);
+NP_API int np_graph_nodes(const np_graph_t *g);
 
 /* The graph of cfg->model (dlrm, dcnv2) with cfg's sizes. */
-NP_NODISCARD np_status np_graph_from_config(const np_config *cfg, np_graph_t **out, np_error *err);
+NP_NODISCARD NP_API np_status np_graph_from_config(const np_config *cfg, np_graph_t **out, np_error *err);
 
 /* A model over graph g (copied; the caller still frees g), parameters initialised from
  * cfg->seed as np_model_create does (which is this over np_graph_from_config). */
-NP_NODISCARD np_status np_model_create_graph(const np_config *cfg, const np_graph_t *g,
+NP_NODISCARD NP_API np_status np_model_create_graph(const np_config *cfg, const np_graph_t *g,
                                              np_model_t **out, np_error *err);
 
 #ifdef __cplusplus

@@ -41,6 +41,13 @@ extern "C" {
 #else
 #define NP_NODISCARD
 #endif
+/* The library's API: the only symbols libnestpipe.so exports (it is built with hidden
+ * visibility; the static library keeps every symbol, for the project's own tests). */
+#if defined(__GNUC__)
+#define NP_API __attribute__((visibility("default")))
+#else
+#define NP_API
+#endif
 
 /* Status codes: 0 is success, failures are negative. */
 typedef enum np_status {
@@ -59,7 +66,7 @@ typedef struct np_error {
 } np_error;
 
 /* Returns a static name for a status code ("ok", "bad input", ...). */
-const char *np_status_name(np_status s);
+NP_API const char *np_status_name(np_status s);
 
 #if defined(__GNUC__)
 #define NP_FORMAT_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -71,7 +78,7 @@ const char *np_status_name(np_status s);
  * code outside the library (a layer's shape function, a driver) can report like the library
  * does: `return np_error_set(err, NP_STATUS_BAD_INPUT, "gate: width %d", w);`. Messages
  * longer than np_error.msg are cut. */
-np_status np_error_set(np_error *err, np_status status, const char *fmt, ...)
+NP_API np_status np_error_set(np_error *err, np_status status, const char *fmt, ...)
     NP_FORMAT_PRINTF(3, 4);
 
 /* ---------------------------------------------------------------- configuration */
@@ -158,30 +165,30 @@ typedef struct np_config {
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
-void np_config_defaults(np_config *cfg);
+NP_API void np_config_defaults(np_config *cfg);
 
 /* Sets one key from its text value. `where` names the origin for error messages
  * ("config.ini:12", "--batch"). Unknown key or bad value -> NP_STATUS_BAD_INPUT with
  * err filled. cfg is unchanged on failure. */
-NP_NODISCARD np_status np_config_set(np_config *cfg, const char *key, const char *value,
+NP_NODISCARD NP_API np_status np_config_set(np_config *cfg, const char *key, const char *value,
                                      const char *where, np_error *err);
 
 /* Reads an INI file of `key = value` lines (keys as in np_config_set, no sections or a
  * [nestpipe] section). Stops at the first bad line and names it. */
-NP_NODISCARD np_status np_config_load(np_config *cfg, const char *path, np_error *err);
+NP_NODISCARD NP_API np_status np_config_load(np_config *cfg, const char *path, np_error *err);
 
 /* Cross-field checks (sizes that must agree, data layout vs model). */
-NP_NODISCARD np_status np_config_check(const np_config *cfg, np_error *err);
+NP_NODISCARD NP_API np_status np_config_check(const np_config *cfg, np_error *err);
 
 /* Number of inputs of the first top layer: dim + (T+1)T/2 for dlrm; (T+1) dim + the last
  * deep size for dcnv2. */
-int np_config_top_input(const np_config *cfg);
+NP_API int np_config_top_input(const np_config *cfg);
 /* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1
  * otherwise. Modes match bit for bit only with the same windows, so compare with it set. */
-int np_config_windows(const np_config *cfg);
+NP_API int np_config_windows(const np_config *cfg);
 
 /* Rows of table t (handles the single-value form of "rows"). */
-int64_t np_config_rows(const np_config *cfg, int t);
+NP_API int64_t np_config_rows(const np_config *cfg, int t);
 
 /* ---------------------------------------------------------------- data */
 
@@ -204,13 +211,13 @@ typedef struct np_batch {
 } np_batch;
 
 /* Frees the arrays of a batch and zeroes it; NULL-safe. */
-void np_batch_free(np_batch *b);
+NP_API void np_batch_free(np_batch *b);
 
 /* out = samples [lo, lo+n) of full (out grows as needed; offsets rebased to out's keys).
  * out->first is full->first + lo: a position, not the exact stream index when held-out
  * records fall inside the batch (np_source_next_slice gives the exact one for synthetic
  * data). A rank of R takes slice r*G/R of each global batch this way. */
-NP_NODISCARD np_status np_batch_slice(const np_batch *full, long lo, long n, np_batch *out,
+NP_NODISCARD NP_API np_status np_batch_slice(const np_batch *full, long lo, long n, np_batch *out,
                                       np_error *err);
 
 typedef enum np_split { NP_SPLIT_TRAIN, NP_SPLIT_EVAL } np_split;
@@ -219,7 +226,7 @@ typedef struct np_source np_source_t;
 
 /* Opens the configured data (synthetic, Criteo TSV or binary) for one split.
  * Files are streamed, never loaded whole. */
-NP_NODISCARD np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out,
+NP_NODISCARD NP_API np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out,
                                       np_error *err);
 
 /* Reads the next n samples into b (reallocating it as needed).
@@ -228,24 +235,24 @@ NP_NODISCARD np_status np_source_open(const np_config *cfg, np_split split, np_s
  * (b->n < n), then END_OF_DATA. Malformed records: NP_STATUS_BAD_INPUT with
  * file:line:column. Errors stick: after a failure every later call fails the same way, so
  * a bad line is never silently passed over on retry. */
-NP_NODISCARD np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *err);
+NP_NODISCARD NP_API np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *err);
 
 /* The next global batch of g samples, of which only samples [lo, lo+n) are returned in b:
  * a rank's slice. Synthetic data generates only the slice; files read the whole batch (its
  * records must be parsed and checked) and copy the slice. Same end-of-data rule as
  * np_source_next_batch for g. TRAIN split. */
-NP_NODISCARD np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_batch *b,
+NP_NODISCARD NP_API np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_batch *b,
                                             np_error *err);
 
 /* Records skipped so far with --skip-bad-lines. */
-long np_source_skipped(const np_source_t *src);
+NP_API long np_source_skipped(const np_source_t *src);
 
-void np_source_free(np_source_t *src);
+NP_API void np_source_free(np_source_t *src);
 
 /* Converts a Criteo TSV file to the binary format (docs/data.md), through OUT.tmp and a
  * rename, so a failed convert leaves no file. *n_written / *n_skipped (each may be NULL)
  * get the records written and lines skipped, partial counts on failure. */
-NP_NODISCARD np_status np_convert_criteo(const char *tsv_path, const char *bin_path,
+NP_NODISCARD NP_API np_status np_convert_criteo(const char *tsv_path, const char *bin_path,
                                          int skip_bad_lines, long *n_written, long *n_skipped,
                                          np_error *err);
 
@@ -254,59 +261,59 @@ NP_NODISCARD np_status np_convert_criteo(const char *tsv_path, const char *bin_p
 typedef struct np_model np_model_t;
 
 /* Allocates and initialises all parameters deterministically from cfg->seed. */
-NP_NODISCARD np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err);
-void np_model_free(np_model_t *m);
+NP_NODISCARD NP_API np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err);
+NP_API void np_model_free(np_model_t *m);
 
 /* Writes the logical model in the NPPARAMS format (docs/formats.md). */
-NP_NODISCARD np_status np_model_dump(const np_model_t *m, const char *path, np_error *err);
+NP_NODISCARD NP_API np_status np_model_dump(const np_model_t *m, const char *path, np_error *err);
 /* Loads an NPPARAMS dump into m (this rank's shard of the tables): the dump must hold the
  * same tensors with the same shapes, in order; the first one that differs is named in err.
  * Optimizer state starts at zero. The file is streamed into the model: after a failure the
  * model may hold part of it, so create it afresh before using it. */
-NP_NODISCARD np_status np_model_load(np_model_t *m, const char *path, np_error *err);
+NP_NODISCARD NP_API np_status np_model_load(np_model_t *m, const char *path, np_error *err);
 
 /* ---------------------------------------------------------------- training */
 
 typedef struct np_trainer np_trainer_t;
 
 /* Creates the configured engine over model m (borrowed, must outlive the trainer). */
-NP_NODISCARD np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
+NP_NODISCARD NP_API np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
                                          np_error *err);
 
 /* Finishes pending work and writes the outputs the engine owns (--trace). Call once after
  * the last step; the model is then up to date in memory. */
-NP_NODISCARD np_status np_trainer_finish(np_trainer_t *tr, np_error *err);
+NP_NODISCARD NP_API np_status np_trainer_finish(np_trainer_t *tr, np_error *err);
 
 /* One optimizer step on a global batch; *loss is the batch's mean BCE before the update. */
-NP_NODISCARD np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,
+NP_NODISCARD NP_API np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,
                                        np_error *err);
 /* Pipelined modes run the early stages of later batches while one trains: they want the
  * next np_trainer_lookahead() batches too. b[0] is the batch to train, b[1..n-1] the ones
  * after it as far as they are read (fewer near the end of the data); every b[i] must stay
  * valid until the step that trains it has returned. np_trainer_step(tr, b, ...) is
  * np_trainer_step_ahead(tr, &b, 1, ...). */
-NP_NODISCARD np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *b, int n,
+NP_NODISCARD NP_API np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *b, int n,
                                              double *loss, np_error *err);
-int np_trainer_lookahead(const np_trainer_t *tr);
+NP_API int np_trainer_lookahead(const np_trainer_t *tr);
 /* np_trainer_step_ahead in two halves: submit returns once the step's work is queued, so the
  * caller can read the next batch meanwhile; wait returns its loss. Alternate them. */
-NP_NODISCARD np_status np_trainer_submit(np_trainer_t *tr, const np_batch *const *b, int n,
+NP_NODISCARD NP_API np_status np_trainer_submit(np_trainer_t *tr, const np_batch *const *b, int n,
                                          np_error *err);
-NP_NODISCARD np_status np_trainer_wait(np_trainer_t *tr, double *loss, np_error *err);
+NP_NODISCARD NP_API np_status np_trainer_wait(np_trainer_t *tr, double *loss, np_error *err);
 /* Rows refreshed by the dual-buffer sync so far (dbp); 0 in other modes. */
-uint64_t np_trainer_synced_rows(const np_trainer_t *tr);
+NP_API uint64_t np_trainer_synced_rows(const np_trainer_t *tr);
 
 /* Bytes this rank sent so far: [0] keys (and counts), [1] embedding rows, [2] row
  * gradients, [3] dense all-reduce. All zero for the reference engine. */
-void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]);
-void np_trainer_free(np_trainer_t *tr);
+NP_API void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]);
+NP_API void np_trainer_free(np_trainer_t *tr);
 
 /* Bytes of embedding tables (and optimizer state) this process holds: its shard. */
-size_t np_model_table_bytes(const np_model_t *m);
+NP_API size_t np_model_table_bytes(const np_model_t *m);
 /* Floating-point operations of the model's layers per sample, forward (backward = 0) or
  * backward, from each layer kind's flop count: the dense work a step does, for GFLOP/s.
  * Embedding pooling, the loss and the optimizers are not counted. */
-double np_model_dense_flops(const np_model_t *m, int backward);
+NP_API double np_model_dense_flops(const np_model_t *m, int backward);
 
 typedef struct np_eval_result {
     long n;         /* samples evaluated */
@@ -315,12 +322,12 @@ typedef struct np_eval_result {
 } np_eval_result;
 
 /* Evaluates m on every remaining batch of src (forward only). */
-NP_NODISCARD np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cfg,
+NP_NODISCARD NP_API np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cfg,
                                    np_eval_result *out, np_error *err);
 
 /* Exact AUC of scores against 0/1 labels: Mann-Whitney U with tied scores averaged.
  * Returns NaN when all labels are equal. Sorts a private copy. */
-double np_auc(const float *score, const float *label, long n);
+NP_API double np_auc(const float *score, const float *label, long n);
 
 #ifdef __cplusplus
 }

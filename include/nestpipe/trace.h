@@ -31,19 +31,19 @@ typedef struct np_trace np_trace_t;
 
 /* The trainer's trace, merged over ranks: on rank 0 of a StarPU trainer whose config set
  * "trace", after np_trainer_finish; NULL otherwise. Owned by the trainer. */
-const np_trace_t *np_trainer_trace(const np_trainer_t *tr);
+NP_API const np_trace_t *np_trainer_trace(const np_trainer_t *tr);
 
 /* Reads a Chrome trace file written by a traced run (the "trace" key, `nestpipe train
  * --trace`) into *out; free it with np_trace_free. A file of another kind or a malformed
  * one is NP_STATUS_BAD_INPUT naming the path and what is wrong. */
-NP_NODISCARD np_status np_trace_read_chrome(const char *path, np_trace_t **out, np_error *err);
+NP_NODISCARD NP_API np_status np_trace_read_chrome(const char *path, np_trace_t **out, np_error *err);
 /* A new trace (*out) with only the tasks of batches >= from: steady-state figures without
  * the warm-up. tr is unchanged. */
-NP_NODISCARD np_status np_trace_from_batch(const np_trace_t *tr, long from, np_trace_t **out,
+NP_NODISCARD NP_API np_status np_trace_from_batch(const np_trace_t *tr, long from, np_trace_t **out,
                                            np_error *err);
 /* Frees a trace from np_trace_read_chrome or np_trace_from_batch; NULL-safe. Never free the
  * trainer's. */
-void np_trace_free(np_trace_t *tr);
+NP_API void np_trace_free(np_trace_t *tr);
 
 /* np_trace_print_report flags; 0 = the text tables. */
 enum { NP_TRACE_REPORT_JSON = 1, NP_TRACE_REPORT_LAYERS = 2 };
@@ -51,14 +51,14 @@ enum { NP_TRACE_REPORT_JSON = 1, NP_TRACE_REPORT_LAYERS = 2 };
  * time, each worker's busy and idle time and per node kind the task count, total and exposed
  * time; with NP_TRACE_REPORT_LAYERS also per model layer; with NP_TRACE_REPORT_JSON one JSON
  * object instead of tables. */
-NP_NODISCARD np_status np_trace_print_report(const np_trace_t *tr, FILE *f, int flags,
+NP_NODISCARD NP_API np_status np_trace_print_report(const np_trace_t *tr, FILE *f, int flags,
                                              np_error *err);
 
 /* SVG timeline (rows = ranks x workers, colour = node kind) with charts of exposed time per
  * node kind and compute time per layer; and the Paje format (ViTE, pajeng). Written through
  * PATH.tmp and a rename: NP_STATUS_IO naming the path when it cannot be written. */
-NP_NODISCARD np_status np_trace_write_svg(const np_trace_t *tr, const char *path, np_error *err);
-NP_NODISCARD np_status np_trace_write_paje(const np_trace_t *tr, const char *path, np_error *err);
+NP_NODISCARD NP_API np_status np_trace_write_svg(const np_trace_t *tr, const char *path, np_error *err);
+NP_NODISCARD NP_API np_status np_trace_write_paje(const np_trace_t *tr, const char *path, np_error *err);
 
 /* ---------------------------------------------------------------- overall figures */
 
@@ -85,10 +85,10 @@ typedef struct np_trace_summary {
 } np_trace_summary;
 
 /* Fills *out with tr's overall figures (the analysis of np_trace_print_report). */
-NP_NODISCARD np_status np_trace_summarize(const np_trace_t *tr, np_trace_summary *out,
+NP_NODISCARD NP_API np_status np_trace_summarize(const np_trace_t *tr, np_trace_summary *out,
                                           np_error *err);
 /* The entry of node kind `kind` ("sync", "fwd", ...) in s, or NULL when s has none. */
-const np_trace_kind_time *np_trace_summary_kind(const np_trace_summary *s, const char *kind);
+NP_API const np_trace_kind_time *np_trace_summary_kind(const np_trace_summary *s, const char *kind);
 
 #ifdef __cplusplus
 }
