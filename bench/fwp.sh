@@ -51,7 +51,7 @@ trap cleanup EXIT
 ip netns add "$NS"
 ip netns exec "$NS" ip link set lo up
 # the queue must hold the two ranks' bursts: loopback segments are 64 KB, and with the
-# 5 ms queue of DESIGN.md (about 19 segments) 8% of them were dropped, each drop costing a
+# 5 ms queue first tried (about 19 segments) 8% of them were dropped, each drop costing a
 # TCP retransmission timeout (200 ms, backing off to minutes: runs stalled for 6 minutes)
 ip netns exec "$NS" tc qdisc add dev lo root tbf rate "$RATE" burst 256kb latency 100ms
 STAMP=$(date +%Y-%m-%d)

@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a, (int)n,
                 b, (int)n, 0.0f, c, (int)n);
 
-    /* Validate before reporting (STYLE.md habit 9): a few entries against a double dot
+    /* Validate before reporting (bench/README.md): a few entries against a double dot
      * product. A float sum of n terms of size <= 1 is off by at most ~n * 2^-24 * sqrt(n). */
     for (int k = 0; k < 16; k++) {
         long i = (k * 7919L) % n, j = (k * 104729L) % n;

@@ -1,4 +1,4 @@
-/* Key-centric sample clustering (Frozen-Window Pipelining, DESIGN.md): assigns the samples of
+/* Key-centric sample clustering (Frozen-Window Pipelining, docs/pipeline.md): assigns the samples of
  * a batch to W balanced windows so that samples sharing keys land together, which lowers
  * the sum over windows of distinct keys (the exchange volume). Also the volume count used
  * to judge it. Not here: the windows' exchanges (the engine).

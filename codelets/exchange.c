@@ -1,5 +1,5 @@
 /* Route, key/row/gradient exchanges and the dense all-reduce: the codelets that move data
- * between ranks (DESIGN.md "The training step", step 3-5). With one rank and no MPI the
+ * between ranks (docs/engine.md "Across ranks"). With one rank and no MPI the
  * exchanges are local copies through the same code, so one rank computes exactly what the
  * single-process engine computes. Not here: which rank owns a row (core/shard.h) or the
  * MPI calls themselves (comm/). */

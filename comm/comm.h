@@ -2,7 +2,7 @@
  * One np_comm per process, created once before any engine. When the process was not
  * started by mpirun there is no MPI at all: one rank, and every exchange is a local copy
  * done by the caller. Collective wrappers poll non-blocking MPI with a yield so a waiting
- * rank does not steal its core from the compute workers (DESIGN.md). */
+ * rank does not steal its core from the compute workers (docs/engine.md). */
 #ifndef NP_COMM_COMM_H
 #define NP_COMM_COMM_H
 

@@ -225,7 +225,7 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     for (int s = 0; s < 4 && !st; s++)
         for (; e->next[s] <= t && !st; e->next[s]++)
             st = submit_stage(e, s, t, b[0], err);
-    /* 2. its rows to their requesters; then the stages of the batches ahead, in DESIGN.md's
+    /* 2. its rows to their requesters; then the stages of the batches ahead, in docs/pipeline.md's
      *    order prefetch(t+4), h2d(t+3), route(t+2), retrieve(t+1), each never past the newest
      *    batch the driver has read. Retrieve(t+1) stays before write-back(t): the rule. */
     for (int w = 0; w < early_windows(e) && !st; w++)

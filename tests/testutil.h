@@ -1,5 +1,5 @@
 /* Test helpers shared by the model and training tests: a tiny RNG, hand-built batches,
- * and the tolerance check |a-b| <= atol + rtol*|ref| (STYLE.md habit 8). Header-only. */
+ * and the tolerance check |a-b| <= atol + rtol*|ref| (tolerances written once, with the reason). Header-only. */
 #ifndef NP_TESTS_TESTUTIL_H
 #define NP_TESTS_TESTUTIL_H
 

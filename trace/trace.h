@@ -12,7 +12,7 @@
 #include "nestpipe/nestpipe.h"
 #include "nestpipe/trace.h"
 
-/* The node kinds of the per-batch graph (DESIGN.md "The training step"). */
+/* The node kinds of the per-batch graph (docs/engine.md "The graph of one batch"). */
 typedef enum np_node_kind {
     NP_NODE_PREFETCH,
     NP_NODE_H2D,
