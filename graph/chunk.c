@@ -8,13 +8,6 @@
 #include "core/util.h"
 #include "graph/engine_impl.h"
 
-/* The producer's edges if it feeds more than one, else 0. */
-static int multi_edges(const np_graph_t *g, int producer) {
-    int n;
-    np_graph_grad_edges(g, producer, &n);
-    return n > 1 ? n : 0;
-}
-
 np_status np_chunk_register(np_sp_engine *e, np_chunk *k, np_error *err) {
     const np_graph_t *g = e->m->graph;
     size_t n = (size_t)k->n, f = sizeof(float);
@@ -40,7 +33,7 @@ np_status np_chunk_register(np_sp_engine *e, np_chunk *k, np_error *err) {
                                             (uint32_t)(n * (size_t)s->scratch), f);
         }
         for (int i = 0; i < s->n_in && !st; i++)
-            if (x->in[i] != NP_IN_DENSE && multi_edges(g, x->in[i]))
+            if (np_graph_grad_route(g, v, i) == NP_GRAD_EDGE)
                 st = np_buf_reg(&k->edge[v][i], n * (size_t)s->in[i], f, "edge grads", err);
     }
     return st;
@@ -65,9 +58,11 @@ void np_chunk_unregister(np_chunk *k) {
 /* Where the gradient of node v's input i goes (as in the reference trainer). */
 static np_h grad_target(const np_graph_t *g, const np_chunk *k, int v, int i) {
     int p = g->node[v].in[i];
-    if (p == NP_IN_DENSE) return NULL;
-    if (multi_edges(g, p)) return k->edge[v][i].h;
-    return p == NP_IN_POOLED ? k->dP.h : k->dact[p].h;
+    switch (np_graph_grad_route(g, v, i)) {
+    case NP_GRAD_NONE: return NULL;
+    case NP_GRAD_EDGE: return k->edge[v][i].h;
+    default: return p == NP_IN_POOLED ? k->dP.h : k->dact[p].h;
+    }
 }
 
 /* A producer's gradient from its edges, in edge order, when it feeds several. */

@@ -153,6 +153,13 @@ const np_edge *np_graph_grad_edges(const np_graph_t *g, int producer, int *n) {
     return g->node[producer].out;
 }
 
+np_grad_route np_graph_grad_route(const np_graph_t *g, int v, int k) {
+    int p = g->node[v].in[k], n;
+    if (p == NP_IN_DENSE) return NP_GRAD_NONE;
+    np_graph_grad_edges(g, p, &n);
+    return n > 1 ? NP_GRAD_EDGE : NP_GRAD_PRODUCER;
+}
+
 np_status np_graph_finalize(np_graph_t *g, np_error *err) {
     if (g->output < 0) return np_err(err, NP_STATUS_BAD_INPUT, "graph: no output node set");
     for (int v = 0; v < g->n; v++)

@@ -60,6 +60,14 @@ np_status np_graph_finalize(np_graph_t *g, np_error *err);
  * its gradient is summed: consumer node ascending, then slot. */
 const np_edge *np_graph_grad_edges(const np_graph_t *g, int producer, int *n);
 
+/* Where the gradient of input k of node v goes, the one rule both trainers follow. */
+typedef enum np_grad_route {
+    NP_GRAD_NONE,     /* the input is the data: no gradient */
+    NP_GRAD_PRODUCER, /* the producer's only edge: written into the producer's gradient */
+    NP_GRAD_EDGE,     /* one of several edges: its own buffer, summed by np_graph_grad_edges */
+} np_grad_route;
+np_grad_route np_graph_grad_route(const np_graph_t *g, int v, int k);
+
 /* Which node kind the node is, by definition. */
 static inline const np_layer_def *np_node_def(const np_node *v) {
     return np_layer_get(v->def);

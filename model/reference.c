@@ -43,11 +43,12 @@ void np_fwd_ws_free(np_fwd_ws *ws) {
 /* Where the gradient of node v's input k goes: NULL (the data), the producer's own
  * gradient (its only edge), or the edge's buffer (several edges). */
 static float *grad_target(const np_graph_t *g, np_fwd_ws *ws, int v, int k) {
-    int p = g->node[v].in[k], n;
-    if (p == NP_IN_DENSE) return NULL;
-    np_graph_grad_edges(g, p, &n);
-    if (n > 1) return ws->edge[v][k];
-    return p == NP_IN_POOLED ? ws->dP : ws->dact[p];
+    int p = g->node[v].in[k];
+    switch (np_graph_grad_route(g, v, k)) {
+    case NP_GRAD_NONE: return NULL;
+    case NP_GRAD_EDGE: return ws->edge[v][k];
+    default: return p == NP_IN_POOLED ? ws->dP : ws->dact[p];
+    }
 }
 
 np_status np_fwd_ws_create(const np_model_t *m, long cap, np_fwd_ws **out, np_error *err) {
@@ -66,13 +67,10 @@ np_status np_fwd_ws_create(const np_model_t *m, long cap, np_fwd_ws **out, np_er
             ok &= (ws->saved[v] = np_alloc(c, (size_t)s->saved * 4, "saved activations", err)) !=
                   NULL;
         if (s->scratch > scratch) scratch = s->scratch;
-        for (int k = 0; k < s->n_in; k++) {
-            int p = g->node[v].in[k], n = 0;
-            if (p != NP_IN_DENSE) np_graph_grad_edges(g, p, &n);
-            if (n > 1)
+        for (int k = 0; k < s->n_in; k++)
+            if (np_graph_grad_route(g, v, k) == NP_GRAD_EDGE)
                 ok &= (ws->edge[v][k] = np_alloc(c, (size_t)s->in[k] * 4, "edge grads", err)) !=
                       NULL;
-        }
     }
     size_t pw = (size_t)g->pooled_w;
     ok &= (ws->P = np_alloc(c, pw * 4, "pooled embeddings", err)) != NULL;
