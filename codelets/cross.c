@@ -3,9 +3,9 @@
  * V (r, D) (i[0] = r). Inputs: x0, then x_l, both of width D (for the first layer both
  * are x0; their gradients are separate edges, summed by the graph in a fixed order).
  * Not here: how cross layers stack (model/graph.c builds DCN-v2). */
-#include <cblas.h>
 #include <string.h>
 
+#include "codelets/gemm.h"
 #include "codelets/kernels.h"
 #include "core/util.h"
 #include "model/layers.h"
@@ -43,12 +43,11 @@ static void cross_fwd(const np_layer_io *io) {
     const float *x0 = io->in[0], *xl = io->in[1];
     float *u = io->saved; /* (n, D) */
     if (r == 0) {
-        np_linear_fwd(xl, io->param[0], io->param[1], u, n, D, D);
+        np_linear_fwd(xl, io->param[0], io->param[1], u, n, D, D, 0);
     } else {
         float *h = io->saved + (size_t)n * (size_t)D; /* (n, r) = x_l V^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, r, D, 1.0f, xl, D,
-                    io->param[1], D, 0.0f, h, r);
-        np_linear_fwd(h, io->param[0], io->param[2], u, n, r, D);
+        np_gemm(NP_GEMM_TB, n, r, D, xl, D, io->param[1], D, NULL, h, r);
+        np_linear_fwd(h, io->param[0], io->param[2], u, n, r, D, 0);
     }
     for (size_t i = 0; i < (size_t)n * (size_t)D; i++)
         io->out[i] = x0[i] * u[i] + xl[i];
@@ -74,11 +73,8 @@ static void cross_bwd(const np_layer_io *io) {
         /* u = h U^T + b: dh = du U, dU = du^T h, db = column sums of du */
         np_linear_bwd(h, io->param[0], du, dh, io->dparam[0], io->dparam[2], n, r, D);
         /* h = x_l V^T: dV = dh^T x_l, dx_l = dh V */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r, D, (blasint)n, 1.0f, dh, r, xl, D,
-                    0.0f, io->dparam[1], D);
-        if (dxl)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, D, r, 1.0f, dh, r,
-                        io->param[1], D, 0.0f, dxl, D);
+        np_gemm(NP_GEMM_TA, r, D, n, dh, r, xl, D, NULL, io->dparam[1], D);
+        if (dxl) np_gemm(0, n, D, r, dh, r, io->param[1], D, NULL, dxl, D);
     }
     if (dxl) /* x_l also passes straight through */
         for (size_t i = 0; i < nD; i++)

@@ -5,7 +5,7 @@
  * that splits a batch into chunks reduces the chunk results itself in a fixed order.
  * Other backends (CUDA later) that must match bit for bit follow the same operation order:
  * linear adds the bias after the product; Adagrad forms one step lr/(sqrt(state)+eps) per
- * row. Batch sizes are passed to BLAS as 32-bit ints: B < 2^31. */
+ * row. */
 #ifndef NP_CODELETS_KERNELS_H
 #define NP_CODELETS_KERNELS_H
 
@@ -20,12 +20,12 @@
 #define NP_TARGET_CLONES
 #endif
 
-/* ---- linear: y = x W^T + b  (cblas_sgemm) */
+/* ---- linear: y = x W^T + b, then max(y, 0) when relu (oneDNN, codelets/gemm.h) */
 void np_linear_fwd(const float *x, /* (B, in) */
                    const float *W, /* (out, in) */
                    const float *b, /* (out) */
                    float *y,       /* (B, out) */
-                   long B, int in, int out);
+                   long B, int in, int out, int relu);
 
 /* dx = dy W (skipped when dx is NULL), dW = dy^T x, db = column sums of dy. */
 void np_linear_bwd(const float *x,  /* (B, in) */

@@ -1,30 +1,20 @@
-/* Linear layer kernels y = x W^T + b on the CPU (OpenBLAS sgemm plus plain bias loops).
- * Not here: activations (relu.c) or any chunking of the batch (the caller's job). */
+/* Linear layer kernels y = x W^T + b on the CPU: the products on oneDNN (gemm.c), with the
+ * bias and an optional ReLU fused into the forward product.
+ * Not here: any chunking of the batch (the caller's job). */
 #include "codelets/kernels.h"
 
-#include <cblas.h>
 #include <string.h>
 
+#include "codelets/gemm.h"
 #include "core/util.h"
 
 void np_linear_fwd(const float *x, /* (B, in) */
                    const float *W, /* (out, in) */
                    const float *b, /* (out) */
                    float *y,       /* (B, out) */
-                   long B, int in, int out) {
+                   long B, int in, int out, int relu) {
     if (B <= 0 || out <= 0) return;
-    /* sgemm rejects lda = 0, and with no inputs the layer is just its bias. */
-    if (in > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)B, out, in, 1.0f, x, in, W,
-                    in, 0.0f, y, out);
-    else
-        memset(y, 0, (size_t)B * (size_t)out * sizeof *y);
-    /* Bias after the product, row by row, so every element sees the same two roundings. */
-    for (long s = 0; s < B; s++) {
-        float *ys = y + (size_t)s * (size_t)out; /* (out) */
-        for (int j = 0; j < out; j++)
-            ys[j] += b[j];
-    }
+    np_gemm(NP_GEMM_TB | (relu ? NP_GEMM_RELU : 0u), B, out, in, x, in, W, in, b, y, out);
 }
 
 void np_linear_bwd(const float *x,  /* (B, in) */
@@ -39,8 +29,7 @@ void np_linear_bwd(const float *x,  /* (B, in) */
         if (dx && B > 0 && in > 0) memset(dx, 0, (size_t)B * (size_t)in * sizeof *dx);
         return;
     }
-    /* The gradients are overwritten, so an empty chunk must leave zeros, not stale values;
-     * sgemm is not asked to do that because it rejects some of these degenerate shapes. */
+    /* The gradients are overwritten, so an empty chunk must leave zeros, not stale values. */
     if (B <= 0 || in <= 0) {
         if (in > 0) memset(dW, 0, (size_t)out * (size_t)in * sizeof *dW);
         if (B <= 0) {
@@ -48,11 +37,8 @@ void np_linear_bwd(const float *x,  /* (B, in) */
             return;
         }
     } else {
-        if (dx)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)B, in, out, 1.0f, dy,
-                        out, W, in, 0.0f, dx, in);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, (blasint)B, 1.0f, dy, out, x,
-                    in, 0.0f, dW, in);
+        if (dx) np_gemm(0, B, in, out, dy, out, W, in, NULL, dx, in);       /* dx = dy W */
+        np_gemm(NP_GEMM_TA, out, in, B, dy, out, x, in, NULL, dW, in); /* dW = dy^T x */
     }
     /* Column sums sample by sample: a fixed order and a contiguous inner loop over out. */
     memset(db, 0, (size_t)out * sizeof *db);
@@ -64,8 +50,7 @@ void np_linear_bwd(const float *x,  /* (B, in) */
 }
 
 /* ---- the "linear" layer: i[0] = output width, i[1] = 1 for a ReLU after it. The ReLU
- * runs in place on the output after the bias, and its backward masks dout in place, so
- * one node is the two kernels in the order they always ran. */
+ * is fused into the product after the bias, and its backward masks dout in place. */
 #include "model/layers.h"
 
 static np_status linear_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
@@ -80,8 +65,7 @@ static np_status linear_shape(const np_layer_hp *hp, np_layer_shape *s, np_error
 
 static void linear_layer_fwd(const np_layer_io *io) {
     int in = io->shape->in[0], out = io->shape->out;
-    np_linear_fwd(io->in[0], io->param[0], io->param[1], io->out, io->n, in, out);
-    if (io->hp->i[1]) np_relu_fwd(io->out, io->out, (size_t)io->n * (size_t)out);
+    np_linear_fwd(io->in[0], io->param[0], io->param[1], io->out, io->n, in, out, io->hp->i[1]);
 }
 
 static void linear_layer_bwd(const np_layer_io *io) {

@@ -3,7 +3,6 @@
  * buffer of the batch graph, and stops it all. Submission is graph/schedule.c's and
  * graph/chunk.c's; the buffers of a chunk come from the layers' shapes (chunk.c).
  * Pipelines: sequential, dbp, async, fwp, nestpipe (docs/pipeline.md). */
-#include <cblas.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,9 +145,6 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                       "StarPU failed to start (%s); check STARPU_* "
                       "environment variables",
                       rc == -ENODEV ? "no worker available" : strerror(-rc));
-    /* kernels run one per worker: BLAS threads would fight the workers for the cores, and
-     * a fixed thread count keeps sgemm's summation order fixed */
-    openblas_set_num_threads(1);
     np_sp_engine *e = calloc(1, sizeof *e);
     if (!e) {
         starpu_shutdown();

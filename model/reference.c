@@ -4,7 +4,6 @@
  * model's layer graph calling the layers' CPU kernels directly: no StarPU, no MPI.
  * One step: dedup keys per table -> gather rows -> forward -> backward -> sparse update of
  * the gathered rows -> write them back -> dense SGD. */
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,8 +226,6 @@ np_status np_reference_create(const np_config *cfg, np_model_t *m, np_reference 
     np_reference *r = np_zalloc(1, sizeof *r, "reference trainer", err);
     if (!r) return NP_STATUS_NO_MEMORY;
     r->m = m;
-    /* the oracle is single-threaded by definition (and so reproducible on any machine) */
-    openblas_set_num_threads(1);
     np_status st = np_fwd_ws_create(m, cfg->batch, &r->ws, err);
     if (!st && !(r->gdense = np_alloc(m->n_dense, sizeof(float), "dense grads", err)))
         st = NP_STATUS_NO_MEMORY;

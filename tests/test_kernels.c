@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "codelets/gemm.h"
 #include "codelets/kernels.h"
 #include "kernelutil.h"
 
@@ -60,10 +61,10 @@ static void test_linear(void **state) {
     to_double(R, Rd, B * OUT);
     lin_ctx c = {B, IN, OUT, xd, Wd, bd, Rd, yd};
 
-    np_linear_fwd(x, W, b, y, B, IN, OUT);
+    np_linear_fwd(x, W, b, y, B, IN, OUT, 0);
     lin_fwd_d(&c);
     check_kernel("linear y", y, yd, B * OUT);
-    np_linear_fwd(x, W, b, y2, B, IN, OUT);
+    np_linear_fwd(x, W, b, y2, B, IN, OUT, 0);
     assert_memory_equal(y, y2, sizeof y); /* same inputs, same bits */
 
     double gx[B * IN], gW[OUT * IN], gb[OUT];
@@ -101,7 +102,7 @@ static void test_linear_hand(void **state) {
     const float dW_want[6] = {1 + 1, 2, 3 - 2, 2 - 3, 4, 6 + 6};
     const float db_want[2] = {0, 5};
     float y[4], dx[6], dW[6], db[2];
-    np_linear_fwd(x, W, b, y, 2, 3, 2);
+    np_linear_fwd(x, W, b, y, 2, 3, 2, 0);
     assert_memory_equal(y, y_want, sizeof y);
     np_linear_bwd(x, W, dy, dx, dW, db, 2, 3, 2);
     assert_memory_equal(dx, dx_want, sizeof dx);
@@ -113,6 +114,54 @@ static void test_linear_hand(void **state) {
     np_linear_bwd(x, W, dy, NULL, dW, db, 0, 3, 2);
     assert_memory_equal(dW, zeros, sizeof dW);
     assert_memory_equal(db, zeros, sizeof db);
+}
+
+/* Every product path of np_gemm (dnnl_sgemm for N <= 2, matmul above; K = 0; the ReLU
+ * fused or not; transposed operands) against a double-precision product, and the fused
+ * ReLU against the separate kernel: the same values (a fused ReLU may give -0 for +0). */
+static void test_gemm_paths(void **state) {
+    (void)state;
+    const long shapes[][3] = {{7, 1, 5}, {33, 2, 40}, {5, 3, 17}, {64, 16, 64}, {130, 300, 37},
+                              {9, 4, 0}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        long M = shapes[t][0], N = shapes[t][1], K = shapes[t][2];
+        for (unsigned flags = 0; flags < 8; flags++) {
+            size_t na = (size_t)(M * K + 1), nb = (size_t)(K * N + 1), nc = (size_t)(M * N);
+            float *A = malloc(na * sizeof *A), *Bm = malloc(nb * sizeof *Bm);
+            float *bias = malloc((size_t)N * sizeof *bias), *C = malloc(nc * sizeof *C);
+            float *C2 = malloc(nc * sizeof *C2);
+            assert_non_null(A && Bm && bias && C && C2);
+            for (size_t i = 0; i < na; i++)
+                A[i] = (float)((int)(i * 37 % 101) - 50) / 16.0f;
+            for (size_t i = 0; i < nb; i++)
+                Bm[i] = (float)((int)(i * 53 % 89) - 44) / 32.0f;
+            for (long j = 0; j < N; j++)
+                bias[j] = (float)(j % 7) - 3.0f;
+            long lda = flags & NP_GEMM_TA ? M : K, ldb = flags & NP_GEMM_TB ? K : N;
+            const float *bp = flags & 4 ? bias : NULL;
+            unsigned f = (flags & 3) | (flags & 4 ? NP_GEMM_RELU : 0u);
+            np_gemm(f, M, N, K, A, lda, Bm, ldb, bp, C, N);
+            for (long m = 0; m < M; m++)
+                for (long n = 0; n < N; n++) {
+                    double acc = 0;
+                    for (long k = 0; k < K; k++) {
+                        double a = flags & NP_GEMM_TA ? A[k * lda + m] : A[m * lda + k];
+                        double b = flags & NP_GEMM_TB ? Bm[n * ldb + k] : Bm[k * ldb + n];
+                        acc += a * b;
+                    }
+                    if (bp) acc += bp[n];
+                    if ((f & NP_GEMM_RELU) && acc < 0) acc = 0;
+                    assert_true(fabs(C[m * N + n] - acc) <= 1e-4 * (1 + fabs(acc)));
+                }
+            if (f & NP_GEMM_RELU) { /* fused == product, then the ReLU kernel */
+                np_gemm(f & ~(unsigned)NP_GEMM_RELU, M, N, K, A, lda, Bm, ldb, bp, C2, N);
+                np_relu_fwd(C2, C2, nc);
+                for (size_t i = 0; i < nc; i++)
+                    assert_true(C[i] == C2[i]);
+            }
+            free(A), free(Bm), free(bias), free(C), free(C2);
+        }
+    }
 }
 
 /* ---- relu */
@@ -365,6 +414,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
         cmocka_unit_test(test_linear_hand),
+        cmocka_unit_test(test_gemm_paths),
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_interact_t1),
         cmocka_unit_test(test_interact_t2),

@@ -315,6 +315,10 @@ NP_API size_t np_model_table_bytes(const np_model_t *m);
  * Embedding pooling, the loss and the optimizers are not counted. */
 NP_API double np_model_dense_flops(const np_model_t *m, int backward);
 
+/* The kernels the dense layers' matrix products run on here, chosen at run time from the
+ * CPU's features, e.g. "oneDNN 2.6.3, avx512_core_bf16 (matmul brg:avx512_core)". */
+NP_API const char *np_dense_kernels(void);
+
 typedef struct np_eval_result {
     long n;         /* samples evaluated */
     double logloss; /* mean BCE */
