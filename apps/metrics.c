@@ -40,7 +40,8 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     static const char *pipelines[] = {"sequential", "dbp", "async", "fwp", "nestpipe"};
     json_object_set_new(
         o, "pipeline",
-        json_string(cfg->engine == NP_ENGINE_REFERENCE ? "none" : pipelines[cfg->pipeline]));
+        json_string(cfg->engine == NP_ENGINE_REFERENCE ? "none"
+                                                       : pipelines[np_config_pipeline(cfg)]));
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
     json_object_set_new(o, "chunks", json_integer(cfg->chunks));

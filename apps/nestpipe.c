@@ -53,7 +53,9 @@ static const char *train_help =
     "  --sparse-optim sgd|rowwise-adagrad     [sgd]\n"
     "  --adagrad-eps X        row-wise Adagrad epsilon [1e-8]\n"
     "  --seed S               seed of data and initialisation [42]\n"
-    "  --engine reference|starpu              [reference]\n"
+    "  --engine reference|starpu              [starpu]\n"
+    "  --pipeline auto|sequential|dbp|fwp|nestpipe|async   how batches overlap; auto = dbp on\n"
+    "                         one rank, nestpipe on several; async is stale [auto]\n"
     "output:\n"
     "  --metrics-json FILE    write the run summary as JSON\n"
     "  --dump-params FILE     write the trained model (NPPARAMS format, docs/formats.md)\n"
@@ -267,7 +269,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     int tty = lead && isatty(fileno(stderr));
     double t0 = now_s(), last_print = 0, recent = 0;
     long recent_n = 0;
-    if (lead && cfg.pipeline == NP_PIPELINE_ASYNC)
+    if (lead && np_config_pipeline(&cfg) == NP_PIPELINE_ASYNC)
         fprintf(stderr, "nestpipe: warning: --pipeline async trains on stale embedding rows (no "
                         "dual-buffer sync): it is not synchronous training, only a baseline\n");
     /* batches are read ahead into a ring: the pipelined modes start work on later ones */
@@ -298,9 +300,9 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         st = injected
                  ? np_error_set(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
                  : np_trainer_submit(tr, win, nwin, &err);
-        /* pipelined: read the batch the next step will want while this one trains (the
-         * prefetch stage's data); sequential reads nothing until the step has ended */
-        int read_failed = !st && ahead > 0 && read_ahead(&rd, s + 1 + ahead);
+        /* read the batch the next step will want while this one trains (the prefetch
+         * stage's data), in every mode: batch generation stays off the critical path */
+        int read_failed = !st && read_ahead(&rd, s + 1 + ahead);
         if (!st) st = np_trainer_wait(tr, &loss, &err);
         if (read_failed) {
             if (!st) {
@@ -394,12 +396,12 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
                    r.eval.auc, r.eval.n);
             if (r.skipped_lines)
                 printf("skipped %ld malformed lines (--skip-bad-lines)\n", r.skipped_lines);
-            if (cfg.pipeline == NP_PIPELINE_DBP)
+            if (np_config_pipeline(&cfg) == NP_PIPELINE_DBP)
                 printf("dual-buffer sync: %.1f rows per step%s\n",
                        (double)r.rows_synced / (double)r.steps,
                        r.traced ? "" : " (sync time: run with --trace)");
             const np_trace_kind_time *sync = np_trace_summary_kind(&r.trace_overall, "sync");
-            if (r.traced && sync && cfg.pipeline == NP_PIPELINE_DBP)
+            if (r.traced && sync && np_config_pipeline(&cfg) == NP_PIPELINE_DBP)
                 printf("sync time %.3f ms per step\n", sync->total_us / 1e3 / (double)r.steps);
         }
         if (cfg.dump_params[0] && (st = np_model_dump(logical, cfg.dump_params, &err)))

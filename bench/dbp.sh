@@ -126,6 +126,7 @@ PYEOF
   echo "## Machine"
   echo
   echo "- CPU: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), $(nproc) cores; memory $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  # shellcheck disable=SC1091 # the running system's file
   echo "- $(. /etc/os-release && echo "$PRETTY_NAME"); $(gcc --version | head -n 1); StarPU $(pkg-config --modversion starpu-1.3); Open MPI $(mpirun --version 2>/dev/null | head -n 1 | awk '{print $NF}')"
   echo "- nestpipe commit $(git rev-parse --short HEAD)"
   echo

@@ -217,13 +217,13 @@ def main():
         return loss
 
     for k in range(args.warmup):
-        losses.append(float(step(k)))
+        losses.append(step(k).item())
     rates = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         for k in range(args.steps):
             loss = step(k)
-        losses.append(float(loss))  # reading the loss once per repeat keeps the loop lean
+        losses.append(loss.item())  # reading the loss once per repeat keeps the loop lean
         rates.append(args.steps * args.batch / (time.perf_counter() - t0))
 
     # A benchmark validates before it reports: a diverged run's speed means nothing.

@@ -88,17 +88,17 @@ for win in $WINDOWS; do
     "$NP" trace report "$W/t.json" --json --from-batch "$WARM" >"$W/rep.json"
     # per rank and step: the report sums over the ranks
     o="['overall']"
-    lookup=$(jget "$W/rep.json" "$o['lookup_us'] / 2 / $NT / 1e3")
-    lookup_x=$(jget "$W/rep.json" "$o['lookup_exposed_us'] / 2 / $NT / 1e3")
-    wire=$(jget "$W/rep.json" "$o['exchange_us'] / 2 / $NT / 1e3")
-    wire_x=$(jget "$W/rep.json" "$o['exchange_exposed_us'] / 2 / $NT / 1e3")
-    ratio=$(jget "$W/rep.json" "$o['exchange_exposed_ratio']")
+    lookup=$(jget "$W/rep.json" "${o}['lookup_us'] / 2 / $NT / 1e3")
+    lookup_x=$(jget "$W/rep.json" "${o}['lookup_exposed_us'] / 2 / $NT / 1e3")
+    wire=$(jget "$W/rep.json" "${o}['exchange_us'] / 2 / $NT / 1e3")
+    wire_x=$(jget "$W/rep.json" "${o}['exchange_exposed_us'] / 2 / $NT / 1e3")
+    ratio=$(jget "$W/rep.json" "${o}['exchange_exposed_ratio']")
     # the windows' All2All alone (row and gradient exchanges, no dense all-reduce)
     a2a=$(/usr/bin/python3 -c "import json,sys; k=json.load(open(sys.argv[1]))['overall']['kinds']
 x=('exchange_emb', 'exchange_grad'); print(sum(k[i]['exposed_us'] for i in x) / sum(k[i]['union_us'] for i in x))" "$W/rep.json")
-    ar=$(jget "$W/rep.json" "$o['kinds']['allreduce']['union_us'] / 2 / $NT / 1e3")
-    fwd=$(jget "$W/rep.json" "$o['kinds']['fwd']['union_us'] / 2 / $NT / 1e3")
-    bwd=$(jget "$W/rep.json" "$o['kinds']['bwd']['union_us'] / 2 / $NT / 1e3")
+    ar=$(jget "$W/rep.json" "${o}['kinds']['allreduce']['union_us'] / 2 / $NT / 1e3")
+    fwd=$(jget "$W/rep.json" "${o}['kinds']['fwd']['union_us'] / 2 / $NT / 1e3")
+    bwd=$(jget "$W/rep.json" "${o}['kinds']['bwd']['union_us'] / 2 / $NT / 1e3")
     dense=$(/usr/bin/python3 -c "print($fwd + $bwd)")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$win" "$p" \
       "$(echo "$rates" | median)" "$rates" "$auc" "$rowbytes" "$lookup" "$lookup_x" "$wire" \

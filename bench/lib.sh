@@ -183,6 +183,137 @@ print("" if v is None else " ".join(map(str, v)) if isinstance(v, list) else v)'
 }
 is_finite() { "$JPY" -c 'import math,sys; sys.exit(not math.isfinite(float(sys.argv[1])))' "$1"; }
 
+# ---- ISA knobs (bench/README.md "PyTorch's ISA knobs")
+# CPU_ISA: the widest instruction set of this CPU that the libraries have kernels for, from
+# /proc/cpuinfo: avx512 (avx512f, bw, vl and dq: the SkylakeX kernels' needs), avx2 (with
+# fma), or empty. OPENBLAS_ISA_CORE: the OPENBLAS_CORETYPE of its kernels (SkylakeX, Haswell).
+CPU_ISA="" OPENBLAS_ISA_CORE=""
+if CPU_FLAGS=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "; then
+  if [[ $CPU_FLAGS == *" avx512f "* && $CPU_FLAGS == *" avx512bw "* &&
+    $CPU_FLAGS == *" avx512vl "* && $CPU_FLAGS == *" avx512dq "* ]]; then
+    CPU_ISA=avx512 OPENBLAS_ISA_CORE=SkylakeX
+  elif [[ $CPU_FLAGS == *" avx2 "* && $CPU_FLAGS == *" fma "* ]]; then
+    CPU_ISA=avx2 OPENBLAS_ISA_CORE=Haswell
+  fi
+fi
+
+# openblas_family CORE: the instruction set of an OpenBLAS core's sgemm kernels (Cooperlake's
+# and SapphireRapids' sgemm are SkylakeX's; Zen's are Haswell's).
+openblas_family() {
+  case ${1,,} in
+  skylakex | cooperlake | sapphirerapids) echo avx512 ;;
+  haswell | zen) echo avx2 ;;
+  *) echo "${1,,}" ;;
+  esac
+}
+
+# torch_blas PYTHON [VAR=VALUE ...]: what the build's float matmul runs on, with those
+# variables set: "MKL, AVX-512" or "MKL, non-Intel path" (from MKL_VERBOSE), "OpenBLAS, core
+# Cooperlake" (from OPENBLAS_VERBOSE), or "unknown".
+torch_blas() {
+  local py=$1 out line isa
+  shift
+  out=$(env "$@" MKL_VERBOSE=1 OPENBLAS_VERBOSE=2 "$py" -c \
+    'import torch; a = torch.ones(64, 64); a @ a' 2>&1) || out=""
+  if line=$(grep -m1 '^MKL_VERBOSE oneMKL' <<<"$out"); then
+    # "... Intel(R) Advanced Vector Extensions 512 (Intel(R) AVX-512) with ..." on its Intel
+    # paths; "... Intel(R) Architecture processors, ..." on the one it takes on other CPUs
+    isa=$(grep -oE '\(Intel\(R\) (AVX|SSE)[^)]*\)' <<<"$line" | head -n 1 | sed 's/^(Intel(R) //; s/)$//')
+    echo "MKL, ${isa:-non-Intel path}"
+  elif line=$(grep -m1 '^Core: ' <<<"$out"); then
+    echo "OpenBLAS, core ${line#Core: }"
+  else
+    echo unknown
+  fi
+}
+
+# torch_cap PYTHON [VAR=VALUE ...]: ATen's CPU capability (AVX512, AVX2, DEFAULT) with those
+# variables set.
+torch_cap() {
+  local py=$1
+  shift
+  env "$@" "$py" - 2>/dev/null <<'PYEOF' || echo unknown
+import torch
+cap = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+used = [l.split(":", 1)[1].strip() for l in torch.__config__.show().splitlines()
+        if "CPU capability usage" in l]
+print(cap() if cap else (used[0] if used else "unknown"))
+PYEOF
+}
+
+# torch_isa_forced PYTHON SHIM: the settings that move this build's kernels up to CPU_ISA, each
+# kept only when the build reports that it changed something (none of them can make a build
+# pick an instruction set the CPU lacks). Sets FORCED_ENV (VAR=VALUE ..., space-separated;
+# empty when no knob changes anything), FORCED_NOTE (what each kept knob changed, or why
+# there is none) and BLAS_DEFAULT / BLAS_FORCED (torch_blas without and with FORCED_ENV).
+# SHIM: bench/mkl_intel_cpu.c built as a shared object, or empty.
+#   ATen:     ATEN_CPU_CAPABILITY=CPU_ISA, when the default capability is another one
+#   MKL:      LD_PRELOAD=SHIM, when MKL is on its non-Intel path and the shim moves it off
+#             (MKL_DEBUG_CPU_TYPE and MKL_ENABLE_INSTRUCTIONS change nothing there)
+#   OpenBLAS: OPENBLAS_CORETYPE=OPENBLAS_ISA_CORE, when the core picked has other kernels
+FORCED_ENV="" FORCED_NOTE="" BLAS_DEFAULT="" BLAS_FORCED=""
+torch_isa_forced() {
+  local py=$1 shim=$2 cap cap2 blas2 core kept=() why=() forced=()
+  FORCED_ENV="" FORCED_NOTE="" BLAS_FORCED=""
+  BLAS_DEFAULT=$(torch_blas "$py")
+  if [[ -z $CPU_ISA ]]; then
+    FORCED_NOTE="no ISA knob tried: the CPU has neither AVX-512 nor AVX2 with FMA"
+    return
+  fi
+  cap=$(torch_cap "$py")
+  if [[ ${cap,,} == "$CPU_ISA" ]]; then
+    why+=("ATen already on ${cap}")
+  else
+    cap2=$(torch_cap "$py" ATEN_CPU_CAPABILITY="$CPU_ISA")
+    if [[ ${cap2,,} == "$CPU_ISA" ]]; then
+      FORCED_ENV+=" ATEN_CPU_CAPABILITY=$CPU_ISA"
+      kept+=("ATEN_CPU_CAPABILITY=$CPU_ISA: ATen $cap → $cap2")
+    else
+      why+=("ATEN_CPU_CAPABILITY=$CPU_ISA leaves ATen on $cap")
+    fi
+  fi
+  case $BLAS_DEFAULT in
+  "MKL, non-Intel path")
+    if [[ -z $shim ]]; then
+      why+=("MKL on its non-Intel path (no shim built)")
+    else
+      blas2=$(torch_blas "$py" LD_PRELOAD="$shim${LD_PRELOAD:+:$LD_PRELOAD}")
+      if [[ $blas2 == "MKL, non-Intel path" || $blas2 == unknown ]]; then
+        why+=("MKL on its non-Intel path, which the shim does not change")
+      else
+        FORCED_ENV+=" LD_PRELOAD=$shim${LD_PRELOAD:+:$LD_PRELOAD}"
+        kept+=("LD_PRELOAD=$(basename "$shim") (bench/mkl_intel_cpu.c): $BLAS_DEFAULT → ${blas2#MKL, }")
+      fi
+    fi
+    ;;
+  MKL,*) why+=("$BLAS_DEFAULT already") ;;
+  "OpenBLAS, core "*)
+    core=${BLAS_DEFAULT#OpenBLAS, core }
+    if [[ $(openblas_family "$core") == "$CPU_ISA" ]]; then
+      why+=("OpenBLAS core $core already has $CPU_ISA kernels (OPENBLAS_CORETYPE=$OPENBLAS_ISA_CORE: the same sgemm)")
+    else
+      FORCED_ENV+=" OPENBLAS_CORETYPE=$OPENBLAS_ISA_CORE"
+      kept+=("OPENBLAS_CORETYPE=$OPENBLAS_ISA_CORE: OpenBLAS core $core → $OPENBLAS_ISA_CORE")
+    fi
+    ;;
+  *) why+=("its BLAS could not be identified") ;;
+  esac
+  FORCED_ENV=${FORCED_ENV# }
+  if [[ -n $FORCED_ENV ]]; then
+    read -ra forced <<<"$FORCED_ENV" # VAR=VALUE words; no value holds a space
+    BLAS_FORCED=$(torch_blas "$py" "${forced[@]}")
+    FORCED_NOTE=$(join_semi "${kept[@]}")
+    if ((${#why[@]} > 0)); then FORCED_NOTE+="; unchanged: $(join_semi "${why[@]}")"; fi
+  else
+    FORCED_NOTE="no ISA knob changes anything: $(join_semi "${why[@]}")"
+  fi
+}
+join_semi() { # ITEM ...: the items joined by "; "
+  local out="" item
+  for item in "$@"; do out+="${out:+; }$item"; done
+  echo "$out"
+}
+
 # The machine a result was measured on: sets CPU_MODEL, SOCKETS, CORES, TPC, MEM, OS,
 # CC_VER, BUILD_TYPE, OPENBLAS_VER, STARPU_VER, COMMIT and ENV_NOTE.
 machine_facts() {
@@ -203,7 +334,9 @@ machine_facts() {
     COMMIT+=" with uncommitted changes"
   fi
   ENV_NOTE=""
-  for v in OPENBLAS_NUM_THREADS OMP_NUM_THREADS STARPU_SCHED STARPU_NCPU STARPU_WORKERS_NOBIND; do
+  for v in OPENBLAS_NUM_THREADS OMP_NUM_THREADS MKL_NUM_THREADS OPENBLAS_CORETYPE \
+    MKL_ENABLE_INSTRUCTIONS ATEN_CPU_CAPABILITY ONEDNN_MAX_CPU_ISA LD_PRELOAD STARPU_SCHED \
+    STARPU_NCPU STARPU_WORKERS_NOBIND; do
     if [[ -n ${!v:-} ]]; then ENV_NOTE+=" $v=${!v}"; fi
   done
 }

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: nestpipe --engine starpu vs --engine reference vs a PyTorch CPU
-# DLRM of the same shape, plus the machine's sgemm peak, all measured in this one run.
+# DLRM of the same shape at PyTorch's best setting here (1 and all threads, each with the
+# library defaults and with the CPU's instruction set forced where a knob changes anything),
+# plus the sgemm peak of each library (OpenBLAS as detected and forced, oneDNN, PyTorch's MKL),
+# all measured in this one run.
 # Writes bench/results/<date>-starpu-vs-reference-vs-torch.md. See bench/README.md.
 #
 #   bash bench/run.sh [--steps S] [--repeats R] [--warmup W] [--quick] [--out FILE]
 #
-# Needs the project built into build/ (bash .ci/build), gcc and pkg-config openblas. The PyTorch
-# rows use torch from PyPI, which bench/lib.sh installs into a cached virtualenv on first use
-# (about 3 GB; BENCH_TORCH=system or PYTHON=... picks another). A side that fails is recorded
-# as "failed: <message>" in its row and the run carries on.
+# Needs the project built into build/ (bash .ci/build), gcc and pkg-config openblas (oneDNN's
+# libdnnl-dev too for its peak). The PyTorch rows use torch from PyPI, which bench/lib.sh
+# installs into a cached virtualenv on first use (about 3 GB; BENCH_TORCH=system or
+# PYTHON=... picks another). A side that fails is recorded as "failed: <message>" in its row
+# and the run carries on.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +24,7 @@ WARMUP=5
 QUICK=0
 OUT=""
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 while [[ $# -gt 0 ]]; do
@@ -74,20 +78,83 @@ log() { echo "run.sh: $*" >&2; }
 # shellcheck source=bench/lib.sh disable=SC1091
 . bench/lib.sh
 
-# ---- sgemm peak
-log "building sgemm_peak"
-SGEMM_BIN=$WORK/sgemm_peak
+# ---- sgemm peaks: each library with 1 thread and with every core; the best all-core figure is
+# the one nestpipe's dense rate is set against (bench/README.md "sgemm peak").
+CFLAGS_BENCH=(-std=c11 -O2 -Wall -Wextra -pedantic -D_POSIX_C_SOURCE=200809L)
+log "building sgemm_peak (OpenBLAS, oneDNN) and the MKL shim"
+SGEMM_OB=$WORK/sgemm_peak_openblas
 # shellcheck disable=SC2046 # pkg-config prints a list of flags
-gcc -std=c11 -O2 -Wall -Wextra -pedantic -D_POSIX_C_SOURCE=200809L bench/sgemm_peak.c \
-  $(pkg-config --cflags --libs openblas) -lm -o "$SGEMM_BIN"
+gcc "${CFLAGS_BENCH[@]}" bench/sgemm_peak.c $(pkg-config --cflags --libs openblas) -lm \
+  -o "$SGEMM_OB"
+# Debian's libdnnl-dev has no pkg-config file; without it the oneDNN row says so.
+SGEMM_DNNL=$WORK/sgemm_peak_onednn
+if ! gcc "${CFLAGS_BENCH[@]}" -DSGEMM_PEAK_ONEDNN bench/sgemm_peak.c -ldnnl -lm \
+  -o "$SGEMM_DNNL" 2>"$WORK/dnnl.err"; then
+  SGEMM_DNNL=""
+fi
+# The LD_PRELOAD shim that lets MKL see this CPU's instruction set (bench/mkl_intel_cpu.c).
+MKL_SHIM=$WORK/mkl_intel_cpu.so
+gcc "${CFLAGS_BENCH[@]}" -shared -fPIC bench/mkl_intel_cpu.c -o "$MKL_SHIM" 2>/dev/null ||
+  MKL_SHIM=""
+
+# Each PyTorch build's ISA settings (bench/lib.sh torch_isa_forced): TORCH_FORCED[i] is what
+# its "ISA forced" rows set (empty: no knob changes anything, and those rows are left out).
+TORCH_FORCED=() TORCH_FORCED_NOTE=() TORCH_BLAS=() TORCH_BLAS_FORCED=()
+for i in "${!TORCH_PYS[@]}"; do
+  torch_isa_forced "${TORCH_PYS[i]}" "$MKL_SHIM"
+  TORCH_FORCED+=("$FORCED_ENV") TORCH_FORCED_NOTE+=("$FORCED_NOTE")
+  TORCH_BLAS+=("$BLAS_DEFAULT") TORCH_BLAS_FORCED+=("$BLAS_FORCED")
+  log "PyTorch ${TORCH_TAGS[i]}: ${BLAS_DEFAULT}; ISA forced: $FORCED_NOTE"
+done
+
 PEAK_THREADS=(1)
 if ((NPROC > 1)); then PEAK_THREADS+=("$NPROC"); fi
-PEAK_TEXT=""
-for t in "${PEAK_THREADS[@]}"; do
-  log "sgemm peak, $t thread(s)"
-  PEAK_ALL=$(OPENBLAS_NUM_THREADS=$t "$SGEMM_BIN" "$SGEMM_N" "$SGEMM_REPS")
-  PEAK_TEXT+="${PEAK_TEXT:+, }$PEAK_ALL GFLOP/s on $t thread(s)"
-done # PEAK_ALL ends as the all-core figure
+PEAKS=$WORK/peaks.tsv
+: >"$PEAKS"
+# peak_row LIBRARY SETTING [VAR=VALUE ...] -- COMMAND ...: one line of $PEAKS per thread count
+# (library, setting, threads, ok/failed, GFLOP/s or the message, what ran). The thread count
+# goes to every library's variable, and replaces _T_ in COMMAND.
+peak_row() {
+  local lib=$1 setting=$2 t out rc envs=()
+  shift 2
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  for t in "${PEAK_THREADS[@]}"; do
+    log "sgemm peak: $lib, $setting, $t thread(s)"
+    rc=0
+    out=$(env "${envs[@]}" OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" MKL_NUM_THREADS="$t" \
+      "${@//_T_/$t}" 2>"$WORK/err") || rc=$?
+    if ((rc == 0)) && [[ $out =~ ^[0-9]+(\.[0-9]+)?\  ]]; then
+      printf '%s\t%s\t%s\tok\t%s\t%s\n' "$lib" "$setting" "$t" "${out%% *}" "${out#* }" >>"$PEAKS"
+    else
+      printf '%s\t%s\t%s\tfailed\t%s\t\n' "$lib" "$setting" "$t" \
+        "$( (tail -n 1 "$WORK/err"; echo "$out") | head -n 1 | tr '\t|' ' /')" >>"$PEAKS"
+    fi
+  done
+}
+peak_row OpenBLAS default -- "$SGEMM_OB" "$SGEMM_N" "$SGEMM_REPS"
+if [[ -n $OPENBLAS_ISA_CORE ]]; then
+  peak_row OpenBLAS "OPENBLAS_CORETYPE=$OPENBLAS_ISA_CORE" \
+    OPENBLAS_CORETYPE="$OPENBLAS_ISA_CORE" -- "$SGEMM_OB" "$SGEMM_N" "$SGEMM_REPS"
+fi
+if [[ -n $SGEMM_DNNL ]]; then
+  peak_row oneDNN default -- "$SGEMM_DNNL" "$SGEMM_N" "$SGEMM_REPS"
+else
+  printf 'oneDNN\tdefault\t%s\tfailed\tnot built: %s\t\n' "${PEAK_THREADS[-1]}" \
+    "$(grep -m1 -E 'error|cannot find' "$WORK/dnnl.err" | tr '\t|' ' /')" >>"$PEAKS"
+fi
+# PyTorch's own BLAS when it is MKL (PyPI's): linked inside libtorch, measured through torch.mm.
+# An OpenBLAS-based torch runs the OpenBLAS measured above.
+for i in "${!TORCH_PYS[@]}"; do
+  if [[ ${TORCH_BLAS[i]} != MKL,* ]]; then continue; fi
+  peak_row "PyTorch ${TORCH_TAGS[i]}" "default (${TORCH_BLAS[i]})" -- \
+    "${TORCH_PYS[i]}" bench/torch_sgemm.py --threads _T_ "$SGEMM_N" "$SGEMM_REPS"
+  if [[ -n ${TORCH_FORCED[i]} ]]; then
+    read -ra forced <<<"${TORCH_FORCED[i]}"
+    peak_row "PyTorch ${TORCH_TAGS[i]}" "ISA forced (${TORCH_BLAS_FORCED[i]})" "${forced[@]}" -- \
+      "${TORCH_PYS[i]}" bench/torch_sgemm.py --threads _T_ "$SGEMM_N" "$SGEMM_REPS"
+  fi
+done
 
 # ---- dense FLOPs per sample, forward + backward (bench/README.md "FLOP count")
 FLOPS=$("$JPY" - "$BOTTOM" "$TOP" "$TABLES" "$DIM" <<'PYEOF'
@@ -155,12 +222,28 @@ run_nestpipe reference
 FORMULA_FLOPS=$FLOPS
 if [[ -n $LAYER_FLOPS ]]; then FLOPS=$(printf '%.0f' "$LAYER_FLOPS"); fi
 
-# PyTorch with 1 thread and with every core, for each build bench/lib.sh found (PyPI's; the
-# system's too with BENCH_TORCH=both); the fastest row is "PyTorch best". OPENBLAS_NUM_THREADS
-# follows the thread count unless set: a torch on OpenBLAS (Debian's) otherwise runs its GEMMs
-# on every core whatever torch.set_num_threads says.
+# PyTorch: for each build bench/lib.sh found (PyPI's; the system's too with BENCH_TORCH=both),
+# 1 thread and every core, each with the library defaults and, where a knob changes this
+# build's kernels (TORCH_FORCED, above), with the CPU's instruction set forced: at most
+# twice the rows of the thread counts alone. The fastest row is "best PyTorch". The thread
+# count goes to torch.set_num_threads and to OMP_NUM_THREADS, MKL_NUM_THREADS and
+# OPENBLAS_NUM_THREADS unless they are set: a torch on OpenBLAS (Debian's) otherwise runs its
+# GEMMs on every core whatever torch.set_num_threads says.
 TORCH_THREADS=(1)
 if ((NPROC > 1)); then TORCH_THREADS+=("$NPROC"); fi
+torch_row() { # I THREADS LABEL NOTE [VAR=VALUE ...]
+  local i=$1 t=$2 label=$3 note=$4
+  shift 4
+  log "$label, $REPEATS runs"
+  if ! env "$@" OMP_NUM_THREADS="${OMP_NUM_THREADS:-$t}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-$t}" \
+    OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-$t}" "${TORCH_PYS[i]}" bench/dlrm_torch.py \
+    --threads "$t" --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" "${SHAPE[@]}" \
+    >"$WORK/torch.json" 2>"$WORK/err"; then
+    record_fail "$label" "$(tail -n 1 "$WORK/err")"
+    return
+  fi
+  record_ok "$label" "$(json_get "$WORK/torch.json" samples_per_s_all)" "$note"
+}
 if ((${#TORCH_PYS[@]} == 0)); then
   for t in "${TORCH_THREADS[@]}"; do
     label="PyTorch, $t thread"
@@ -169,59 +252,111 @@ if ((${#TORCH_PYS[@]} == 0)); then
   done
 fi
 for i in "${!TORCH_PYS[@]}"; do
+  read -ra forced <<<"${TORCH_FORCED[i]}"
   for t in "${TORCH_THREADS[@]}"; do
     label="PyTorch ${TORCH_TAGS[i]}, $t thread"
     if ((t > 1)); then label+="s"; fi
-    log "$label, $REPEATS runs"
-    if ! OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-$t} "${TORCH_PYS[i]}" bench/dlrm_torch.py \
-      --threads "$t" --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" "${SHAPE[@]}" \
-      >"$WORK/torch.json" 2>"$WORK/err"; then
-      record_fail "$label" "$(tail -n 1 "$WORK/err")"
-      continue
+    torch_row "$i" "$t" "$label" "library defaults (${TORCH_BLAS[i]}); after $WARMUP warm-up steps"
+    if ((${#forced[@]} > 0)); then
+      torch_row "$i" "$t" "$label, ISA forced" \
+        "${TORCH_FORCED[i]//"$WORK"\//}: ${TORCH_BLAS_FORCED[i]}; after $WARMUP warm-up steps" \
+        "${forced[@]}"
     fi
-    record_ok "$label" "$(json_get "$WORK/torch.json" samples_per_s_all)" \
-      "after $WARMUP warm-up steps"
   done
 done
 
-# ---- the table (medians, ratios, GFLOP/s) and the issue's goal: starpu >= 2x PyTorch best
-"$JPY" - "$RES" "$FLOPS" "$PEAK_ALL" >"$WORK/table.md" <<'PYEOF'
+# ---- the sgemm peak table, the results table (medians, ratios, GFLOP/s) and the issue's goal:
+# starpu >= 2x the best PyTorch
+"$JPY" - "$RES" "$FLOPS" "$PEAKS" "$NPROC" "$WORK/peaks.md" "$WORK/table.md" <<'PYEOF'
 import statistics, sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1], encoding="utf-8")]
-flops, peak = float(sys.argv[2]), float(sys.argv[3])
+flops, nproc = float(sys.argv[2]), int(sys.argv[4])
+peaks = [line.rstrip("\n").split("\t") for line in open(sys.argv[3], encoding="utf-8")]
+cores = lambda t: f"{t} core" + ("s" if t > 1 else "")
+
+# sgemm peaks: one row per library and setting, a column per thread count
+threads = sorted({int(p[2]) for p in peaks})
+libs = list(dict.fromkeys((p[0], p[1]) for p in peaks))
+cell, what = {}, {}
+for lib, setting, t, status, value, w in peaks:
+    cell[lib, setting, int(t)] = value if status == "ok" else f"failed: {value}"
+    if status == "ok" and w:
+        what.setdefault((lib, setting), w)
+ok = [(float(v), lib, s) for lib, s, t, st, v, _ in peaks if st == "ok" and int(t) == nproc]
+peak_best = max(ok) if ok else None
+with open(sys.argv[5], "w", encoding="utf-8") as out:
+    print("| library | setting | what ran | " + " | ".join(cores(t) for t in threads) + " |",
+          file=out)
+    print("|---|---|---|" + "---:|" * len(threads), file=out)
+    for lib, setting in libs:
+        cells = [cell.get((lib, setting, t), "–") for t in threads]
+        if peak_best and (lib, setting) == peak_best[1:]:
+            cells[-1] = f"**{cells[-1]}**"
+        print(f"| {lib} | {setting} | {what.get((lib, setting), '–')} | " + " | ".join(cells)
+              + " |", file=out)
+    print(file=out)
+    if peak_best:
+        print(f"**Best {cores(nproc)} sgemm peak: {peak_best[0]:.1f} GFLOP/s** ({peak_best[1]}, "
+              f"{peak_best[2]}): the figure every \"% of sgemm peak\" below is against.", file=out)
+    else:
+        print("**No sgemm peak measured** (every library failed): no \"% of sgemm peak\".",
+              file=out)
+peak = peak_best[0] if peak_best else None
+
 med = {label: statistics.median(float(v) for v in data.split())
        for label, status, data, _ in rows if status == "ok"}
 torch = [k for k in med if k.startswith("PyTorch")]
 best = max(torch, key=med.get) if torch else None
 ref, sp = "nestpipe --engine reference", "nestpipe --engine starpu, data excluded"
+spa = "nestpipe --engine starpu"
 def ref_for(label):  # compare like with like: data excluded vs data excluded
     return ref + ", data excluded" if label.endswith(", data excluded") else ref
 def ratio(a, b):
     return f"{med[a] / med[b]:.2f}×" if a in med and b in med else "–"
-print("| config | samples/s (median) | min / max | vs PyTorch best | vs reference "
-      "| dense GFLOP/s | % of sgemm peak | notes |")
-print("|---|---:|---:|---:|---:|---:|---:|---|")
-for label, status, data, note in rows:
-    name = label + (" (best PyTorch)" if label == best else "")
-    if status != "ok":
-        print(f"| {name} | failed: {data.replace('|', '/')} | | | | | | |")
-        continue
-    x = [float(v) for v in data.split()]
-    gf = flops * med[label] / 1e9
-    print(f"| {name} | {med[label]:.0f} | {min(x):.0f} / {max(x):.0f} | {ratio(label, best)} "
-          f"| {ratio(label, ref_for(label))} | {gf:.1f} | {100 * gf / peak:.0f}% | {note} |")
-print()
-if sp in med and best:
-    met = "met" if med[sp] >= 2 * med[best] else "not met"
-    print(f"Goal, starpu ≥ 2× the best PyTorch: **{met}** ({ratio(sp, best)} of {best}).")
-else:
-    print("Goal, starpu ≥ 2× the best PyTorch: **not measured** (a side failed).")
-if best:
-    ceiling = peak * 1e9 / flops
-    print()
-    print(f"Ceiling: the dense work alone at 100% of the all-core sgemm peak allows "
-          f"{ceiling:.0f} samples/s; 2× the best PyTorch is {2 * med[best]:.0f} samples/s "
-          f"({100 * 2 * med[best] / ceiling:.0f}% of that ceiling).")
+def gflops(label):
+    return flops * med[label] / 1e9
+def of_peak(label):
+    return f"{100 * gflops(label) / peak:.0f}%" if peak else "–"
+with open(sys.argv[6], "w", encoding="utf-8") as out:
+    print("| config | samples/s (median) | min / max | × of best PyTorch | vs reference "
+          "| dense GFLOP/s | % of sgemm peak | notes |", file=out)
+    print("|---|---:|---:|---:|---:|---:|---:|---|", file=out)
+    for label, status, data, note in rows:
+        name = label + (" (**best PyTorch**)" if label == best else "")
+        if status != "ok":
+            print(f"| {name} | failed: {data.replace('|', '/')} | | | | | | |", file=out)
+            continue
+        x = [float(v) for v in data.split()]
+        print(f"| {name} | {med[label]:.0f} | {min(x):.0f} / {max(x):.0f} "
+              f"| {ratio(label, best)} | {ratio(label, ref_for(label))} | {gflops(label):.1f} "
+              f"| {of_peak(label)} | {note} |", file=out)
+    print(file=out)
+    if best:
+        print(f"Best PyTorch: **{best}**, {med[best]:.0f} samples/s (the fastest of the "
+              f"{len(torch)} PyTorch rows).", file=out)
+        print(file=out)
+    for label in (sp, spa):
+        if label in med and best:
+            print(f"- {label}: **{ratio(label, best)} of best PyTorch**; dense work "
+                  f"{gflops(label):.1f} GFLOP/s = **{of_peak(label)}** of the best "
+                  f"{cores(nproc)} sgemm peak"
+                  + (f" ({peak:.1f} GFLOP/s)." if peak else "."), file=out)
+        elif label in med:
+            print(f"- {label}: dense work {gflops(label):.1f} GFLOP/s = {of_peak(label)} of the "
+                  f"best {cores(nproc)} sgemm peak; no PyTorch row to compare with.", file=out)
+    print(file=out)
+    if sp in med and best:
+        met = "met" if med[sp] >= 2 * med[best] else "not met"
+        print(f"Goal, starpu ≥ 2× the best PyTorch: **{met}** ({ratio(sp, best)} of {best}).",
+              file=out)
+    else:
+        print("Goal, starpu ≥ 2× the best PyTorch: **not measured** (a side failed).", file=out)
+    if best and peak:
+        ceiling = peak * 1e9 / flops
+        print(file=out)
+        print(f"Ceiling: the dense work alone at 100% of the best {cores(nproc)} sgemm peak "
+              f"allows {ceiling:.0f} samples/s; 2× the best PyTorch is {2 * med[best]:.0f} "
+              f"samples/s ({100 * 2 * med[best] / ceiling:.0f}% of that ceiling).", file=out)
 PYEOF
 
 # ---- the machine (bench/lib.sh)
@@ -241,8 +376,18 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "sparse). $STEPS timed steps per run, $REPEATS runs per side; samples/s is the median run."
   echo "Dense work: $FLOPS FLOP per sample, forward + backward, from the layers' flop counts" \
     "(the formula of bench/README.md gives $FORMULA_FLOPS)."
-  echo "sgemm peak (OpenBLAS, ${SGEMM_N}², median of $SGEMM_REPS): $PEAK_TEXT;"
-  echo "\"% of sgemm peak\" is against the $NPROC-thread figure."
+  echo
+  echo "## sgemm peak"
+  echo
+  echo "GFLOP/s of a ${SGEMM_N}² sgemm, median of $SGEMM_REPS runs after an untimed one, each"
+  echo "checked against a double dot product first; threads from OPENBLAS_NUM_THREADS,"
+  echo "OMP_NUM_THREADS (oneDNN) or torch.set_num_threads (PyTorch's MKL, through torch.mm)."
+  echo "CPU instruction set for the forced settings: ${CPU_ISA:-none of avx512, avx2} (from"
+  echo "/proc/cpuinfo)."
+  echo
+  cat "$WORK/peaks.md"
+  echo
+  echo "## Results"
   echo
   cat "$WORK/table.md"
   echo
@@ -250,8 +395,24 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "first, synthetic batch generation included. PyTorch's leaves out data generation (done"
   echo "beforehand) and its warm-up steps; the 'data excluded' rows leave out the time nestpipe"
   echo "spends in its data source (\`samples_per_s_compute\`), which is the fair comparison and"
-  echo "the one the goal is judged on. **PyTorch best** is the fastest PyTorch median: each build"
-  echo "measured (Machine, below), with 1 and $NPROC thread(s)."
+  echo "the one the goal is judged on. **Best PyTorch** is the fastest PyTorch median: each build"
+  echo "measured (Machine, below), with 1 and $NPROC thread(s), each with the library defaults"
+  echo "and, where a knob changes the build's kernels, with the CPU's instruction set forced."
+  echo
+  echo "## PyTorch settings"
+  echo
+  if ((${#TORCH_PYS[@]} == 0)); then echo "- no PyTorch: $TORCH_MISSING"; fi
+  for i in "${!TORCH_PYS[@]}"; do
+    if [[ -n ${TORCH_FORCED[i]} ]]; then
+      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_BLAS[i]}; \"ISA forced\" rows set" \
+        "\`${TORCH_FORCED[i]//"$WORK"\//}\`: ${TORCH_FORCED_NOTE[i]}."
+    else
+      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_BLAS[i]}; no \"ISA forced\" rows," \
+        "${TORCH_FORCED_NOTE[i]}."
+    fi
+  done
+  echo "- Not used, as they change nothing for PyPI's MKL on an AMD CPU (bench/README.md" \
+    "\"PyTorch's ISA knobs\"): MKL_DEBUG_CPU_TYPE, MKL_ENABLE_INSTRUCTIONS."
   echo
   machine_section
   echo
@@ -261,11 +422,22 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo "bash bench/run.sh $RUN_FLAGS"
   echo "build/nestpipe train --engine {starpu,reference} ${SHAPE[*]} --steps $STEPS" \
     "--eval-samples 0 --quiet --metrics-json FILE"
-  for py in "${TORCH_SHOWN[@]:-python3}"; do
-    echo "OPENBLAS_NUM_THREADS=t $py bench/dlrm_torch.py" \
+  for i in "${!TORCH_PYS[@]}"; do
+    echo "OMP_NUM_THREADS=t MKL_NUM_THREADS=t OPENBLAS_NUM_THREADS=t [ISA forced:" \
+      "${TORCH_FORCED[i]//"$WORK"\//}] ${TORCH_SHOWN[i]} bench/dlrm_torch.py" \
       "--threads t --steps $STEPS --warmup $WARMUP --repeats $REPEATS ${SHAPE[*]}"
   done
+  if ((${#TORCH_PYS[@]} == 0)); then
+    echo "OMP_NUM_THREADS=t MKL_NUM_THREADS=t OPENBLAS_NUM_THREADS=t python3 bench/dlrm_torch.py" \
+      "--threads t --steps $STEPS --warmup $WARMUP --repeats $REPEATS ${SHAPE[*]}"
+  fi
   echo "# t = $(IFS=,; echo "${TORCH_THREADS[*]}")"
+  echo "OPENBLAS_NUM_THREADS=t [OPENBLAS_CORETYPE=${OPENBLAS_ISA_CORE:-...}] sgemm_peak_openblas" \
+    "$SGEMM_N $SGEMM_REPS    # gcc bench/sgemm_peak.c \$(pkg-config --cflags --libs openblas)"
+  echo "OMP_NUM_THREADS=t sgemm_peak_onednn $SGEMM_N $SGEMM_REPS" \
+    "   # gcc -DSGEMM_PEAK_ONEDNN bench/sgemm_peak.c -ldnnl"
+  echo "[ISA forced] python bench/torch_sgemm.py --threads t $SGEMM_N $SGEMM_REPS" \
+    "   # each MKL-based PyTorch"
   echo '```'
 } >"$OUT"
 log "wrote $OUT"

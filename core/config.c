@@ -44,7 +44,7 @@ void np_config_defaults(np_config *cfg) {
     cfg->adagrad_eps = 1e-8;
     cfg->seed = 42;
     cfg->engine = NP_ENGINE_STARPU;
-    cfg->pipeline = NP_PIPELINE_SEQUENTIAL;
+    cfg->pipeline = NP_PIPELINE_AUTO;
     snprintf(cfg->sched, sizeof cfg->sched, "lws");
     cfg->chunks = 4;
     cfg->windows = 0;
@@ -62,9 +62,23 @@ int np_config_top_input(const np_config *cfg) {
     return cfg->dim + t1 * (t1 - 1) / 2;
 }
 
+np_pipeline np_config_pipeline(const np_config *cfg) {
+    if (cfg->engine == NP_ENGINE_REFERENCE) return NP_PIPELINE_SEQUENTIAL;
+    if (cfg->pipeline != NP_PIPELINE_AUTO) return cfg->pipeline;
+    /* the fastest modes that keep the model exact, measured in bench/ (docs/pipeline.md) */
+    return cfg->ranks > 1 ? NP_PIPELINE_NESTPIPE : NP_PIPELINE_DBP;
+}
+
 int np_config_windows(const np_config *cfg) {
     if (cfg->windows) return cfg->windows;
-    return cfg->pipeline == NP_PIPELINE_FWP || cfg->pipeline == NP_PIPELINE_NESTPIPE ? 4 : 1;
+    np_pipeline p = np_config_pipeline(cfg);
+    if (p != NP_PIPELINE_FWP && p != NP_PIPELINE_NESTPIPE) return 1;
+    /* 4 by default, fewer when a rank's share of the batch cannot fill 4 x chunks pieces */
+    long local = cfg->ranks > 0 ? cfg->batch / cfg->ranks : cfg->batch;
+    int w = 4;
+    while (w > 1 && (long)w * (cfg->chunks > 0 ? cfg->chunks : 1) > local)
+        w--;
+    return w;
 }
 
 int64_t np_config_rows(const np_config *cfg, int t) {
@@ -295,12 +309,12 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         else
             return bad(err, where, key, value, "reference or starpu");
     } else if (!strcmp(key, "pipeline")) {
-        static const char *names[] = {"sequential", "dbp", "async", "fwp", "nestpipe"};
+        static const char *names[] = {"sequential", "dbp", "async", "fwp", "nestpipe", "auto"};
         int found = -1;
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             if (!strcmp(value, names[k])) found = k;
         if (found < 0)
-            return bad(err, where, key, value, "sequential, dbp, async, fwp or nestpipe");
+            return bad(err, where, key, value, "auto, sequential, dbp, async, fwp or nestpipe");
         c.pipeline = (np_pipeline)found;
     } else if (!strcmp(key, "sched")) {
         size_t n = strlen(value);
@@ -459,7 +473,8 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "chunks: %d windows of %d chunks make %d pieces; use windows x chunks "
                       "<= 64",
                       nwin, c->chunks, nwin * c->chunks);
-    if (c->engine == NP_ENGINE_REFERENCE && c->pipeline != NP_PIPELINE_SEQUENTIAL)
+    if (c->engine == NP_ENGINE_REFERENCE && c->pipeline != NP_PIPELINE_SEQUENTIAL &&
+        c->pipeline != NP_PIPELINE_AUTO)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "pipeline: the reference trainer has no pipeline; use --engine starpu for "
                       "dbp, async, fwp or nestpipe");

@@ -158,11 +158,10 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     e->C = cfg->chunks;
     e->W = np_config_windows(cfg);
     e->cluster = cfg->cluster;
-    e->fwp = cfg->pipeline == NP_PIPELINE_FWP || cfg->pipeline == NP_PIPELINE_NESTPIPE;
-    e->ahead = cfg->pipeline == NP_PIPELINE_SEQUENTIAL || cfg->pipeline == NP_PIPELINE_FWP
-                   ? 0
-                   : NP_SLOTS - 1;
-    e->sync = cfg->pipeline == NP_PIPELINE_DBP || cfg->pipeline == NP_PIPELINE_NESTPIPE;
+    np_pipeline pipe = np_config_pipeline(cfg);
+    e->fwp = pipe == NP_PIPELINE_FWP || pipe == NP_PIPELINE_NESTPIPE;
+    e->ahead = pipe == NP_PIPELINE_SEQUENTIAL || pipe == NP_PIPELINE_FWP ? 0 : NP_SLOTS - 1;
+    e->sync = pipe == NP_PIPELINE_DBP || pipe == NP_PIPELINE_NESTPIPE;
     e->comm_worker = -1;
     int nw = (int)starpu_worker_get_count();
     if (e->R > 1 && nw >= 2) {

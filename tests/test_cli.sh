@@ -130,7 +130,8 @@ grep -q '"traceEvents"' "$W/trace.json" && ok "trace written" || bad "no trace"
   grep -q "(5 batches in" "$W/rep.txt" && ok "trace report --from-batch keeps batches 15..19" ||
   bad "trace report --from-batch: $(head -n 3 "$W/rep.txt") $(cat "$W/err")"
 expect_fail "trace report of a missing file" 2 "$W/none.json" -- "$NP" trace report "$W/none.json"
-grep -q '"pipeline": "sequential"' "$W/sp.json" && ok "metrics name the pipeline" || bad "metrics pipeline"
+grep -q '"pipeline": "dbp"' "$W/sp.json" && ok "metrics name the pipeline (auto: dbp on one rank)" ||
+  bad "metrics pipeline: $(grep -o '"pipeline": "[a-z]*"' "$W/sp.json")"
 "$NP" compare "$W/sp.params" "$W/tsv.params" >/dev/null 2>&1
 [[ $? -eq 1 ]] && ok "compare tells different models apart" || bad "compare missed a difference"
 

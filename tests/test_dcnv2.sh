@@ -43,7 +43,8 @@ for rank in 0 3; do
     done
     # modes that reorder work in time: the bytes of sequential with the same windows
     for R in 1 2; do
-      run "$R" "$W/seq" --cross-rank "$rank" --sparse-optim "$optim" --windows 2 || continue
+      run "$R" "$W/seq" --cross-rank "$rank" --sparse-optim "$optim" --windows 2 \
+        --pipeline sequential || continue
       for pipe in dbp fwp nestpipe; do
         run "$R" "$W/$pipe" --cross-rank "$rank" --sparse-optim "$optim" --windows 2 \
           --pipeline "$pipe" && same "$tag R=$R $pipe = sequential (bytes)" "$W/seq" "$W/$pipe"
@@ -61,7 +62,7 @@ for sched in eager prio dmda dmdas ws; do
   done
 done
 # the pipelined modes on 2 ranks under another scheduler, still the same bytes
-run 2 "$W/a" --windows 2 --sched prio && run 2 "$W/b" --windows 2 --sched prio \
+run 2 "$W/a" --windows 2 --sched prio --pipeline sequential && run 2 "$W/b" --windows 2 --sched prio \
   --pipeline nestpipe && same "R=2 prio: nestpipe = sequential (bytes)" "$W/a" "$W/b"
 
 # a bad cross rank is one line, exit 2

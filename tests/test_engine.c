@@ -32,6 +32,7 @@ static np_config small_cfg(np_engine engine, const char *optim) {
         np_config_set(&c, "sparse-optim", optim, "t", &e) || np_config_check(&c, &e))
         fail_msg("config: %s", e.msg);
     c.engine = engine;
+    c.pipeline = NP_PIPELINE_SEQUENTIAL; /* the baseline the pipelined modes are held to */
     return c;
 }
 

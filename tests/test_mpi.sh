@@ -58,7 +58,7 @@ done
 # whose consecutive batches share rows; async (no sync) trains a different model
 for optim in sgd rowwise-adagrad; do
   for R in 2 4; do
-    run_np "$R" "$W/seq" --sparse-optim "$optim" --rows 300 --zipf 1.2 &&
+    run_np "$R" "$W/seq" --sparse-optim "$optim" --rows 300 --zipf 1.2 --pipeline sequential &&
       run_np "$R" "$W/dbp" --sparse-optim "$optim" --rows 300 --zipf 1.2 --pipeline dbp \
         --metrics-json "$W/dbp.json" || bad "R=$R dbp run failed: $(tail -n 3 "$W/err")"
     cmp -s "$W/seq" "$W/dbp" && ok "R=$R $optim: dbp gives the bytes of sequential" ||
@@ -75,7 +75,7 @@ for optim in sgd rowwise-adagrad; do
     --sparse-optim "$optim" --dump-params "$W/ref_fw" >/dev/null 2>"$W/err" ||
     bad "reference $optim: $(cat "$W/err")"
   for R in 2 4; do
-    run_np "$R" "$W/seq" --sparse-optim "$optim" "${FW[@]}" ||
+    run_np "$R" "$W/seq" --sparse-optim "$optim" "${FW[@]}" --pipeline sequential ||
       bad "R=$R sequential windows run failed: $(tail -n 3 "$W/err")"
     "$NP" compare "$W/seq" "$W/ref_fw" --rtol 1e-4 --atol 1e-5 >"$W/cmp" &&
       ok "R=$R $optim: 4 windows match the reference" ||
@@ -161,7 +161,7 @@ fi
 # a 2-rank traced run: one merged trace that loads, a report in which sequential mode
 # leaves the exchanges fully exposed (one worker per rank: nothing can overlap them), Paje
 # that pj_dump parses and an SVG that renders
-if run_np 2 "$W/tp" --steps 4 --trace "$W/t.json" --metrics-json "$W/tm.json" &&
+if run_np 2 "$W/tp" --steps 4 --pipeline sequential --trace "$W/t.json" --metrics-json "$W/tm.json" &&
   "$NP" trace report "$W/t.json" --json >"$W/rep.json" 2>"$W/err"; then
   ok "2-rank trace written and read back"
   grep -q '"rank": 1' "$W/rep.json" && ok "the trace holds both ranks" || bad "rank 1 missing from the trace"

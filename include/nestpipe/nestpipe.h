@@ -104,6 +104,7 @@ typedef enum np_pipeline {
     NP_PIPELINE_ASYNC,      /* dbp without the sync: the stale baseline */
     NP_PIPELINE_FWP,        /* frozen-window pipelining: windows' exchanges overlap compute */
     NP_PIPELINE_NESTPIPE,   /* dbp + fwp */
+    NP_PIPELINE_AUTO,       /* the default: dbp on one rank, nestpipe on several */
 } np_pipeline;
 
 /* Every field has a config-file key and a flag of the same name (see docs/cli.md);
@@ -186,6 +187,9 @@ NP_API int np_config_top_input(const np_config *cfg);
 /* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1
  * otherwise. Modes match bit for bit only with the same windows, so compare with it set. */
 NP_API int np_config_windows(const np_config *cfg);
+/* The pipeline a config runs: "auto" resolved by the rank count (dbp on one rank, nestpipe
+ * on several); sequential for the reference trainer, which has none. */
+NP_API np_pipeline np_config_pipeline(const np_config *cfg);
 
 /* Rows of table t (handles the single-value form of "rows"). */
 NP_API int64_t np_config_rows(const np_config *cfg, int t);
