@@ -164,6 +164,9 @@ def main():
     p.add_argument("--steps", type=int, default=50, help="timed steps per repeat (default 50)")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
     p.add_argument("--repeats", type=int, default=3, help="timed repeats (default 3)")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time with the process's CPU time, not wall time (with 1 thread: its "
+                        "work alone, whatever else the machine runs; bench/isa_knobs.sh)")
     p.add_argument("--tables", type=int, default=26)
     p.add_argument("--rows", type=int, default=100000)
     p.add_argument("--zipf", type=float, default=1.05)
@@ -218,13 +221,14 @@ def main():
 
     for k in range(args.warmup):
         losses.append(step(k).item())
+    clock = time.process_time if args.cpu_time else time.perf_counter
     rates = []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for k in range(args.steps):
             loss = step(k)
         losses.append(loss.item())  # reading the loss once per repeat keeps the loop lean
-        rates.append(args.steps * args.batch / (time.perf_counter() - t0))
+        rates.append(args.steps * args.batch / (clock() - t0))
 
     # A benchmark validates before it reports: a diverged run's speed means nothing.
     if not all(np.isfinite(losses)):

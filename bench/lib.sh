@@ -282,7 +282,7 @@ torch_isa_forced() {
         why+=("MKL on its non-Intel path, which the shim does not change")
       else
         FORCED_ENV+=" LD_PRELOAD=$shim${LD_PRELOAD:+:$LD_PRELOAD}"
-        kept+=("LD_PRELOAD=$(basename "$shim") (bench/mkl_intel_cpu.c): $BLAS_DEFAULT → ${blas2#MKL, }")
+        kept+=("LD_PRELOAD=$(basename "$shim") (bench/mkl_intel_cpu.c): $BLAS_DEFAULT → $blas2")
       fi
     fi
     ;;

@@ -272,7 +272,8 @@ import statistics, sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1], encoding="utf-8")]
 flops, nproc = float(sys.argv[2]), int(sys.argv[4])
 peaks = [line.rstrip("\n").split("\t") for line in open(sys.argv[3], encoding="utf-8")]
-cores = lambda t: f"{t} core" + ("s" if t > 1 else "")
+cores = lambda t: f"{t} core" + ("s" if t > 1 else "")  # a column: "2 cores"
+core_adj = lambda t: f"{t}-core"                        # "the 2-core peak"
 
 # sgemm peaks: one row per library and setting, a column per thread count
 threads = sorted({int(p[2]) for p in peaks})
@@ -296,7 +297,7 @@ with open(sys.argv[5], "w", encoding="utf-8") as out:
               + " |", file=out)
     print(file=out)
     if peak_best:
-        print(f"**Best {cores(nproc)} sgemm peak: {peak_best[0]:.1f} GFLOP/s** ({peak_best[1]}, "
+        print(f"**Best {core_adj(nproc)} sgemm peak: {peak_best[0]:.1f} GFLOP/s** ({peak_best[1]}, "
               f"{peak_best[2]}): the figure every \"% of sgemm peak\" below is against.", file=out)
     else:
         print("**No sgemm peak measured** (every library failed): no \"% of sgemm peak\".",
@@ -339,11 +340,11 @@ with open(sys.argv[6], "w", encoding="utf-8") as out:
         if label in med and best:
             print(f"- {label}: **{ratio(label, best)} of best PyTorch**; dense work "
                   f"{gflops(label):.1f} GFLOP/s = **{of_peak(label)}** of the best "
-                  f"{cores(nproc)} sgemm peak"
+                  f"{core_adj(nproc)} sgemm peak"
                   + (f" ({peak:.1f} GFLOP/s)." if peak else "."), file=out)
         elif label in med:
             print(f"- {label}: dense work {gflops(label):.1f} GFLOP/s = {of_peak(label)} of the "
-                  f"best {cores(nproc)} sgemm peak; no PyTorch row to compare with.", file=out)
+                  f"best {core_adj(nproc)} sgemm peak; no PyTorch row to compare with.", file=out)
     print(file=out)
     if sp in med and best:
         met = "met" if med[sp] >= 2 * med[best] else "not met"
@@ -354,7 +355,7 @@ with open(sys.argv[6], "w", encoding="utf-8") as out:
     if best and peak:
         ceiling = peak * 1e9 / flops
         print(file=out)
-        print(f"Ceiling: the dense work alone at 100% of the best {cores(nproc)} sgemm peak "
+        print(f"Ceiling: the dense work alone at 100% of the best {core_adj(nproc)} sgemm peak "
               f"allows {ceiling:.0f} samples/s; 2× the best PyTorch is {2 * med[best]:.0f} "
               f"samples/s ({100 * 2 * med[best] / ceiling:.0f}% of that ceiling).", file=out)
 PYEOF
@@ -404,8 +405,8 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   if ((${#TORCH_PYS[@]} == 0)); then echo "- no PyTorch: $TORCH_MISSING"; fi
   for i in "${!TORCH_PYS[@]}"; do
     if [[ -n ${TORCH_FORCED[i]} ]]; then
-      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_BLAS[i]}; \"ISA forced\" rows set" \
-        "\`${TORCH_FORCED[i]//"$WORK"\//}\`: ${TORCH_FORCED_NOTE[i]}."
+      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_BLAS[i]}; the \"ISA forced\" rows" \
+        "set ${TORCH_FORCED_NOTE[i]}."
     else
       echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_BLAS[i]}; no \"ISA forced\" rows," \
         "${TORCH_FORCED_NOTE[i]}."

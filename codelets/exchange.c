@@ -156,7 +156,8 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t);
+    /* one rank without MPI sends nothing: its keys only change buffers */
+    a->out.bytes = a->comm ? (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t) : 0;
 }
 
 /* ---- owner side: distinct rows per table across requesters and windows, and the E row

@@ -162,10 +162,11 @@ np_status np_dense_reduce_submit(np_sp_engine *e, long b, int w, np_error *err) 
         a.xa.n = x->pn;
         for (int k = 0; k < K; k++)
             parts[k] = e->ch[k].gd[v].h;
-        if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, K, parts, x->pn, NULL, 0, 0, e->glocal[v].h,
-                                err)) ||
-            (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal[v].h, e->gdense[v].h, e->gall[v].h,
-                                      e->token.h, err)))
+        /* one rank: the chunk sum is the gradient; nothing to all-reduce, nothing to copy */
+        np_h sum_to = e->R > 1 ? e->glocal[v].h : e->gdense[v].h;
+        if ((st = np_submit_sum(&a.ctx, NP_NODE_BWD, K, parts, x->pn, NULL, 0, 0, sum_to, err)) ||
+            (e->R > 1 && (st = np_submit_allreduce(&a.ctx, &a.xa, e->glocal[v].h, e->gdense[v].h,
+                                                   e->gall[v].h, e->token.h, err))))
             return st;
     }
     a.ctx.node = -1;
