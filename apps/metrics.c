@@ -45,6 +45,8 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
     json_object_set_new(o, "chunks", json_integer(cfg->chunks));
+    json_object_set_new(o, "precision",
+                        json_string(cfg->precision == NP_PRECISION_BF16 ? "bf16" : "fp32"));
     json_object_set_new(o, "windows", json_integer(np_config_windows(cfg)));
     json_object_set_new(o, "cluster", json_string(cfg->cluster ? "keys" : "none"));
     json_object_set_new(o, "ranks", json_integer(cfg->ranks));

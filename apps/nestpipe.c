@@ -54,6 +54,8 @@ static const char *train_help =
     "  --adagrad-eps X        row-wise Adagrad epsilon [1e-8]\n"
     "  --seed S               seed of data and initialisation [42]\n"
     "  --engine reference|starpu              [starpu]\n"
+    "  --precision fp32|bf16  dense products on bf16 inputs, fp32 accumulation and weights;\n"
+    "                         needs a CPU with avx512_bf16 [fp32]\n"
     "  --pipeline auto|sequential|dbp|fwp|nestpipe|async   how batches overlap; auto = dbp on\n"
     "                         one rank, nestpipe on several; async is stale [auto]\n"
     "output:\n"

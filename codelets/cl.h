@@ -20,6 +20,7 @@
 typedef struct np_cl_layer_args {
     int def;  /* registry index of the kind */
     long n;   /* rows of the chunk */
+    np_precision precision; /* the run's --precision, handed to the kernel */
     np_layer_hp hp;
     np_layer_shape shape;
     int b_in[NP_LAYER_MAX_IN];    /* input k's buffer ... */

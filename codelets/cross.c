@@ -40,14 +40,15 @@ static np_status cross_shape(const np_layer_hp *hp, np_layer_shape *s, np_error 
 static void cross_fwd(const np_layer_io *io) {
     long n = io->n;
     int D = io->shape->out, r = io->hp->i[0];
+    unsigned bf = np_gemm_precision(io->precision);
     const float *x0 = io->in[0], *xl = io->in[1];
     float *u = io->saved; /* (n, D) */
     if (r == 0) {
-        np_linear_fwd(xl, io->param[0], io->param[1], u, n, D, D, 0);
+        np_linear_fwd(xl, io->param[0], io->param[1], u, n, D, D, bf);
     } else {
         float *h = io->saved + (size_t)n * (size_t)D; /* (n, r) = x_l V^T */
-        np_gemm(NP_GEMM_TB, n, r, D, xl, D, io->param[1], D, NULL, h, r);
-        np_linear_fwd(h, io->param[0], io->param[2], u, n, r, D, 0);
+        np_gemm(NP_GEMM_TB | bf, n, r, D, xl, D, io->param[1], D, NULL, h, r);
+        np_linear_fwd(h, io->param[0], io->param[2], u, n, r, D, bf);
     }
     for (size_t i = 0; i < (size_t)n * (size_t)D; i++)
         io->out[i] = x0[i] * u[i] + xl[i];
@@ -56,6 +57,7 @@ static void cross_fwd(const np_layer_io *io) {
 static void cross_bwd(const np_layer_io *io) {
     long n = io->n;
     int D = io->shape->out, r = io->hp->i[0];
+    unsigned bf = np_gemm_precision(io->precision);
     size_t nD = (size_t)n * (size_t)D;
     const float *x0 = io->in[0], *xl = io->in[1], *u = io->saved, *dy = io->dout;
     float *du = io->scratch; /* (n, D) */
@@ -66,15 +68,15 @@ static void cross_bwd(const np_layer_io *io) {
             io->din[0][i] = dy[i] * u[i];
     float *dxl = io->din[1];
     if (r == 0) {
-        np_linear_bwd(xl, io->param[0], du, dxl, io->dparam[0], io->dparam[1], n, D, D);
+        np_linear_bwd(xl, io->param[0], du, dxl, io->dparam[0], io->dparam[1], n, D, D, bf);
     } else {
         const float *h = io->saved + nD;
         float *dh = io->scratch + nD; /* (n, r) */
         /* u = h U^T + b: dh = du U, dU = du^T h, db = column sums of du */
-        np_linear_bwd(h, io->param[0], du, dh, io->dparam[0], io->dparam[2], n, r, D);
+        np_linear_bwd(h, io->param[0], du, dh, io->dparam[0], io->dparam[2], n, r, D, bf);
         /* h = x_l V^T: dV = dh^T x_l, dx_l = dh V */
-        np_gemm(NP_GEMM_TA, r, D, n, dh, r, xl, D, NULL, io->dparam[1], D);
-        if (dxl) np_gemm(0, n, D, r, dh, r, io->param[1], D, NULL, dxl, D);
+        np_gemm(NP_GEMM_TA | bf, r, D, n, dh, r, xl, D, NULL, io->dparam[1], D);
+        if (dxl) np_gemm(bf, n, D, r, dh, r, io->param[1], D, NULL, dxl, D);
     }
     if (dxl) /* x_l also passes straight through */
         for (size_t i = 0; i < nD; i++)

@@ -5,6 +5,7 @@
  * Not here: which products a layer needs (linear.c, cross.c). */
 #include "codelets/gemm.h"
 
+#include "codelets/kernels.h" /* NP_TARGET_CLONES */
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 #include <pthread.h>
@@ -25,6 +26,8 @@ typedef struct {
 
 typedef struct {
     dnnl_stream_t stream;
+    uint16_t *abuf, *bbuf; /* bf16 copies of A and B */
+    size_t acap, bcap;
     gemm_entry e[NP_GEMM_CACHE];
     int n, next; /* entries in use; the next one to replace when full */
 } gemm_cache;
@@ -55,6 +58,8 @@ static void cache_free(void *p) {
     for (int i = 0; i < c->n; i++)
         entry_free(&c->e[i]);
     if (c->stream) dnnl_stream_destroy(c->stream);
+    free(c->abuf);
+    free(c->bbuf);
     free(c);
 }
 
@@ -79,9 +84,10 @@ static gemm_cache *thread_cache(void) {
     return c;
 }
 
-static dnnl_memory_t memory(const dnnl_dims_t dims, const dnnl_dims_t strides) {
+static dnnl_memory_t memory(const dnnl_dims_t dims, const dnnl_dims_t strides,
+                            dnnl_data_type_t type) {
     dnnl_memory_desc_t d;
-    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&d, 2, dims, dnnl_f32, strides);
+    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&d, 2, dims, type, strides);
     if (s != dnnl_success) die("memory descriptor", s);
     dnnl_memory_t m;
     s = dnnl_memory_create(&m, &d, g_engine, DNNL_MEMORY_NONE);
@@ -98,15 +104,18 @@ static const dnnl_memory_desc_t *desc_of(dnnl_memory_t m) {
 
 /* The matmul primitive for one shape, with the bias and ReLU as part of it. */
 static void entry_make(gemm_entry *x) {
-    if (x->N <= NP_GEMM_SGEMM_MAX_N || x->K == 0) return; /* dnnl_sgemm or no product */
+    int bf16 = (x->flags & NP_GEMM_BF16) != 0;
+    /* dnnl_sgemm or no product; bf16 products always take the matmul */
+    if ((x->N <= NP_GEMM_SGEMM_MAX_N && !bf16) || x->K == 0) return;
     dnnl_dims_t da = {x->M, x->K}, db = {x->K, x->N}, dc = {x->M, x->N}, dbias = {1, x->N};
     dnnl_dims_t sa = {x->lda, 1}, sb = {x->ldb, 1}, sc = {x->ldc, 1}, sbias = {x->N, 1};
     if (x->flags & NP_GEMM_TA) sa[0] = 1, sa[1] = x->lda;
     if (x->flags & NP_GEMM_TB) sb[0] = 1, sb[1] = x->ldb;
-    x->a = memory(da, sa);
-    x->b = memory(db, sb);
-    x->c = memory(dc, sc);
-    if (x->has_bias) x->bias = memory(dbias, sbias);
+    dnnl_data_type_t in = bf16 ? dnnl_bf16 : dnnl_f32;
+    x->a = memory(da, sa, in);
+    x->b = memory(db, sb, in);
+    x->c = memory(dc, sc, dnnl_f32);
+    if (x->has_bias) x->bias = memory(dbias, sbias, dnnl_f32);
     dnnl_matmul_desc_t md;
     dnnl_status_t s = dnnl_matmul_desc_init(&md, desc_of(x->a), desc_of(x->b),
                                             x->has_bias ? desc_of(x->bias) : NULL, desc_of(x->c));
@@ -153,6 +162,32 @@ static gemm_entry *lookup(gemm_cache *c, unsigned flags, int has_bias, long M, l
     return x;
 }
 
+/* Floats of a matrix stored with `rows` rows of leading dimension ld, `cols` used. */
+static size_t extent(long rows, long cols, long ld) {
+    return (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
+}
+
+NP_TARGET_CLONES void np_to_bf16(const float *restrict x, uint16_t *restrict y, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        uint32_t r = u + 0x7FFFu + ((u >> 16) & 1u); /* to nearest, ties to even */
+        y[i] = (u & 0x7FFFFFFFu) > 0x7F800000u ? (uint16_t)((u >> 16) | 0x40u) /* quiet NaN */
+                                               : (uint16_t)(r >> 16);
+    }
+}
+
+static const uint16_t *bf16_copy(uint16_t **buf, size_t *cap, const float *x, size_t n) {
+    if (*cap < n) {
+        uint16_t *p = realloc(*buf, n * sizeof *p);
+        if (!p) die("bf16 buffer allocation", dnnl_out_of_memory);
+        *buf = p;
+        *cap = n;
+    }
+    np_to_bf16(x, *buf, n);
+    return *buf;
+}
+
 static void bias_relu(unsigned flags, long M, long N, const float *bias, float *C, long ldc) {
     for (long m = 0; m < M; m++) {
         float *cm = C + (size_t)m * (size_t)ldc; /* (N) */
@@ -184,8 +219,18 @@ void np_gemm(unsigned flags, long M, long N, long K, const float *A, long lda, c
         bias_relu(flags, M, N, bias, C, ldc);
         return;
     }
-    dnnl_memory_set_data_handle(x->a, (void *)A);
-    dnnl_memory_set_data_handle(x->b, (void *)B);
+    if (flags & NP_GEMM_BF16) {
+        int ta = (flags & NP_GEMM_TA) != 0, tb = (flags & NP_GEMM_TB) != 0;
+        dnnl_memory_set_data_handle(
+            x->a, (void *)bf16_copy(&c->abuf, &c->acap, A,
+                                    ta ? extent(K, M, lda) : extent(M, K, lda)));
+        dnnl_memory_set_data_handle(
+            x->b, (void *)bf16_copy(&c->bbuf, &c->bcap, B,
+                                    tb ? extent(N, K, ldb) : extent(K, N, ldb)));
+    } else {
+        dnnl_memory_set_data_handle(x->a, (void *)A);
+        dnnl_memory_set_data_handle(x->b, (void *)B);
+    }
     dnnl_memory_set_data_handle(x->c, C);
     dnnl_exec_arg_t args[4] = {
         {DNNL_ARG_SRC, x->a}, {DNNL_ARG_WEIGHTS, x->b}, {DNNL_ARG_DST, x->c}, {DNNL_ARG_BIAS, NULL}};
@@ -212,6 +257,13 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
     default: return "generic";
     }
+}
+
+int np_gemm_bf16_supported(const char **isa) {
+    dnnl_cpu_isa_t have = dnnl_get_effective_cpu_isa();
+    if (isa) *isa = isa_name(have);
+    return ((unsigned)have & (unsigned)dnnl_cpu_isa_avx512_core_bf16) ==
+           (unsigned)dnnl_cpu_isa_avx512_core_bf16;
 }
 
 static pthread_once_t g_backend_once = PTHREAD_ONCE_INIT;

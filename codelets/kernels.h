@@ -20,12 +20,13 @@
 #define NP_TARGET_CLONES
 #endif
 
-/* ---- linear: y = x W^T + b, then max(y, 0) when relu (oneDNN, codelets/gemm.h) */
+/* ---- linear: y = x W^T + b, then max(y, 0) with NP_GEMM_RELU in flags; NP_GEMM_BF16 in
+ * flags takes the products on bf16 inputs (oneDNN, codelets/gemm.h) */
 void np_linear_fwd(const float *x, /* (B, in) */
                    const float *W, /* (out, in) */
                    const float *b, /* (out) */
                    float *y,       /* (B, out) */
-                   long B, int in, int out, int relu);
+                   long B, int in, int out, unsigned flags);
 
 /* dx = dy W (skipped when dx is NULL), dW = dy^T x, db = column sums of dy. */
 void np_linear_bwd(const float *x,  /* (B, in) */
@@ -34,7 +35,7 @@ void np_linear_bwd(const float *x,  /* (B, in) */
                    float *dx,       /* (B, in) or NULL */
                    float *dW,       /* (out, in) */
                    float *db,       /* (out) */
-                   long B, int in, int out);
+                   long B, int in, int out, unsigned flags);
 
 /* ---- ReLU, in place allowed (y may equal x) */
 void np_relu_fwd(const float *x, float *y, size_t n);

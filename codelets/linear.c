@@ -12,9 +12,10 @@ void np_linear_fwd(const float *x, /* (B, in) */
                    const float *W, /* (out, in) */
                    const float *b, /* (out) */
                    float *y,       /* (B, out) */
-                   long B, int in, int out, int relu) {
+                   long B, int in, int out, unsigned flags) {
     if (B <= 0 || out <= 0) return;
-    np_gemm(NP_GEMM_TB | (relu ? NP_GEMM_RELU : 0u), B, out, in, x, in, W, in, b, y, out);
+    np_gemm(NP_GEMM_TB | (flags & (NP_GEMM_RELU | NP_GEMM_BF16)), B, out, in, x, in, W, in, b,
+            y, out);
 }
 
 void np_linear_bwd(const float *x,  /* (B, in) */
@@ -23,7 +24,8 @@ void np_linear_bwd(const float *x,  /* (B, in) */
                    float *dx,       /* (B, in) or NULL */
                    float *dW,       /* (out, in) */
                    float *db,       /* (out) */
-                   long B, int in, int out) {
+                   long B, int in, int out, unsigned flags) {
+    unsigned bf = flags & NP_GEMM_BF16;
     if (out <= 0) {
         /* No outputs: nothing flows back, but dx is still overwritten as promised. */
         if (dx && B > 0 && in > 0) memset(dx, 0, (size_t)B * (size_t)in * sizeof *dx);
@@ -37,8 +39,8 @@ void np_linear_bwd(const float *x,  /* (B, in) */
             return;
         }
     } else {
-        if (dx) np_gemm(0, B, in, out, dy, out, W, in, NULL, dx, in);       /* dx = dy W */
-        np_gemm(NP_GEMM_TA, out, in, B, dy, out, x, in, NULL, dW, in); /* dW = dy^T x */
+        if (dx) np_gemm(bf, B, in, out, dy, out, W, in, NULL, dx, in);       /* dx = dy W */
+        np_gemm(NP_GEMM_TA | bf, out, in, B, dy, out, x, in, NULL, dW, in); /* dW = dy^T x */
     }
     /* Column sums sample by sample: a fixed order and a contiguous inner loop over out. */
     memset(db, 0, (size_t)out * sizeof *db);
@@ -65,14 +67,15 @@ static np_status linear_shape(const np_layer_hp *hp, np_layer_shape *s, np_error
 
 static void linear_layer_fwd(const np_layer_io *io) {
     int in = io->shape->in[0], out = io->shape->out;
-    np_linear_fwd(io->in[0], io->param[0], io->param[1], io->out, io->n, in, out, io->hp->i[1]);
+    np_linear_fwd(io->in[0], io->param[0], io->param[1], io->out, io->n, in, out,
+                  (io->hp->i[1] ? NP_GEMM_RELU : 0u) | np_gemm_precision(io->precision));
 }
 
 static void linear_layer_bwd(const np_layer_io *io) {
     int in = io->shape->in[0], out = io->shape->out;
     if (io->hp->i[1]) np_relu_bwd(io->out, io->dout, io->dout, (size_t)io->n * (size_t)out);
     np_linear_bwd(io->in[0], io->param[0], io->dout, io->din[0], io->dparam[0], io->dparam[1],
-                  io->n, in, out);
+                  io->n, in, out, np_gemm_precision(io->precision));
 }
 
 static double linear_flops(const np_layer_hp *hp, const np_layer_shape *s, long n, int bwd) {

@@ -323,6 +323,13 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
             return bad(err, where, key, value,
                        "a StarPU scheduler name such as lws, eager, prio, dmda");
         memcpy(c.sched, value, n + 1);
+    } else if (!strcmp(key, "precision")) {
+        if (!strcmp(value, "fp32"))
+            c.precision = NP_PRECISION_FP32;
+        else if (!strcmp(value, "bf16"))
+            c.precision = NP_PRECISION_BF16;
+        else
+            return bad(err, where, key, value, "fp32 or bf16");
     } else if (!strcmp(key, "chunks")) {
         if (parse_i64(value, 1, 64, &i))
             return bad(err, where, key, value, "an integer in [1, 64]");

@@ -102,7 +102,11 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
     np_layer_handles h[NP_MAX_NODES];
     for (int v = 0; v < g->n; v++) {
         const np_node *x = &g->node[v];
-        a[v] = (np_cl_layer_args){.def = x->def, .n = k->n, .hp = x->hp, .shape = x->shape};
+        a[v] = (np_cl_layer_args){.def = x->def,
+                                  .n = k->n,
+                                  .precision = e->cfg.precision,
+                                  .hp = x->hp,
+                                  .shape = x->shape};
         h[v] = (np_layer_handles){.params = e->params,
                                   .out = k->act[v].h,
                                   .saved = k->saved[v].h,

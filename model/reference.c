@@ -103,7 +103,8 @@ static np_layer_io node_io(const np_model_t *m, np_fwd_ws *ws, const np_batch *b
                       .n = b->n,
                       .out = ws->act[v],
                       .saved = ws->saved[v],
-                      .scratch = x->shape.scratch ? ws->scratch : NULL};
+                      .scratch = x->shape.scratch ? ws->scratch : NULL,
+                      .precision = m->cfg.precision};
     for (int k = 0; k < x->shape.n_in; k++) {
         int p = x->in[k];
         io.in[k] = p == NP_IN_DENSE ? b->dense : p == NP_IN_POOLED ? ws->P : ws->act[p];

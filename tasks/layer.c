@@ -25,6 +25,7 @@ static void fill_io(void *buffers[], const np_cl_layer_args *a, int bwd, np_laye
     io->hp = &a->hp;
     io->shape = &a->shape;
     io->n = a->n;
+    io->precision = a->precision;
     for (int k = 0; k < a->shape.n_in; k++) {
         io->in[k] = (const float *)NP_BUF(buffers, a->b_in[k]) + a->in_off[k];
         if (bwd && a->b_din[k] >= 0) io->din[k] = NP_BUF(buffers, a->b_din[k]);

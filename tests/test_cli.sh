@@ -139,6 +139,27 @@ grep -q '"dense_kernels": "oneDNN' "$W/sp.json" && ok "metrics name the dense ke
 "$NP" compare "$W/sp.params" "$W/tsv.params" >/dev/null 2>&1
 [[ $? -eq 1 ]] && ok "compare tells different models apart" || bad "compare missed a difference"
 
+# --precision bf16: where the CPU has avx512_bf16, one chunk gives the reference's bytes and
+# the model stays within a loose tolerance of fp32's; elsewhere a one-line refusal, exit 2
+BF=(--steps 20 --rows 1000 --bottom 13-64-16 --top 64-1 --batch 256 --quiet --precision bf16)
+if "$NP" --version | grep -q 'avx512_core_\(bf16\|amx\)'; then
+  expect_ok "bf16 run" "$NP" train "${BF[@]}" --chunks 1 --dump-params "$W/bf.params" \
+    --metrics-json "$W/bf.json"
+  expect_ok "bf16 reference run" "$NP" train "${BF[@]}" --engine reference --dump-params "$W/bfref.params"
+  cmp -s "$W/bf.params" "$W/bfref.params" && ok "bf16: one chunk = the reference (bytes)" ||
+    bad "bf16: one chunk differs from the reference"
+  expect_ok "fp32 run" "$NP" train "${BF[@]}" --precision fp32 --chunks 1 --dump-params "$W/fp.params"
+  cmp -s "$W/bf.params" "$W/fp.params" && bad "bf16 gave fp32's bytes: not in effect" ||
+    ok "bf16 changes the arithmetic"
+  "$NP" compare "$W/bf.params" "$W/fp.params" --rtol 0.05 --atol 2e-3 >"$W/cmp" &&
+    ok "bf16 stays within rel 5e-2 / abs 2e-3 of fp32 after 20 steps" ||
+    bad "bf16 drifts from fp32: $(grep -m2 OUT "$W/cmp")"
+  grep -q '"precision": "bf16"' "$W/bf.json" && ok "metrics name the precision" || bad "metrics precision"
+else
+  expect_fail "bf16 without avx512_bf16" 2 "bf16 needs a CPU with avx512_bf16" -- "$NP" train "${BF[@]}"
+fi
+DNNL_MAX_CPU_ISA=AVX2 expect_fail "bf16 refused on an avx2 CPU" 2 "bf16 needs a CPU with avx512_bf16, and this one runs avx2" -- "$NP" train "${BF[@]}"
+
 # --init-params: a dump loads back (one step from it on both engines gives one model), and a
 # dump of another shape or a bad file is one line naming what, exit 2
 expect_ok "init-params: reference" "$NP" train --engine reference --steps 3 "${SMALL[@]}" \

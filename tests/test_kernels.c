@@ -79,13 +79,13 @@ static void test_linear(void **state) {
         dW[i] = dW2[i] = 1e6f;
     for (int i = 0; i < OUT; i++)
         db[i] = db2[i] = 1e6f;
-    np_linear_bwd(x, W, R, dx, dW, db, B, IN, OUT);
+    np_linear_bwd(x, W, R, dx, dW, db, B, IN, OUT, 0);
     check_kernel("linear dx", dx, gx, B * IN);
     check_kernel("linear dW", dW, gW, OUT * IN);
     check_kernel("linear db", db, gb, OUT);
 
     /* dx == NULL (first layer): the parameter gradients are unchanged, bit for bit. */
-    np_linear_bwd(x, W, R, NULL, dW2, db2, B, IN, OUT);
+    np_linear_bwd(x, W, R, NULL, dW2, db2, B, IN, OUT, 0);
     assert_memory_equal(dW, dW2, sizeof dW);
     assert_memory_equal(db, db2, sizeof db);
 }
@@ -104,14 +104,14 @@ static void test_linear_hand(void **state) {
     float y[4], dx[6], dW[6], db[2];
     np_linear_fwd(x, W, b, y, 2, 3, 2, 0);
     assert_memory_equal(y, y_want, sizeof y);
-    np_linear_bwd(x, W, dy, dx, dW, db, 2, 3, 2);
+    np_linear_bwd(x, W, dy, dx, dW, db, 2, 3, 2, 0);
     assert_memory_equal(dx, dx_want, sizeof dx);
     assert_memory_equal(dW, dW_want, sizeof dW);
     assert_memory_equal(db, db_want, sizeof db);
 
     /* An empty chunk (B = 0) still overwrites dW and db, with zeros. */
     const float zeros[6] = {0};
-    np_linear_bwd(x, W, dy, NULL, dW, db, 0, 3, 2);
+    np_linear_bwd(x, W, dy, NULL, dW, db, 0, 3, 2, 0);
     assert_memory_equal(dW, zeros, sizeof dW);
     assert_memory_equal(db, zeros, sizeof db);
 }
@@ -160,6 +160,71 @@ static void test_gemm_paths(void **state) {
                     assert_true(C[i] == C2[i]);
             }
             free(A), free(Bm), free(bias), free(C), free(C2);
+        }
+    }
+}
+
+/* bf16 rounding by hand: to nearest, ties to even, NaN stays NaN, infinities stay. */
+static void test_bf16_round(void **state) {
+    (void)state;
+    const uint32_t in[] = {0x3F800000u, 0x3F808000u, 0x3F818000u, 0x3F80C000u, 0x3F807FFFu,
+                           0x7F800000u, 0xFF800000u, 0x7FC00001u, 0x7F800001u, 0x80000000u,
+                           0x7F7FFFFFu};
+    const uint16_t want[] = {0x3F80, 0x3F80 /* tie: even */, 0x3F82 /* tie: even */, 0x3F81,
+                             0x3F80, 0x7F80, 0xFF80, 0x7FC0, 0x7FC0, 0x8000,
+                             0x7F80 /* FLT_MAX rounds up to inf */};
+    float x[11];
+    uint16_t y[11];
+    memcpy(x, in, sizeof x);
+    np_to_bf16(x, y, 11);
+    assert_memory_equal(y, want, sizeof y);
+}
+
+/* A bf16 product is the fp32 sum of the bf16-rounded inputs' exact products: checked
+ * against double sums of the rounded inputs, narrow outputs and transposes included. */
+static void test_gemm_bf16(void **state) {
+    (void)state;
+    const char *isa;
+    if (!np_gemm_bf16_supported(&isa)) {
+        print_message("skipped: no avx512_bf16 (oneDNN runs %s)\n", isa);
+        return;
+    }
+    const long shapes[][3] = {{7, 1, 5}, {33, 2, 40}, {64, 16, 64}, {130, 300, 37}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        long M = shapes[t][0], N = shapes[t][1], K = shapes[t][2];
+        for (unsigned tr = 0; tr < 4; tr++) {
+            size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
+            float *A = malloc(na * sizeof *A), *Bm = malloc(nb * sizeof *Bm);
+            float *C = malloc(nc * sizeof *C);
+            uint16_t *Ah = malloc(na * sizeof *Ah), *Bh = malloc(nb * sizeof *Bh);
+            assert_non_null(A && Bm && C && Ah && Bh);
+            for (size_t i = 0; i < na; i++)
+                A[i] = (float)sin(0.37 * (double)i) * 1.7f;
+            for (size_t i = 0; i < nb; i++)
+                Bm[i] = (float)cos(0.53 * (double)i) * 0.9f;
+            np_to_bf16(A, Ah, na);
+            np_to_bf16(Bm, Bh, nb);
+            long lda = tr & NP_GEMM_TA ? M : K, ldb = tr & NP_GEMM_TB ? K : N;
+            np_gemm(tr | NP_GEMM_BF16, M, N, K, A, lda, Bm, ldb, NULL, C, N);
+            double worst = 0;
+            for (long m = 0; m < M; m++)
+                for (long n = 0; n < N; n++) {
+                    double acc = 0, mag = 0;
+                    for (long k = 0; k < K; k++) {
+                        uint32_t ua = (uint32_t)(tr & NP_GEMM_TA ? Ah[k * lda + m] : Ah[m * lda + k]) << 16;
+                        uint32_t ub = (uint32_t)(tr & NP_GEMM_TB ? Bh[n * ldb + k] : Bh[k * ldb + n]) << 16;
+                        float fa, fb;
+                        memcpy(&fa, &ua, 4);
+                        memcpy(&fb, &ub, 4);
+                        acc += (double)fa * fb;
+                        mag += fabs((double)fa * fb);
+                    }
+                    /* fp32 accumulation: at most K roundings of the running sum */
+                    double e = fabs(C[m * N + n] - acc) / (mag * (double)K * 6e-8 + 1e-30);
+                    if (e > worst) worst = e;
+                }
+            assert_true(worst <= 1.0);
+            free(A), free(Bm), free(C), free(Ah), free(Bh);
         }
     }
 }
@@ -415,6 +480,8 @@ int main(void) {
         cmocka_unit_test(test_linear),
         cmocka_unit_test(test_linear_hand),
         cmocka_unit_test(test_gemm_paths),
+        cmocka_unit_test(test_bf16_round),
+        cmocka_unit_test(test_gemm_bf16),
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_interact_t1),
         cmocka_unit_test(test_interact_t2),

@@ -89,6 +89,9 @@ typedef struct np_layer_io {
     float *dout;                         /* (n, out): gradient of out; bwd may clobber it */
     float *din[NP_LAYER_MAX_IN];         /* (n, in[k]): OVERWRITTEN; NULL: not wanted */
     float *dparam[NP_LAYER_MAX_PARAMS];  /* OVERWRITTEN with these n rows' gradient */
+    /* the run's --precision: NP_PRECISION_BF16 lets a kind take its products on bf16
+     * inputs (fp32 accumulation, fp32 parameters); a kind may ignore it */
+    np_precision precision;
 } np_layer_io;
 
 /* A layer kind. kind, shape, fwd and bwd are required; init NULL means the default

@@ -98,6 +98,10 @@ typedef enum np_model_kind {
     NP_MODEL_DLRM,  /* bottom MLP, dot interaction with the pooled embeddings, top MLP */
     NP_MODEL_DCNV2, /* bottom MLP, cross layers beside a deep MLP on [bottom || pooled], top */
 } np_model_kind;
+typedef enum np_precision {
+    NP_PRECISION_FP32, /* every product in fp32 */
+    NP_PRECISION_BF16, /* dense products on bf16 inputs, fp32 accumulation and weights */
+} np_precision;
 typedef enum np_pipeline {
     NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
     NP_PIPELINE_DBP,        /* dual-buffer pipelining: batches overlap, same model */
@@ -153,6 +157,7 @@ typedef struct np_config {
                                      auto (np_config_windows); fixes the arithmetic too */
     int cluster;                  /* key "cluster": none (0) | keys (1): how samples go to
                                      windows */
+    np_precision precision;       /* key "precision": fp32 | bf16 (CPUs with avx512_bf16) */
     /* output */
     char metrics_json[NP_PATH_MAX]; /* key "metrics-json" */
     char dump_params[NP_PATH_MAX];  /* key "dump-params" */
