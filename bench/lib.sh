@@ -245,22 +245,24 @@ PYEOF
 # kept only when the build reports that it changed something (none of them can make a build
 # pick an instruction set the CPU lacks). Sets FORCED_ENV (VAR=VALUE ..., space-separated;
 # empty when no knob changes anything), FORCED_NOTE (what each kept knob changed, or why
-# there is none) and BLAS_DEFAULT / BLAS_FORCED (torch_blas without and with FORCED_ENV).
+# there is none), BLAS_DEFAULT / BLAS_FORCED (torch_blas without and with FORCED_ENV) and
+# CAP_DEFAULT / CAP_FORCED (torch_cap likewise).
 # SHIM: bench/mkl_intel_cpu.c built as a shared object, or empty.
 #   ATen:     ATEN_CPU_CAPABILITY=CPU_ISA, when the default capability is another one
 #   MKL:      LD_PRELOAD=SHIM, when MKL is on its non-Intel path and the shim moves it off
 #             (MKL_DEBUG_CPU_TYPE and MKL_ENABLE_INSTRUCTIONS change nothing there)
 #   OpenBLAS: OPENBLAS_CORETYPE=OPENBLAS_ISA_CORE, when the core picked has other kernels
-FORCED_ENV="" FORCED_NOTE="" BLAS_DEFAULT="" BLAS_FORCED=""
+FORCED_ENV="" FORCED_NOTE="" BLAS_DEFAULT="" BLAS_FORCED="" CAP_DEFAULT="" CAP_FORCED=""
 torch_isa_forced() {
   local py=$1 shim=$2 cap cap2 blas2 core kept=() why=() forced=()
-  FORCED_ENV="" FORCED_NOTE="" BLAS_FORCED=""
+  FORCED_ENV="" FORCED_NOTE="" BLAS_FORCED="" CAP_FORCED=""
   BLAS_DEFAULT=$(torch_blas "$py")
+  cap=$(torch_cap "$py")
+  CAP_DEFAULT=$cap
   if [[ -z $CPU_ISA ]]; then
     FORCED_NOTE="no ISA knob tried: the CPU has neither AVX-512 nor AVX2 with FMA"
     return
   fi
-  cap=$(torch_cap "$py")
   if [[ ${cap,,} == "$CPU_ISA" ]]; then
     why+=("ATen already on ${cap}")
   else
@@ -302,6 +304,7 @@ torch_isa_forced() {
   if [[ -n $FORCED_ENV ]]; then
     read -ra forced <<<"$FORCED_ENV" # VAR=VALUE words; no value holds a space
     BLAS_FORCED=$(torch_blas "$py" "${forced[@]}")
+    CAP_FORCED=$(torch_cap "$py" "${forced[@]}")
     FORCED_NOTE=$(join_semi "${kept[@]}")
     if ((${#why[@]} > 0)); then FORCED_NOTE+="; unchanged: $(join_semi "${why[@]}")"; fi
   else

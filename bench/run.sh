@@ -24,7 +24,7 @@ WARMUP=5
 QUICK=0
 OUT=""
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 while [[ $# -gt 0 ]]; do
@@ -99,11 +99,14 @@ gcc "${CFLAGS_BENCH[@]}" -shared -fPIC bench/mkl_intel_cpu.c -o "$MKL_SHIM" 2>/d
 
 # Each PyTorch build's ISA settings (bench/lib.sh torch_isa_forced): TORCH_FORCED[i] is what
 # its "ISA forced" rows set (empty: no knob changes anything, and those rows are left out).
-TORCH_FORCED=() TORCH_FORCED_NOTE=() TORCH_BLAS=() TORCH_BLAS_FORCED=()
+TORCH_FORCED=() TORCH_FORCED_NOTE=() TORCH_BLAS=() TORCH_BLAS_FORCED=() TORCH_KERNELS=()
+TORCH_KERNELS_FORCED=()
 for i in "${!TORCH_PYS[@]}"; do
   torch_isa_forced "${TORCH_PYS[i]}" "$MKL_SHIM"
   TORCH_FORCED+=("$FORCED_ENV") TORCH_FORCED_NOTE+=("$FORCED_NOTE")
   TORCH_BLAS+=("$BLAS_DEFAULT") TORCH_BLAS_FORCED+=("$BLAS_FORCED")
+  TORCH_KERNELS+=("$BLAS_DEFAULT; ATen $CAP_DEFAULT")
+  TORCH_KERNELS_FORCED+=("$BLAS_FORCED; ATen $CAP_FORCED")
   log "PyTorch ${TORCH_TAGS[i]}: ${BLAS_DEFAULT}; ISA forced: $FORCED_NOTE"
 done
 
@@ -256,10 +259,11 @@ for i in "${!TORCH_PYS[@]}"; do
   for t in "${TORCH_THREADS[@]}"; do
     label="PyTorch ${TORCH_TAGS[i]}, $t thread"
     if ((t > 1)); then label+="s"; fi
-    torch_row "$i" "$t" "$label" "library defaults (${TORCH_BLAS[i]}); after $WARMUP warm-up steps"
+    torch_row "$i" "$t" "$label" \
+      "library defaults (${TORCH_KERNELS[i]}); after $WARMUP warm-up steps"
     if ((${#forced[@]} > 0)); then
       torch_row "$i" "$t" "$label, ISA forced" \
-        "${TORCH_FORCED[i]//"$WORK"\//}: ${TORCH_BLAS_FORCED[i]}; after $WARMUP warm-up steps" \
+        "${TORCH_FORCED[i]//"$WORK"\//} (${TORCH_KERNELS_FORCED[i]}); after $WARMUP warm-up steps" \
         "${forced[@]}"
     fi
   done
@@ -405,10 +409,10 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   if ((${#TORCH_PYS[@]} == 0)); then echo "- no PyTorch: $TORCH_MISSING"; fi
   for i in "${!TORCH_PYS[@]}"; do
     if [[ -n ${TORCH_FORCED[i]} ]]; then
-      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_BLAS[i]}; the \"ISA forced\" rows" \
+      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_KERNELS[i]}; the \"ISA forced\" rows" \
         "set ${TORCH_FORCED_NOTE[i]}."
     else
-      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_BLAS[i]}; no \"ISA forced\" rows," \
+      echo "- ${TORCH_TAGS[i]}: defaults run on ${TORCH_KERNELS[i]}; no \"ISA forced\" rows," \
         "${TORCH_FORCED_NOTE[i]}."
     fi
   done
