@@ -56,8 +56,8 @@ static const char *train_help =
     "  --engine reference|starpu              [starpu]\n"
     "  --precision fp32|bf16  dense products on bf16 inputs, fp32 accumulation and weights;\n"
     "                         needs a CPU with avx512_bf16 [fp32]\n"
-    "  --pipeline auto|sequential|dbp|fwp|nestpipe|async   how batches overlap; auto = dbp on\n"
-    "                         one rank, nestpipe on several; async is stale [auto]\n"
+    "  --pipeline auto|sequential|dbp|fwp|nestpipe|async   how batches overlap; auto = dbp\n"
+    "                         on one host, nestpipe across hosts; async is stale [auto]\n"
     "output:\n"
     "  --metrics-json FILE    write the run summary as JSON\n"
     "  --dump-params FILE     write the trained model (NPPARAMS format, docs/formats.md)\n"
@@ -233,6 +233,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_config_defaults(&cfg);
     cfg.rank = np_dist_rank(dist);
     cfg.ranks = np_dist_size(dist);
+    np_dist_host(dist, &cfg.local_rank, &cfg.local_ranks, &cfg.nodes);
     int lead = cfg.rank == 0; /* rank 0 prints, evaluates and writes the outputs */
     int help = 0;
     int rc = parse_train_args(argc, argv, &cfg, &help);

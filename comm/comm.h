@@ -28,6 +28,9 @@ np_comm *np_comm_world(void);
 
 int np_comm_rank(const np_comm *c);
 int np_comm_size(const np_comm *c);
+/* This rank's index among the ranks on its host, their number, and the job's hosts
+ * (0, 1, 1 without MPI or for NULL). */
+void np_comm_host(const np_comm *c, int *local_rank, int *local_size, int *nodes);
 /* 1 when MPI is in use (even with one rank under mpirun). */
 int np_comm_is_mpi(const np_comm *c);
 

@@ -14,6 +14,7 @@
 struct np_comm {
     int mpi; /* 1: MPI initialised by us */
     int rank, size;
+    int local_rank, local_size, nodes; /* among the ranks sharing this host; hosts */
     MPI_Comm chan[2]; /* NP_CHAN_DATA, NP_CHAN_CTL */
 };
 
@@ -35,7 +36,7 @@ np_status np_comm_init(int *argc, char ***argv, np_comm **out, np_error *err) {
     *out = NULL;
     np_comm *c = calloc(1, sizeof *c);
     if (!c) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (comm)");
-    c->size = 1;
+    c->size = c->local_size = c->nodes = 1;
     if (!launched_by_mpirun()) {
         *out = world = c;
         return NP_OK;
@@ -58,6 +59,19 @@ np_status np_comm_init(int *argc, char ***argv, np_comm **out, np_error *err) {
     for (int i = 0; i < 2; i++) {
         MPI_Comm_dup(MPI_COMM_WORLD, &c->chan[i]);
         MPI_Comm_set_errhandler(c->chan[i], MPI_ERRORS_RETURN);
+    }
+    /* the ranks on this host (they share its cores and memory), and the hosts in all */
+    MPI_Comm host;
+    int leader = 0;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
+                            &host) == MPI_SUCCESS) {
+        MPI_Comm_rank(host, &c->local_rank);
+        MPI_Comm_size(host, &c->local_size);
+        MPI_Comm_free(&host);
+        leader = c->local_rank == 0;
+        if (MPI_Allreduce(&leader, &c->nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) !=
+            MPI_SUCCESS)
+            c->nodes = 1;
     }
     *out = world = c;
     return NP_OK;
@@ -83,6 +97,12 @@ void np_comm_abort(np_comm *c, int code) {
 
 int np_comm_rank(const np_comm *c) {
     return c ? c->rank : 0;
+}
+
+void np_comm_host(const np_comm *c, int *local_rank, int *local_size, int *nodes) {
+    *local_rank = c ? c->local_rank : 0;
+    *local_size = c ? c->local_size : 1;
+    *nodes = c ? c->nodes : 1;
 }
 
 int np_comm_size(const np_comm *c) {

@@ -21,6 +21,10 @@ int np_dist_rank(const np_dist_t *d) {
     return np_comm_rank(d);
 }
 
+void np_dist_host(const np_dist_t *d, int *local_rank, int *local_ranks, int *nodes) {
+    np_comm_host(d, local_rank, local_ranks, nodes);
+}
+
 int np_dist_size(const np_dist_t *d) {
     return np_comm_size(d);
 }

@@ -52,6 +52,7 @@ void np_config_defaults(np_config *cfg) {
     cfg->shard = NP_SHARD_ROW;
     cfg->rank = 0;
     cfg->ranks = 1;
+    cfg->local_ranks = cfg->nodes = 1;
     cfg->quiet = 0;
     cfg->log_every = 50;
 }
@@ -65,8 +66,10 @@ int np_config_top_input(const np_config *cfg) {
 np_pipeline np_config_pipeline(const np_config *cfg) {
     if (cfg->engine == NP_ENGINE_REFERENCE) return NP_PIPELINE_SEQUENTIAL;
     if (cfg->pipeline != NP_PIPELINE_AUTO) return cfg->pipeline;
-    /* the fastest modes that keep the model exact, measured in bench/ (docs/pipeline.md) */
-    return cfg->ranks > 1 ? NP_PIPELINE_NESTPIPE : NP_PIPELINE_DBP;
+    /* the fastest modes that keep the model exact, measured in bench/ (docs/pipeline.md):
+     * windows pay off when exchanges cross a network; between ranks on one host they are
+     * memory copies, and dbp's one window per batch is faster */
+    return cfg->nodes > 1 ? NP_PIPELINE_NESTPIPE : NP_PIPELINE_DBP;
 }
 
 int np_config_windows(const np_config *cfg) {

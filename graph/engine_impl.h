@@ -112,6 +112,7 @@ struct np_sp_engine {
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
     int comm_worker;
+    int idle_hook; /* starpu_idle_hook_register's id; -1: workers spin when idle */
     unsigned compute_ctx;
     np_task_sink sink; /* what the tasks report: bytes sent, rows synced, a failure */
     long step;         /* the next batch to train */

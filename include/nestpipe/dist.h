@@ -49,6 +49,9 @@ NP_API void np_dist_abort(np_dist_t *d, int code);
  * d == NULL. */
 NP_API int np_dist_rank(const np_dist_t *d);
 NP_API int np_dist_size(const np_dist_t *d);
+/* This rank's index among the ranks on its host (they share its cores), their number, and
+ * the hosts of the job; 0, 1 and 1 without MPI or for d == NULL. */
+NP_API void np_dist_host(const np_dist_t *d, int *local_rank, int *local_ranks, int *nodes);
 
 /* Collectives for the driver's thread: every rank must call them in the same order. They
  * run on a communicator of their own, so they never mix with the engine's exchanges.

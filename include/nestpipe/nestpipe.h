@@ -108,7 +108,7 @@ typedef enum np_pipeline {
     NP_PIPELINE_ASYNC,      /* dbp without the sync: the stale baseline */
     NP_PIPELINE_FWP,        /* frozen-window pipelining: windows' exchanges overlap compute */
     NP_PIPELINE_NESTPIPE,   /* dbp + fwp */
-    NP_PIPELINE_AUTO,       /* the default: dbp on one rank, nestpipe on several */
+    NP_PIPELINE_AUTO,       /* the default: dbp on one host, nestpipe across hosts */
 } np_pipeline;
 
 /* Every field has a config-file key and a flag of the same name (see docs/cli.md);
@@ -166,6 +166,8 @@ typedef struct np_config {
     np_shard shard;  /* key "shard": row | table */
     int rank, ranks; /* this process and the job's size: set from MPI by the
                         launcher (np_comm), not config keys; 0 and 1 alone */
+    int local_rank, local_ranks, nodes; /* the same per host, and the hosts: set by the
+                                           launcher (np_dist_host); 0, 1, 1 alone */
     int quiet;       /* key "quiet": 0|1 */
     long log_every;  /* key "log-every": steps between plain progress lines */
 } np_config;
@@ -192,8 +194,8 @@ NP_API int np_config_top_input(const np_config *cfg);
 /* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1
  * otherwise. Modes match bit for bit only with the same windows, so compare with it set. */
 NP_API int np_config_windows(const np_config *cfg);
-/* The pipeline a config runs: "auto" resolved by the rank count (dbp on one rank, nestpipe
- * on several); sequential for the reference trainer, which has none. */
+/* The pipeline a config runs: "auto" resolved by where the ranks are (dbp when they share
+ * one host, nestpipe across hosts); sequential for the reference trainer, which has none. */
 NP_API np_pipeline np_config_pipeline(const np_config *cfg);
 
 /* Rows of table t (handles the single-value form of "rows"). */
