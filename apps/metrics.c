@@ -70,6 +70,7 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
                         json_real(r->dense_flop_fwd + r->dense_flop_bwd));
     json_object_set_new(o, "dense_flop_per_sample_fwd", json_real(r->dense_flop_fwd));
     json_object_set_new(o, "dense_kernels", json_string(np_dense_kernels()));
+    json_object_set_new(o, "placement", r->placement[0] ? json_string(r->placement) : json_null());
     json_object_set_new(o, "tables", json_integer(cfg->tables));
     json_object_set_new(o, "dim", json_integer(cfg->dim));
     json_object_set_new(o, "bottom", bottom);

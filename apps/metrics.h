@@ -8,6 +8,7 @@
 #include "nestpipe/trace.h"
 
 typedef struct np_run_metrics {
+    char placement[512]; /* rank 0's np_placement_explain line; "" for the reference */
     long steps; /* optimizer steps done */
     long global_batch;
     double seconds; /* wall time of the training loop (no eval) */

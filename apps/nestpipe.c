@@ -63,6 +63,7 @@ static const char *train_help =
     "  --dump-params FILE     write the trained model (NPPARAMS format, docs/formats.md)\n"
     "  --log-every N          steps between progress lines when not on a terminal [50]\n"
     "  --quiet                print only errors\n"
+    "  --explain-placement    each rank prints where its workers, collectives and driver run\n"
     "  --help                 this text\n";
 
 static const char *main_help =
@@ -93,7 +94,8 @@ static double now_s(void) {
 
 /* Flags without a value; everything else takes one ("--key value" or "--key=value"). */
 static int is_switch(const char *key) {
-    return !strcmp(key, "quiet") || !strcmp(key, "skip-bad-lines");
+    return !strcmp(key, "quiet") || !strcmp(key, "skip-bad-lines") ||
+           !strcmp(key, "explain-placement");
 }
 
 /* Applies argv to cfg: --config first (so flags override it wherever they appear), then
@@ -255,6 +257,12 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_run_metrics r = {.global_batch = cfg.batch, .train_loss = NAN, .train_loss_first = NAN};
     double *losses = NULL;
     long local_n = cfg.batch / cfg.ranks, lo = local_n * cfg.rank;
+    /* placement first: the driver's binding decides where the tables are first touched */
+    if (cfg.engine == NP_ENGINE_STARPU) {
+        if ((st = np_placement_explain(&cfg, 1, r.placement, sizeof r.placement, &err)))
+            goto setup_failed;
+        if (cfg.explain_placement) fprintf(stderr, "nestpipe: placement: %s\n", r.placement);
+    }
     /* the same files and sizes on every rank: set-up fails alike everywhere, or not at all */
     if ((st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err)) ||
         (lead && (st = np_source_open(&cfg, NP_SPLIT_EVAL, &eval, &err))) ||

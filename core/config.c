@@ -366,6 +366,9 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         if (copy_path(c.dump_params, value)) return bad(err, where, key, value, "a file path");
     } else if (!strcmp(key, "quiet")) {
         if (parse_bool(value, &c.quiet)) return bad(err, where, key, value, "0 or 1");
+    } else if (!strcmp(key, "explain-placement")) {
+        if (parse_bool(value, &c.explain_placement))
+            return bad(err, where, key, value, "0 or 1");
     } else if (!strcmp(key, "log-every")) {
         if (parse_i64(value, 1, LONG_MAX, &i))
             return bad(err, where, key, value, "an integer >= 1");

@@ -13,6 +13,7 @@
 
 #include "core/util.h"
 #include "graph/engine_impl.h"
+#include "graph/placement.h"
 
 /* The buffers whose size follows the number of keys in a batch. */
 np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv, size_t cap_win,
@@ -150,12 +151,25 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                       cfg->sched, names);
     }
     np_layer_codelets_init(); /* every kind registered by now has its codelets */
+    np_placement pl;
+    np_status pst = np_placement_plan(cfg, &pl, err);
+    if (pst) return pst;
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     conf.sched_policy_name = cfg->sched;
     conf.ncuda = 0;
     conf.nopencl = 0;
+    if (pl.workers) conf.ncpus = pl.workers;
+    if (pl.bind) {
+        conf.use_explicit_workers_bindid = 1;
+        for (int w = 0; w < pl.workers; w++)
+            conf.workers_bindid[w] = (unsigned)pl.bind_pu[w];
+    }
+    /* unbound (more ranks than the cores can split): StarPU has no conf field for it */
+    int nobind = !pl.bind && pl.workers && !getenv("STARPU_WORKERS_NOBIND");
+    if (nobind) setenv("STARPU_WORKERS_NOBIND", "1", 1);
     int rc = starpu_init(&conf);
+    if (nobind) unsetenv("STARPU_WORKERS_NOBIND");
     if (rc)
         return np_err(err, NP_STATUS_INTERNAL,
                       "StarPU failed to start (%s); check STARPU_* "

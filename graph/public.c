@@ -7,6 +7,17 @@
 
 #include "graph/engine.h"
 #include "graph/gather.h"
+#include "graph/placement.h"
+
+np_status np_placement_explain(const np_config *cfg, int bind_driver, char *line, size_t n,
+                               np_error *err) {
+    np_placement p;
+    np_status st = np_placement_plan(cfg, &p, err);
+    if (st) return st;
+    if (bind_driver) np_placement_bind_thread(&p);
+    if (line && n) np_placement_describe(&p, cfg, line, n);
+    return NP_OK;
+}
 
 np_status np_dist_gather_model(np_dist_t *d, const np_model_t *m, np_model_t **full,
                                np_error *err) {

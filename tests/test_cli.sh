@@ -139,6 +139,17 @@ grep -q '"dense_kernels": "oneDNN' "$W/sp.json" && ok "metrics name the dense ke
 "$NP" compare "$W/sp.params" "$W/tsv.params" >/dev/null 2>&1
 [[ $? -eq 1 ]] && ok "compare tells different models apart" || bad "compare missed a difference"
 
+# --explain-placement: hwloc's plan on a clean environment, the user's when STARPU_NCPU is set
+env -u STARPU_NCPU -u STARPU_NCPUS -u STARPU_WORKERS_CPUID -u STARPU_WORKERS_NOBIND \
+  "$NP" train --steps 2 "${SMALL[@]}" --explain-placement --metrics-json "$W/pl.json" >"$W/out" 2>"$W/err"
+grep -q "nestpipe: placement: rank 0: host of .* cores.*placed by hwloc; [1-4] CPU workers\? on cores 0-" "$W/err" &&
+  ok "explain-placement: hwloc binds the workers of a lone rank" || bad "explain-placement: $(cat "$W/err")"
+grep -q '"placement": "rank 0: host of' "$W/pl.json" && ok "metrics carry the placement" ||
+  bad "metrics lack the placement"
+STARPU_NCPU=1 "$NP" train --steps 2 "${SMALL[@]}" --explain-placement >"$W/out" 2>"$W/err"
+grep -q "placed by the environment (STARPU_NCPU)" "$W/err" && ok "explain-placement: STARPU_NCPU wins" ||
+  bad "explain-placement with STARPU_NCPU: $(cat "$W/err")"
+
 # --precision bf16: where the CPU has avx512_bf16, one chunk gives the reference's bytes and
 # the model stays within a loose tolerance of fp32's; elsewhere a one-line refusal, exit 2
 BF=(--steps 20 --rows 1000 --bottom 13-64-16 --top 64-1 --batch 256 --quiet --precision bf16)

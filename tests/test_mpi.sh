@@ -134,6 +134,17 @@ fi
 "$NP" compare "$W/c3" "$W/c1" >/dev/null && ok "3 ranks on Criteo data match the reference" ||
   bad "3 ranks on Criteo data differ from the reference"
 
+# placement: each rank knows the host's ranks and gives one worker the collectives
+timeout 60 env -u STARPU_NCPU -u STARPU_NCPUS -u STARPU_WORKERS_CPUID -u STARPU_WORKERS_NOBIND \
+  mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$NP" train "${SM[@]}" \
+  --steps 2 --explain-placement >"$W/out" 2>&1
+if grep -q "rank 1: host of .*, 2 ranks on it; placed by hwloc.*worker [0-9] runs the collectives" "$W/out" &&
+  grep -q "rank 0: host of .*, 2 ranks on it" "$W/out"; then
+  ok "placement: 2 ranks on one host, each with a comm worker"
+else
+  bad "placement of 2 ranks: $(grep placement "$W/out")"
+fi
+
 # a rank that dies: the others exit non-zero in time, and the rank is named
 start=$SECONDS
 timeout 60 env NP_TEST_KILL_RANK=1 NP_TEST_KILL_STEP=5 "${MPIRUN[@]}" -x NP_TEST_KILL_RANK \

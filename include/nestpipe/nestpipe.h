@@ -169,6 +169,7 @@ typedef struct np_config {
     int local_rank, local_ranks, nodes; /* the same per host, and the hosts: set by the
                                            launcher (np_dist_host); 0, 1, 1 alone */
     int quiet;       /* key "quiet": 0|1 */
+    int explain_placement; /* key "explain-placement": 0|1, each rank prints its placement */
     long log_every;  /* key "log-every": steps between plain progress lines */
 } np_config;
 
@@ -197,6 +198,14 @@ NP_API int np_config_windows(const np_config *cfg);
 /* The pipeline a config runs: "auto" resolved by where the ranks are (dbp when they share
  * one host, nestpipe across hosts); sequential for the reference trainer, which has none. */
 NP_API np_pipeline np_config_pipeline(const np_config *cfg);
+
+/* Where this rank's StarPU workers, its collectives and its driver thread run, chosen from
+ * the host's topology (hwloc) and the ranks sharing the host (the rules: docs/engine.md
+ * "Placement"); the StarPU engine starts its workers that way. With bind_driver, the
+ * calling thread is bound to the rank's cores now, so that the tables it creates next are
+ * first touched on their NUMA node. Writes one line saying what was chosen and why. */
+NP_NODISCARD NP_API np_status np_placement_explain(const np_config *cfg, int bind_driver,
+                                                   char *line, size_t n, np_error *err);
 
 /* Rows of table t (handles the single-value form of "rows"). */
 NP_API int64_t np_config_rows(const np_config *cfg, int t);

@@ -1,0 +1,132 @@
+/* Placement from the topology (hwloc). The rules, measured on the bench machine
+ * (docs/engine.md "Placement"):
+ * - the host's cores are split into one contiguous slice per rank on the host;
+ * - a slice of 2+ cores gets one worker per core (at most StarPU's 4), each bound to its
+ *   core; the last one runs the collectives when there are several ranks, so the comm
+ *   worker has a core of its own; the driver is bound to the slice too, so the tables it
+ *   allocates and fills are first touched on the slice's NUMA node;
+ * - a rank with less than 2 cores (more ranks than half the cores) binds nothing: every
+ *   rank's workers would be pinned to the same first cores (StarPU numbers them from 0 in
+ *   each process), and the OS spreads them better (2 ranks on 2 cores: 46.7k samples/s
+ *   unbound against 24.7k as StarPU binds them);
+ * - STARPU_NCPU, STARPU_NCPUS, STARPU_WORKERS_CPUID or STARPU_WORKERS_NOBIND in the
+ *   environment win: the user placed the workers. */
+#include "graph/placement.h"
+
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <starpu.h>
+
+#include "comm/comm.h"
+#include "core/util.h"
+
+static const char *env_placed(void) {
+    static const char *vars[] = {"STARPU_NCPU", "STARPU_NCPUS", "STARPU_WORKERS_CPUID",
+                                 "STARPU_WORKERS_NOBIND"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i])) return vars[i];
+    return NULL;
+}
+
+/* The logical index of the first PU of each core of the slice, and the slice's NUMA node. */
+static void slice_pus(hwloc_topology_t t, np_placement *p) {
+    for (int i = 0; i < p->workers; i++) {
+        hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)(p->first_core + i));
+        hwloc_obj_t pu = core ? hwloc_get_obj_inside_cpuset_by_type(t, core->cpuset, HWLOC_OBJ_PU, 0)
+                              : NULL;
+        p->bind_pu[i] = pu ? (int)pu->logical_index : p->first_core + i;
+    }
+    hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)p->first_core);
+    int node = core && core->nodeset ? hwloc_bitmap_first(core->nodeset) : 0;
+    p->numa_node = node < 0 ? 0 : node;
+}
+
+np_status np_placement_plan(const np_config *cfg, np_placement *p, np_error *err) {
+    memset(p, 0, sizeof *p);
+    p->comm_worker = -1;
+    int nodes;
+    np_comm_host(np_comm_world(), &p->local_rank, &p->local_ranks, &nodes);
+    hwloc_topology_t t;
+    if (hwloc_topology_init(&t) || hwloc_topology_load(t)) {
+        hwloc_topology_destroy(t);
+        return np_err(err, NP_STATUS_INTERNAL, "hwloc could not read this host's topology");
+    }
+    p->cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+    p->pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+    p->numa = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+    if (p->cores < 1) p->cores = p->pus > 0 ? p->pus : 1;
+    if (p->numa < 1) p->numa = 1;
+    int share = p->cores / (p->local_ranks > 0 ? p->local_ranks : 1);
+    int several = cfg->ranks > 1;
+    const char *env = env_placed();
+    if (env) {
+        snprintf(p->source, sizeof p->source, "the environment (%s)", env);
+    } else if (share >= 2 || (p->local_ranks <= 1 && p->cores >= 1)) {
+        if (share < 1) share = 1;
+        snprintf(p->source, sizeof p->source, "hwloc");
+        p->first_core = p->local_rank * share;
+        p->n_cores = share;
+        p->workers = share < STARPU_MAXCPUS ? share : STARPU_MAXCPUS;
+        p->capped = share > STARPU_MAXCPUS;
+        p->bind = 1;
+        slice_pus(t, p);
+    } else {
+        snprintf(p->source, sizeof p->source, "hwloc (%d ranks on %d cores: unbound)",
+                 p->local_ranks, p->cores);
+        p->n_cores = p->cores;
+        p->workers = p->cores < STARPU_MAXCPUS ? p->cores : STARPU_MAXCPUS;
+    }
+    int workers = p->workers ? p->workers : 2; /* the environment's: at least the engine's rule */
+    if (several && workers >= 2) p->comm_worker = (p->workers ? p->workers : workers) - 1;
+    hwloc_topology_destroy(t);
+    return NP_OK;
+}
+
+void np_placement_bind_thread(const np_placement *p) {
+    if (!p->bind) return;
+    hwloc_topology_t t;
+    if (hwloc_topology_init(&t) || hwloc_topology_load(t)) {
+        hwloc_topology_destroy(t);
+        return; /* binding is an optimisation: the plan said what it wanted */
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (int i = 0; set && i < p->n_cores; i++) {
+        hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)(p->first_core + i));
+        if (core) hwloc_bitmap_or(set, set, core->cpuset);
+    }
+    if (set && !hwloc_bitmap_iszero(set)) hwloc_set_cpubind(t, set, HWLOC_CPUBIND_THREAD);
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(t);
+}
+
+void np_placement_describe(const np_placement *p, const np_config *cfg, char *buf, size_t n) {
+    size_t len = 0;
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__);                     \
+    } while (0)
+    buf[0] = 0;
+    ADD("rank %d: host of %d cores (%d PUs, %d NUMA node%s), %d rank%s on it; placed by %s",
+        cfg->rank, p->cores, p->pus, p->numa, p->numa == 1 ? "" : "s", p->local_ranks,
+        p->local_ranks == 1 ? "" : "s", p->source);
+    if (p->workers)
+        ADD("; %d CPU worker%s", p->workers, p->workers == 1 ? "" : "s");
+    if (p->bind) {
+        ADD(" on cores %d-%d (PUs", p->first_core, p->first_core + p->n_cores - 1);
+        for (int i = 0; i < p->workers; i++)
+            ADD(" %d", p->bind_pu[i]);
+        ADD("), driver and tables on NUMA node %d", p->numa_node);
+    }
+    if (p->comm_worker >= 0)
+        ADD("; worker %d runs the collectives%s", p->comm_worker,
+            p->bind ? ", on a core of its own" : "");
+    if (p->capped)
+        ADD("; %d cores but StarPU runs at most %d CPU workers per process: run one rank per "
+            "NUMA node or socket (mpirun --map-by numa)",
+            p->n_cores, STARPU_MAXCPUS);
+#undef ADD
+}
