@@ -185,15 +185,16 @@ record_ok() { printf '%s\tok\t%s\t%s\n' "$1" "$2" "$3" >>"$RES"; }
 record_fail() { printf '%s\tfailed\t%s\t\n' "$1" "$(printf '%s' "$2" | tr '\t\n' '  ')" >>"$RES"; }
 
 # nestpipe: one process per run, samples/s from its --metrics-json.
-run_nestpipe() { # ENGINE
-  local engine=$1 label="nestpipe --engine $1" rates="" rates_c="" r m=$WORK/m.json steps loss
+run_nestpipe() { # ENGINE [LABEL-SUFFIX FLAG...]: extra flags make an extra row
+  local engine=$1 label="nestpipe --engine $1${2:-}" rates="" rates_c="" r m=$WORK/m.json steps loss
   local ran pipe
+  local extra=("${@:3}")
   for ((r = 1; r <= REPEATS; r++)); do
     log "$label, run $r/$REPEATS"
     rm -f "$m"
     # Eval runs after the timed loop; skipping it only saves wall time.
     if ! "$NESTPIPE" train --engine "$engine" "${SHAPE[@]}" --steps "$STEPS" \
-      --eval-samples 0 --quiet --metrics-json "$m" >"$WORK/out" 2>"$WORK/err"; then
+      --eval-samples 0 --quiet --metrics-json "$m" "${extra[@]}" >"$WORK/out" 2>"$WORK/err"; then
       record_fail "$label" "$(tail -n 1 "$WORK/err")"
       return
     fi
@@ -207,19 +208,27 @@ run_nestpipe() { # ENGINE
         "invalid run: engine '$ran', steps '$steps' (want $STEPS), train_loss '$loss'"
       return
     fi
-    LAYER_FLOPS=$(json_get "$m" dense_flop_per_sample) || LAYER_FLOPS=""
+    if ((${#extra[@]} == 0)); then
+      LAYER_FLOPS=$(json_get "$m" dense_flop_per_sample) || LAYER_FLOPS=""
+    fi
     rates+="$(json_get "$m" samples_per_s) "
     rates_c+="$(json_get "$m" samples_per_s_compute) "
   done
   record_ok "$label" "$rates" \
     "pipeline ${pipe:-?}; all-in: synthetic batch generation included"
   # The same runs with the time spent generating batches left out: PyTorch's footing.
+  ((${#extra[@]} == 0)) || return 0
   record_ok "$label, data excluded" "$rates_c" \
     "same runs; time in the data source left out, as PyTorch's figure leaves it out"
 }
 LAYER_FLOPS=""
 run_nestpipe starpu
 run_nestpipe reference
+# the default pipeline against sequential, and bf16 products (on CPUs with avx512_bf16)
+run_nestpipe starpu ", --pipeline sequential" --pipeline sequential
+if "$NESTPIPE" --version | grep -q 'avx512_core_\(bf16\|amx\)'; then
+  run_nestpipe starpu ", --precision bf16" --precision bf16
+fi
 # GFLOP/s from the layers' own flop counts (np_layer_def.flops, --metrics-json
 # dense_flop_per_sample) when the build reports them; the formula above must agree
 FORMULA_FLOPS=$FLOPS
