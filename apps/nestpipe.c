@@ -509,7 +509,7 @@ static int run(np_dist_t *dist, int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("nestpipe 0.1.0\ndense kernels: %s\n", np_dense_kernels());
+        printf("nestpipe %s\ndense kernels: %s\n", NP_VERSION_STRING, np_dense_kernels());
         return 0;
     }
     if (!strcmp(argv[1], "train")) return cmd_train(dist, argc - 2, argv + 2);

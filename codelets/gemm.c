@@ -13,13 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NP_GEMM_CACHE 32 /* shapes kept per thread: a model has a few dozen at most */
+#define NP_GEMM_CACHE 128 /* shapes kept per thread, least recently used evicted */
 #define NP_GEMM_SGEMM_MAX_N 2
 
 typedef struct {
     unsigned flags;
     int has_bias;
     long M, N, K, lda, ldb, ldc;
+    unsigned long used;    /* the cache's clock at the last use */
     dnnl_primitive_t prim; /* NULL: this shape runs on dnnl_sgemm */
     dnnl_memory_t a, b, bias, c;
 } gemm_entry;
@@ -29,7 +30,8 @@ typedef struct {
     uint16_t *abuf, *bbuf; /* bf16 copies of A and B */
     size_t acap, bcap;
     gemm_entry e[NP_GEMM_CACHE];
-    int n, next; /* entries in use; the next one to replace when full */
+    int n;               /* entries in use */
+    unsigned long clock; /* counts lookups */
 } gemm_cache;
 
 static dnnl_engine_t g_engine;
@@ -77,9 +79,6 @@ static gemm_cache *thread_cache(void) {
     if (!c) die("cache allocation", dnnl_out_of_memory);
     dnnl_status_t s = dnnl_stream_create(&c->stream, g_engine, dnnl_stream_default_flags);
     if (s != dnnl_success) die("stream creation", s);
-    /* One thread per call: the caller (a StarPU worker, or the reference's thread) is the
-     * unit of parallelism, and a fixed thread count keeps the summation order fixed. */
-    omp_set_num_threads(1);
     pthread_setspecific(g_key, c);
     return c;
 }
@@ -142,22 +141,26 @@ static void entry_make(gemm_entry *x) {
 
 static gemm_entry *lookup(gemm_cache *c, unsigned flags, int has_bias, long M, long N, long K,
                           long lda, long ldb, long ldc) {
+    c->clock++;
     for (int i = 0; i < c->n; i++) {
         gemm_entry *x = &c->e[i];
         if (x->flags == flags && x->has_bias == has_bias && x->M == M && x->N == N &&
-            x->K == K && x->lda == lda && x->ldb == ldb && x->ldc == ldc)
+            x->K == K && x->lda == lda && x->ldb == ldb && x->ldc == ldc) {
+            x->used = c->clock;
             return x;
+        }
     }
     gemm_entry *x;
     if (c->n < NP_GEMM_CACHE) {
         x = &c->e[c->n++];
-    } else {
-        x = &c->e[c->next];
-        c->next = (c->next + 1) % NP_GEMM_CACHE;
+    } else { /* the least recently used */
+        x = &c->e[0];
+        for (int i = 1; i < c->n; i++)
+            if (c->e[i].used < x->used) x = &c->e[i];
         entry_free(x);
     }
     *x = (gemm_entry){.flags = flags, .has_bias = has_bias, .M = M, .N = N, .K = K,
-                      .lda = lda, .ldb = ldb, .ldc = ldc};
+                      .lda = lda, .ldb = ldb, .ldc = ldc, .used = c->clock};
     entry_make(x);
     return x;
 }
@@ -200,9 +203,23 @@ static void bias_relu(unsigned flags, long M, long N, const float *bias, float *
     }
 }
 
+static void gemm_run(unsigned flags, long M, long N, long K, const float *A, long lda,
+                     const float *B, long ldb, const float *bias, float *C, long ldc);
+
 void np_gemm(unsigned flags, long M, long N, long K, const float *A, long lda, const float *B,
              long ldb, const float *bias, float *C, long ldc) {
     if (M <= 0 || N <= 0) return;
+    /* One OpenMP thread per product: the caller (a StarPU worker, or the reference's
+     * thread) is the unit of parallelism, and a fixed thread count keeps oneDNN's choice of
+     * kernel, and so the summation order, fixed. The caller's own setting comes back after. */
+    int threads = omp_get_max_threads();
+    if (threads != 1) omp_set_num_threads(1);
+    gemm_run(flags, M, N, K, A, lda, B, ldb, bias, C, ldc);
+    if (threads != 1) omp_set_num_threads(threads);
+}
+
+static void gemm_run(unsigned flags, long M, long N, long K, const float *A, long lda,
+                     const float *B, long ldb, const float *bias, float *C, long ldc) {
     if (K <= 0) {
         for (long m = 0; m < M; m++)
             memset(C + (size_t)m * (size_t)ldc, 0, (size_t)N * sizeof *C);
@@ -269,7 +286,10 @@ int np_gemm_bf16_supported(const char **isa) {
 static pthread_once_t g_backend_once = PTHREAD_ONCE_INIT;
 
 static void backend_describe(void) {
-    /* The kernel of a typical hidden layer (512 samples, 512 -> 256, bias and ReLU). */
+    /* The kernel of a typical hidden layer (512 samples, 512 -> 256, bias and ReLU), as a
+     * product would get it: on one OpenMP thread. */
+    int threads = omp_get_max_threads();
+    if (threads != 1) omp_set_num_threads(1);
     gemm_cache *c = thread_cache();
     gemm_entry probe = {.flags = NP_GEMM_TB | NP_GEMM_RELU, .has_bias = 1, .M = 512, .N = 256,
                         .K = 512, .lda = 512, .ldb = 512, .ldc = 256};
@@ -284,6 +304,7 @@ static void backend_describe(void) {
     snprintf(g_backend, sizeof g_backend, "oneDNN %d.%d.%d, %s (matmul %s)", v->major, v->minor,
              v->patch, isa_name(dnnl_get_effective_cpu_isa()), impl);
     entry_free(&probe);
+    if (threads != 1) omp_set_num_threads(threads);
 }
 
 const char *np_dense_kernels(void) {

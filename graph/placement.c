@@ -7,8 +7,10 @@
  *   allocates and fills are first touched on the slice's NUMA node;
  * - a rank with less than 2 cores (more ranks than half the cores) binds nothing: every
  *   rank's workers would be pinned to the same first cores (StarPU numbers them from 0 in
- *   each process), and the OS spreads them better (2 ranks on 2 cores: 46.7k samples/s
+ *   each process), and the OS spreads them better (2 ranks on 2 cores: 44-45k samples/s
  *   unbound against 24.7k as StarPU binds them);
+ * - a process that comes bound to some cores (mpirun --bind-to, taskset) keeps them: they
+ *   are its slice, and the driver keeps its binding;
  * - STARPU_NCPU, STARPU_NCPUS, STARPU_WORKERS_CPUID or STARPU_WORKERS_NOBIND in the
  *   environment win: the user placed the workers. */
 #include "graph/placement.h"
@@ -23,6 +25,26 @@
 
 #include "comm/comm.h"
 #include "core/util.h"
+
+_Static_assert(NP_PLACE_MAX_WORKERS >= STARPU_MAXCPUS, "one bind_pu entry per StarPU CPU");
+
+/* The cores the process is bound to, when the launcher bound it to part of the host:
+ * their logical indexes into cores[] (at most max), and how many; 0 when unbound. */
+static int bound_cores(hwloc_topology_t t, int *cores, int max) {
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int n = 0;
+    if (set && hwloc_get_cpubind(t, set, HWLOC_CPUBIND_PROCESS) == 0 &&
+        !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(t), set)) {
+        int nc = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+        for (int c = 0; c < nc && n < max; c++) {
+            hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)c);
+            if (core && hwloc_bitmap_isincluded(core->cpuset, set)) cores[n++] = c;
+        }
+        if (n == 0) n = -1; /* bound to part of a core: treat as one core, unbound */
+    }
+    hwloc_bitmap_free(set);
+    return n;
+}
 
 static const char *env_placed(void) {
     static const char *vars[] = {"STARPU_NCPU", "STARPU_NCPUS", "STARPU_WORKERS_CPUID",
@@ -63,8 +85,31 @@ np_status np_placement_plan(const np_config *cfg, np_placement *p, np_error *err
     int share = p->cores / (p->local_ranks > 0 ? p->local_ranks : 1);
     int several = cfg->ranks > 1;
     const char *env = env_placed();
+    int mine[NP_PLACE_MAX_WORKERS];
+    int nbound = env ? 0 : bound_cores(t, mine, NP_PLACE_MAX_WORKERS);
     if (env) {
         snprintf(p->source, sizeof p->source, "the environment (%s)", env);
+    } else if (nbound != 0) {
+        p->launcher = 1;
+        if (nbound >= 2) {
+            snprintf(p->source, sizeof p->source, "the launcher's binding (%d cores)", nbound);
+            p->first_core = mine[0];
+            p->n_cores = nbound;
+            p->workers = nbound < STARPU_MAXCPUS ? nbound : STARPU_MAXCPUS;
+            p->bind = 1;
+            for (int i = 0; i < p->workers; i++) {
+                hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)mine[i]);
+                hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(t, core->cpuset, HWLOC_OBJ_PU, 0);
+                p->bind_pu[i] = pu ? (int)pu->logical_index : mine[i];
+            }
+            int node = hwloc_bitmap_first(
+                hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)mine[0])->nodeset);
+            p->numa_node = node < 0 ? 0 : node;
+        } else { /* one core or less: the workers share it, inheriting the binding */
+            snprintf(p->source, sizeof p->source, "the launcher's binding (1 core: unbound)");
+            p->n_cores = 1;
+            p->workers = several ? 2 : 1;
+        }
     } else if (share >= 2 || (p->local_ranks <= 1 && p->cores >= 1)) {
         if (share < 1) share = 1;
         snprintf(p->source, sizeof p->source, "hwloc");
@@ -87,7 +132,7 @@ np_status np_placement_plan(const np_config *cfg, np_placement *p, np_error *err
 }
 
 void np_placement_bind_thread(const np_placement *p) {
-    if (!p->bind) return;
+    if (!p->bind || p->launcher) return; /* the launcher's binding stands */
     hwloc_topology_t t;
     if (hwloc_topology_init(&t) || hwloc_topology_load(t)) {
         hwloc_topology_destroy(t);
@@ -115,7 +160,12 @@ void np_placement_describe(const np_placement *p, const np_config *cfg, char *bu
         p->local_ranks == 1 ? "" : "s", p->source);
     if (p->workers)
         ADD("; %d CPU worker%s", p->workers, p->workers == 1 ? "" : "s");
-    if (p->bind) {
+    if (p->bind && p->launcher) {
+        ADD(" on the launcher's cores (PUs");
+        for (int i = 0; i < p->workers; i++)
+            ADD(" %d", p->bind_pu[i]);
+        ADD("), NUMA node %d", p->numa_node);
+    } else if (p->bind) {
         ADD(" on cores %d-%d (PUs", p->first_core, p->first_core + p->n_cores - 1);
         for (int i = 0; i < p->workers; i++)
             ADD(" %d", p->bind_pu[i]);

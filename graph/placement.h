@@ -8,7 +8,7 @@
 
 #include "nestpipe/nestpipe.h"
 
-#define NP_PLACE_MAX_WORKERS 16
+#define NP_PLACE_MAX_WORKERS 16 /* >= STARPU_MAXCPUS (checked in placement.c) */
 
 typedef struct np_placement {
     int cores, pus, numa;      /* this host's */
@@ -20,6 +20,8 @@ typedef struct np_placement {
     int comm_worker;           /* the worker that runs the collectives; -1: none */
     int numa_node;             /* of the slice's first core: where the tables are touched */
     int capped;                /* the slice has more cores than StarPU can use (4) */
+    int launcher;              /* the process came bound (mpirun --bind-to, taskset): its
+                                  cores are the slice, the driver is left as it is */
     char source[96];           /* "hwloc" or what in the environment decided */
 } np_placement;
 

@@ -2,7 +2,6 @@
  * the config names: the reference trainer (model/) or the StarPU engine (graph/engine.c). */
 #include <stdlib.h>
 
-#include "codelets/gemm.h"
 #include "core/util.h"
 #include "graph/engine.h"
 #include "model/model.h"
@@ -16,12 +15,6 @@ struct np_trainer {
 np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
                             np_error *err) {
     *out = NULL;
-    const char *isa;
-    if (cfg->precision == NP_PRECISION_BF16 && !np_gemm_bf16_supported(&isa))
-        return np_err(err, NP_STATUS_UNSUPPORTED,
-                      "precision: bf16 needs a CPU with avx512_bf16, and this one runs %s; use "
-                      "--precision fp32",
-                      isa);
     np_trainer_t *tr = np_zalloc(1, sizeof *tr, "trainer", err);
     if (!tr) return NP_STATUS_NO_MEMORY;
     np_status st = cfg->engine == NP_ENGINE_STARPU ? np_engine_create(cfg, m, &tr->sp, err)

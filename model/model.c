@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codelets/gemm.h"
 #include "core/util.h"
 #include "model/model.h"
 
@@ -98,6 +99,14 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
 np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, np_model_t **out,
                                 np_error *err) {
     *out = NULL;
+    /* every use of the model (training, evaluation) takes its products in this precision:
+     * refuse here, once, what the CPU cannot run */
+    const char *isa;
+    if (cfg->precision == NP_PRECISION_BF16 && !np_gemm_bf16_supported(&isa))
+        return np_err(err, NP_STATUS_UNSUPPORTED,
+                      "precision: bf16 needs a CPU with avx512_bf16, and this one runs %s; use "
+                      "--precision fp32",
+                      isa);
     np_status st = np_config_check(cfg, err);
     if (st) return st;
     if (graph->dense_w != cfg->bottom[0] || graph->pooled_w != cfg->tables * cfg->dim)

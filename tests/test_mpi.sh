@@ -138,7 +138,7 @@ fi
 timeout 60 env -u STARPU_NCPU -u STARPU_NCPUS -u STARPU_WORKERS_CPUID -u STARPU_WORKERS_NOBIND \
   mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$NP" train "${SM[@]}" \
   --steps 2 --explain-placement >"$W/out" 2>&1
-if grep -q "rank 1: host of .*, 2 ranks on it; placed by hwloc.*worker [0-9] runs the collectives" "$W/out" &&
+if grep -Eq "rank 1: host of .*, 2 ranks on it; placed by (hwloc|the launcher's binding).*worker [0-9] runs the collectives" "$W/out" &&
   grep -q "rank 0: host of .*, 2 ranks on it" "$W/out"; then
   ok "placement: 2 ranks on one host, each with a comm worker"
 else
