@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "codelets/gemm.h"
@@ -162,6 +163,18 @@ static void test_gemm_paths(void **state) {
             free(A), free(Bm), free(bias), free(C), free(C2);
         }
     }
+}
+
+/* A product runs on one OpenMP thread and leaves the caller's thread count as it was. */
+static void test_gemm_keeps_omp_threads(void **state) {
+    (void)state;
+    float A[6] = {1, 2, 3, 4, 5, 6}, B[12] = {1, 0, 0, 1, 1, 1, 0, 0, 2, 2, 2, 2}, C[8];
+    omp_set_num_threads(3);
+    np_gemm(0, 2, 4, 3, A, 3, B, 4, NULL, C, 4);
+    assert_int_equal(omp_get_max_threads(), 3);
+    const float want[8] = {1 + 2 + 6, 0 + 2 + 6, 0 + 0 + 6, 1 + 0 + 6, 4 + 5 + 12, 5 + 12, 12, 4 + 12};
+    assert_memory_equal(C, want, sizeof C);
+    omp_set_num_threads(1);
 }
 
 /* bf16 rounding by hand: to nearest, ties to even, NaN stays NaN, infinities stay. */
@@ -481,6 +494,7 @@ int main(void) {
         cmocka_unit_test(test_linear_hand),
         cmocka_unit_test(test_gemm_paths),
         cmocka_unit_test(test_bf16_round),
+        cmocka_unit_test(test_gemm_keeps_omp_threads),
         cmocka_unit_test(test_gemm_bf16),
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_interact_t1),
