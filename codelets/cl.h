@@ -123,7 +123,8 @@ typedef struct np_cl_xchg_args {
  * window w's grads; gE[map[i]] += received grad i in rank order, gE zeroed by window 0:
  * each row's sum runs in (window, rank, key) order in every pipeline */
 /* allreduce buffers: glocal R (n), gdense W (n), all W (R, n) scratch, token RW:
- * all-gather then a sum in rank order, the same bits on every rank */
+ * all-gather then a sum in rank order (R <= 2), or a reduce-scatter summing each slice in
+ * rank order then an all-gather (R > 2): the same bits on every rank and in both forms */
 extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_cl_exchange_rows,
     np_cl_exchange_grads, np_cl_allreduce;
 

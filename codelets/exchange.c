@@ -269,19 +269,55 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
 }
 
 /* ---- dense gradients: all-gather, then the same ordered sum on every rank */
+/* Above 2 ranks, a reduce-scatter then an all-gather: rank q sums slice q of every rank's
+ * gradient, in rank order, and the slices are gathered. Each element is the same rank-order
+ * sum as the all-gather form computes, so the bits do not depend on the form; each rank
+ * sends 2 (R-1)/R n floats instead of (R-1) n. At 2 ranks both send n, and the all-gather
+ * is one collective instead of two. NP_ALLREDUCE=allgather|rs forces a form (tests). */
+static int use_reduce_scatter(int R) {
+    const char *f = getenv("NP_ALLREDUCE");
+    if (f && !strcmp(f, "allgather")) return 0;
+    if (f && !strcmp(f, "rs")) return R > 1;
+    return R > 2;
+}
+
 static void allreduce_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     const float *mine = NP_BUF(buffers, 0);
     float *out = NP_BUF(buffers, 1), *all = NP_BUF(buffers, 2); /* (n), (R, n) */
-    if (np_comm_allgather(a->comm, NP_CHAN_DATA, mine, all, a->n, sizeof(float))) {
+    int R = a->R, me = np_comm_rank(a->comm);
+    const float *parts[64];
+    if (!use_reduce_scatter(R)) {
+        if (np_comm_allgather(a->comm, NP_CHAN_DATA, mine, all, a->n, sizeof(float))) {
+            a->out.fail = 1;
+            return;
+        }
+        for (int r = 0; r < R; r++)
+            parts[r] = all + (size_t)r * a->n;
+        np_sum_ordered(parts, R, a->n, out);
+        a->out.bytes = (uint64_t)a->n * (uint64_t)(R - 1) * sizeof(float);
+        return;
+    }
+    int64_t len[64], got[64];
+    size_t lo_me = a->n * (size_t)me / (size_t)R;
+    for (int q = 0; q < R; q++)
+        len[q] = (int64_t)(a->n * (size_t)(q + 1) / (size_t)R - a->n * (size_t)q / (size_t)R);
+    for (int q = 0; q < R; q++)
+        got[q] = len[me];
+    /* slice q of mine to rank q; all gets slice `me` of every rank, rank after rank */
+    if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, mine, len, all, got, sizeof(float))) {
         a->out.fail = 1;
         return;
     }
-    const float *parts[64];
-    for (int r = 0; r < a->R; r++)
-        parts[r] = all + (size_t)r * a->n;
-    np_sum_ordered(parts, a->R, a->n, out);
-    a->out.bytes = (uint64_t)a->n * sizeof(float);
+    for (int r = 0; r < R; r++)
+        parts[r] = all + (size_t)r * (size_t)len[me];
+    np_sum_ordered(parts, R, (size_t)len[me], out + lo_me);
+    if (np_comm_allgatherv_inplace(a->comm, NP_CHAN_DATA, out, len, sizeof(float))) {
+        a->out.fail = 1;
+        return;
+    }
+    a->out.bytes = ((uint64_t)a->n - (uint64_t)len[me] + (uint64_t)len[me] * (uint64_t)(R - 1)) *
+                   sizeof(float);
 }
 
 NP_CODELET(np_cl_route, route_cpu, "route");

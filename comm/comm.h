@@ -49,6 +49,10 @@ int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t
 /* recv gets every rank's n-element send, rank after rank. */
 int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, size_t n,
                       size_t elem);
+/* In place: rank r's counts[r] elements at displs[r] of buf go to every rank's buf at the
+ * same place. */
+int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64_t *counts,
+                               size_t elem);
 /* Sum over ranks of one int64 / max of one int64. */
 int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max);
 int np_comm_allreduce_f64_sum(np_comm *c, np_channel ch, double *inout, int n);

@@ -192,6 +192,24 @@ int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, s
     return rc;
 }
 
+int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64_t *counts,
+                               size_t elem) {
+    if (!c || !c->mpi) return 0; /* one rank: its part is in place already */
+    int n = c->size, rc = -1;
+    int *cd = malloc(2 * (size_t)n * sizeof(int));
+    MPI_Datatype t;
+    if (!cd) return -1;
+    if (!to_int_counts(counts, n, cd, cd + n) && !elem_type(elem, &t)) {
+        MPI_Request req;
+        if (MPI_Iallgatherv(MPI_IN_PLACE, 0, t, buf, cd, cd + n, t, c->chan[ch], &req) ==
+            MPI_SUCCESS)
+            rc = wait_yield(&req);
+        MPI_Type_free(&t);
+    }
+    free(cd);
+    return rc;
+}
+
 int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max) {
     if (!c || !c->mpi) return 0;
     MPI_Request req;

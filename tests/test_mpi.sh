@@ -134,6 +134,20 @@ fi
 "$NP" compare "$W/c3" "$W/c1" >/dev/null && ok "3 ranks on Criteo data match the reference" ||
   bad "3 ranks on Criteo data differ from the reference"
 
+# the dense all-reduce: reduce-scatter + all-gather (above 2 ranks) gives the all-gather
+# form's bytes, and each rank sends half as much at 4 ranks (2 (R-1)/R n against (R-1) n)
+ab() { sed -n 's/.*"allreduce": \([0-9]*\).*/\1/p' "$1" | head -n 1; }
+NP_ALLREDUCE=allgather timeout 120 "${MPIRUN[@]}" -x NP_ALLREDUCE -np 4 "$NP" train "${SM[@]}" \
+  --steps 3 --dump-params "$W/ag" --metrics-json "$W/ag.json" >"$W/out" 2>"$W/err" ||
+  bad "R=4 all-gather run failed: $(tail -n 3 "$W/err")"
+run_np 4 "$W/rs" --steps 3 --metrics-json "$W/rs.json" ||
+  bad "R=4 reduce-scatter run failed: $(tail -n 3 "$W/err")"
+cmp -s "$W/ag" "$W/rs" && ok "R=4: reduce-scatter + all-gather = all-gather (bytes)" ||
+  bad "R=4: the all-reduce forms differ"
+a=$(ab "$W/ag.json") r=$(ab "$W/rs.json")
+[[ -n $a && -n $r ]] && ((r * 2 == a)) && ok "R=4: reduce-scatter sends half the all-reduce bytes ($r vs $a)" ||
+  bad "R=4 all-reduce bytes: reduce-scatter '$r', all-gather '$a'"
+
 # placement: each rank knows the host's ranks and gives one worker the collectives
 timeout 60 env -u STARPU_NCPU -u STARPU_NCPUS -u STARPU_WORKERS_CPUID -u STARPU_WORKERS_NOBIND \
   mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$NP" train "${SM[@]}" \
