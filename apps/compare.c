@@ -62,6 +62,19 @@ int np_cmd_compare(int argc, char **argv) {
     double rtol = 1e-4, atol = 1e-5;
     for (int i = 0; i < argc; i++) {
         char *end;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs("usage: nestpipe compare A.params B.params [--rtol R] [--atol A]\n"
+                  "\n"
+                  "Compares two --dump-params files tensor by tensor: the same names and shapes,\n"
+                  "and every element within |a - b| <= atol + rtol |b|. Prints the worst element\n"
+                  "of each tensor. Exit 0: the same model within tolerance; 1: a difference; 2: a\n"
+                  "bad file or flag.\n"
+                  "\n"
+                  "  --rtol R   relative tolerance [1e-4]\n"
+                  "  --atol A   absolute tolerance [1e-5]\n",
+                  stdout);
+            return 0;
+        }
         if ((!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol")) && i + 1 < argc) {
             double v = strtod(argv[i + 1], &end);
             if (*end || !(v >= 0)) {

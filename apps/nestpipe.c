@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -230,6 +231,37 @@ static int read_ahead(reader *rd, long upto) {
     return 0;
 }
 
+/* An output path, checked before the first step so that a typo does not cost a whole run:
+ * its folder exists and is writable, and the file, if there, is a writable file. Nothing
+ * is created or truncated here. */
+static np_status check_output(const char *flag, const char *path, np_error *err) {
+    if (!path[0]) return NP_OK;
+    char dir[NP_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+    struct stat sb;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+        return np_error_set(err, NP_STATUS_IO, "--%s %s: the folder %s does not exist", flag,
+                            path, dir);
+    if (access(dir, W_OK))
+        return np_error_set(err, NP_STATUS_IO, "--%s %s: the folder %s is not writable", flag,
+                            path, dir);
+    if (!stat(path, &sb)) {
+        if (S_ISDIR(sb.st_mode))
+            return np_error_set(err, NP_STATUS_IO, "--%s %s: is a folder, not a file", flag, path);
+        if (access(path, W_OK))
+            return np_error_set(err, NP_STATUS_IO, "--%s %s: the file is not writable", flag,
+                                path);
+    }
+    return NP_OK;
+}
+
 static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_config cfg;
     np_config_defaults(&cfg);
@@ -249,6 +281,12 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_error err = {{0}};
     np_status st = np_config_check(&cfg, &err);
     if (st) return lead ? fail(st, &err) : (st == NP_STATUS_BAD_INPUT ? EXIT_BAD_INPUT : 1);
+    /* rank 0 writes the outputs: it checks them, and every rank stops if one is bad */
+    if (lead && ((st = check_output("metrics-json", cfg.metrics_json, &err)) ||
+                 (st = check_output("dump-params", cfg.dump_params, &err)) ||
+                 (st = check_output("trace", cfg.trace, &err))))
+        fail(st, &err);
+    if (agree(dist, st ? 2 : 0)) return EXIT_BAD_INPUT;
 
     np_source_t *train = NULL, *eval = NULL;
     np_model_t *model = NULL, *full = NULL;
@@ -378,9 +416,12 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         if (recent_n || tty)
             progress(&cfg, tty, r.steps, cfg.steps, r.train_loss, r.samples_per_s, r.seconds, 1);
     }
-    if (r.data_ended && !cfg.quiet)
-        fprintf(stderr, "nestpipe: the training data ended after %ld steps of %ld samples%s\n",
-                r.steps, cfg.batch, cfg.steps ? " (before --steps)" : "");
+    /* fewer steps than asked is worth a warning even under --quiet (metrics: data_ended);
+     * --steps 0 asks for exactly this */
+    if (r.data_ended && lead && (cfg.steps || !cfg.quiet))
+        fprintf(stderr, "nestpipe: %sthe training data ended after %ld steps of %ld samples%s\n",
+                cfg.steps ? "warning: " : "", r.steps, cfg.batch,
+                cfg.steps ? " (before --steps)" : "");
     if (r.steps == 0) {
         st =
             np_error_set(&err, NP_STATUS_BAD_INPUT,

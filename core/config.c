@@ -289,7 +289,7 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         c.batch = (long)i;
     } else if (!strcmp(key, "lr")) {
         if (parse_f64(value, 0.0, 1e6, &f) || f <= 0)
-            return bad(err, where, key, value, "a positive number");
+            return bad(err, where, key, value, "a number > 0 and <= 1e6");
         c.lr = f;
     } else if (!strcmp(key, "sparse-optim")) {
         if (!strcmp(value, "sgd"))
@@ -399,8 +399,19 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         ctx->failed = 1;
         return 0;
     }
+    /* an inline comment: '#' or ';' after whitespace ends the value (inih itself strips only
+     * ';'), so `steps = 2 # two steps` reads 2 */
+    char v[NP_PATH_MAX + 64];
+    snprintf(v, sizeof v, "%s", value);
+    for (char *p = v; *p; p++)
+        if ((*p == '#' || *p == ';') && p > v && (p[-1] == ' ' || p[-1] == '\t')) {
+            *p = 0;
+            break;
+        }
+    for (size_t n = strlen(v); n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t');)
+        v[--n] = 0;
     np_error e;
-    if (np_config_set(ctx->cfg, name, value, "", &e) != NP_OK) {
+    if (np_config_set(ctx->cfg, name, v, "", &e) != NP_OK) {
         /* drop the empty "where" prefix ": " that np_config_set put in front */
         snprintf(ctx->first.msg, sizeof ctx->first.msg, "%s", e.msg + 2);
         ctx->failed = 1;

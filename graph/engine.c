@@ -94,13 +94,24 @@ static int sched_known(const char *name) {
     return 0;
 }
 
+/* The policies' names, the modular-* family counted rather than listed, so that the list
+ * fits in one error line. */
 static void sched_list(char *buf, size_t n) {
     struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
+    int modular = 0;
     buf[0] = 0;
     for (; p && *p; p++) {
+        if (!strncmp((*p)->policy_name, "modular-", 8)) {
+            modular++;
+            continue;
+        }
         size_t len = strlen(buf);
         snprintf(buf + len, n - len, "%s%s", len ? ", " : "", (*p)->policy_name);
     }
+    size_t len = strlen(buf);
+    if (modular)
+        snprintf(buf + len, n - len, ", and %d modular-* policies (STARPU_SCHED=help lists them)",
+                 modular);
 }
 
 /* Debian's StarPU is built with non-blocking drivers: a worker with nothing to run polls
@@ -145,7 +156,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         return np_err(err, NP_STATUS_UNSUPPORTED, "ranks: at most 64 ranks are supported, not %d",
                       cfg->ranks);
     if (!sched_known(cfg->sched)) {
-        char names[512];
+        char names[2048];
         sched_list(names, sizeof names);
         return np_err(err, NP_STATUS_BAD_INPUT, "sched: unknown StarPU policy '%s' (known: %s)",
                       cfg->sched, names);

@@ -77,6 +77,28 @@ expect_fail "criteo needs 26 tables" 2 "26 categorical" -- "$NP" train --data "c
 head -c 100 /dev/urandom >"$W/junk.bin"
 expect_fail "foreign binary" 2 "$W/junk.bin" -- "$NP" train --data "bin:$W/junk.bin" "${SMALL[@]}"
 expect_fail "unknown scheduler" 2 "unknown StarPU policy 'fastest'" -- "$NP" train --sched fastest --steps 1
+grep -q "modular-\* policies (STARPU_SCHED=help lists them))$" "$W/err" &&
+  ok "unknown scheduler: the whole list, not cut off" || bad "scheduler list: $(cat "$W/err")"
+expect_fail "lr past its limit says the limit" 2 "expected a number > 0 and <= 1e6" -- "$NP" train --lr 1e9
+# every command answers --help
+for cmd in train convert compare trace; do
+  expect_ok "$cmd --help" "$NP" $cmd --help
+  grep -q "usage" "$W/out" && ok "$cmd --help prints a usage" || bad "$cmd --help: $(head -n 2 "$W/out")"
+done
+# output paths are checked before the first step: a run that could not save fails at once
+start=$SECONDS
+expect_fail "dump-params into a missing folder" 2 "--dump-params $W/nodir/m: the folder $W/nodir does not exist" \
+  -- "$NP" train --steps 100000 --dump-params "$W/nodir/m"
+expect_fail "metrics-json onto a folder" 2 "--metrics-json $W: is a folder, not a file" \
+  -- "$NP" train --steps 100000 --metrics-json "$W"
+expect_fail "trace into a missing folder" 2 "--trace $W/nodir/t.json: the folder $W/nodir does not exist" \
+  -- "$NP" train --steps 100000 --trace "$W/nodir/t.json"
+((SECONDS - start < 20)) && ok "bad output paths fail before training" || bad "bad output paths took $((SECONDS - start)) s"
+# inline comments in a config file, with '#' or ';'
+printf 'steps = 2 # two steps\nlr = 0.05 ; a comment\n' >"$W/inline.ini"
+expect_ok "inline comments" "$NP" train --config "$W/inline.ini" "${SMALL[@]}" --metrics-json "$W/inline.json"
+grep -q '"steps": 2,' "$W/inline.json" && grep -q '"lr": 0.05' "$W/inline.json" &&
+  ok "inline comments: the values before them" || bad "inline comments: $(grep -E '"steps"|"lr"' "$W/inline.json")"
 expect_fail "windows range" 2 "windows" -- "$NP" train --windows 0 --steps 1
 expect_fail "cluster value" 2 "none or keys" -- "$NP" train --cluster maybe --steps 1
 expect_fail "too many pieces" 2 "windows x chunks <= 64" -- "$NP" train --windows 32 --chunks 4 --steps 1
@@ -88,6 +110,12 @@ expect_fail "trace needs starpu" 2 "reference engine runs no tasks" -- "$NP" tra
 # Criteo with missing fields trains to the end of the data, and reports a real eval
 expect_ok "criteo trains" "$NP" train --data "criteo:$W/good.tsv" --steps 0 "${SMALL[@]}" \
   --dump-params "$W/tsv.params" --metrics-json "$W/tsv.json"
+# data that ends before --steps: a warning --quiet does not hide, and the metrics say so
+expect_ok "criteo ends before --steps" "$NP" train --data "criteo:$W/good.tsv" --steps 1000 \
+  "${SMALL[@]}" --metrics-json "$W/short.json"
+grep -q "nestpipe: warning: the training data ended after [0-9]* steps" "$W/err" &&
+  grep -q '"data_ended": true' "$W/short.json" && ok "data ended early: a warning under --quiet" ||
+  bad "data ended early: '$(cat "$W/err")'"
 for k in steps global_batch samples_per_s train_loss eval_logloss eval_auc engine pipeline ranks; do
   grep -q "\"$k\"" "$W/tsv.json" 2>/dev/null || bad "metrics key $k"
 done
