@@ -55,15 +55,24 @@ static const char *train_help =
     "  --adagrad-eps X        row-wise Adagrad epsilon [1e-8]\n"
     "  --seed S               seed of data and initialisation [42]\n"
     "  --engine reference|starpu              [starpu]\n"
+    "  --sched POLICY         StarPU scheduling policy (lws, eager, prio, dmda, ...);\n"
+    "                         STARPU_SCHED, when set, overrides it [lws]\n"
+    "  --chunks C             row chunks of a window computed in parallel; fixes the\n"
+    "                         arithmetic, never the worker count [4]\n"
+    "  --windows W|auto       micro-batches per local batch (fwp, nestpipe); fixes the\n"
+    "                         arithmetic [auto: 4 for fwp and nestpipe, else 1]\n"
+    "  --cluster keys|none    samples to windows by key-centric clustering or in order [keys]\n"
+    "  --shard row|table      how tables are split over ranks [row]\n"
     "  --precision fp32|bf16  dense products on bf16 inputs, fp32 accumulation and weights;\n"
     "                         needs a CPU with avx512_bf16 [fp32]\n"
     "  --pipeline auto|sequential|dbp|fwp|nestpipe|async   how batches overlap; auto = dbp\n"
     "                         on one host, nestpipe across hosts; async is stale [auto]\n"
     "output:\n"
     "  --metrics-json FILE    write the run summary as JSON\n"
+    "  --trace FILE           write a Chrome trace JSON of every task (starpu engine)\n"
     "  --dump-params FILE     write the trained model (NPPARAMS format, docs/formats.md)\n"
     "  --log-every N          steps between progress lines when not on a terminal [50]\n"
-    "  --quiet                print only errors\n"
+    "  --quiet                print only errors and warnings (StarPU's notices silenced)\n"
     "  --explain-placement    each rank prints where its workers, collectives and driver run\n"
     "  --help                 this text\n";
 
@@ -150,14 +159,22 @@ static int parse_train_args(int argc, char **argv, np_config *cfg, int *want_hel
 static void progress(const np_config *cfg, int tty, long step, long total, double loss, double sps,
                      double elapsed, int final) {
     if (cfg->quiet) return;
+    /* step/total (no total with --steps 0), the loss (at the end: the summary's train_loss),
+     * samples/s, and the time left, or at the end the time taken */
+    char tot[32] = "", eta[48] = "";
+    if (total > 0) snprintf(tot, sizeof tot, "/%ld", total);
+    if (final)
+        snprintf(eta, sizeof eta, "  took %.1fs", elapsed);
+    else if (total > 0 && step > 0)
+        snprintf(eta, sizeof eta, "  ETA %.0fs", elapsed / (double)step * (double)(total - step));
     if (tty) {
-        double eta = total > 0 && step > 0 ? elapsed / step * (total - step) : 0;
-        fprintf(stderr, "\rstep %ld/%ld  loss %.5f  %.0f samples/s  ETA %.0fs   ", step, total,
-                loss, sps, eta);
+        fprintf(stderr, "\rstep %ld%s  %s %.5f  %.0f samples/s%s   ", step, tot,
+                final ? "train_loss" : "loss", loss, sps, eta);
         if (final) fputc('\n', stderr);
         fflush(stderr);
     } else if (final || step % cfg->log_every == 0) {
-        printf("step %ld  loss %.5f  samples/s %.0f\n", step, loss, sps);
+        printf("step %ld%s  %s %.5f  samples/s %.0f%s\n", step, tot, final ? "train_loss" : "loss",
+               loss, sps, eta);
         fflush(stdout);
     }
 }
@@ -279,6 +296,15 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     }
     if (!lead) cfg.quiet = 1;
     np_error err = {{0}};
+    /* StarPU lets STARPU_SCHED override the policy a program asks for (the help and docs say
+     * so); check it like --sched and use it everywhere (the compute context too), so the
+     * metrics name the policy that ran */
+    const char *env_sched = getenv("STARPU_SCHED");
+    if (env_sched && *env_sched && strcmp(env_sched, cfg.sched) &&
+        cfg.engine == NP_ENGINE_STARPU) {
+        if (np_config_set(&cfg, "sched", env_sched, "STARPU_SCHED", &err))
+            return lead ? fail(NP_STATUS_BAD_INPUT, &err) : EXIT_BAD_INPUT;
+    }
     np_status st = np_config_check(&cfg, &err);
     if (st) return lead ? fail(st, &err) : (st == NP_STATUS_BAD_INPUT ? EXIT_BAD_INPUT : 1);
     /* rank 0 writes the outputs: it checks them, and every rank stops if one is bad */

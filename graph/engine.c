@@ -179,6 +179,9 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     /* unbound (more ranks than the cores can split): StarPU has no conf field for it */
     int nobind = !pl.bind && pl.workers && !getenv("STARPU_WORKERS_NOBIND");
     if (nobind) setenv("STARPU_WORKERS_NOBIND", "1", 1);
+    /* --quiet: StarPU's own notices (perf-model calibration under dmda, ...) too */
+    int silent = cfg->quiet && !getenv("STARPU_SILENT");
+    if (silent) setenv("STARPU_SILENT", "1", 1);
     int rc = starpu_init(&conf);
     if (nobind) unsetenv("STARPU_WORKERS_NOBIND");
     if (rc)

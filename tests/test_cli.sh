@@ -4,6 +4,7 @@
 # usage: test_cli.sh PATH/TO/nestpipe
 set -u
 NP=$1
+DOCS=$(cd "$(dirname "$0")/.." && pwd)/docs/cli.md
 W=$(mktemp -d /tmp/np_cli_XXXXXX)
 trap 'rm -rf "$W"' EXIT
 pass=0
@@ -80,6 +81,28 @@ expect_fail "unknown scheduler" 2 "unknown StarPU policy 'fastest'" -- "$NP" tra
 grep -q "modular-\* policies (STARPU_SCHED=help lists them))$" "$W/err" &&
   ok "unknown scheduler: the whole list, not cut off" || bad "scheduler list: $(cat "$W/err")"
 expect_fail "lr past its limit says the limit" 2 "expected a number > 0 and <= 1e6" -- "$NP" train --lr 1e9
+# one set of keys: every key of docs/cli.md's table is a flag in `train --help`, and every
+# flag there is a key of the table (--config and --help aside)
+"$NP" train --help >"$W/help.txt"
+missing=""
+for k in $(grep -o '^| `[a-z0-9-]*`' "$DOCS" | tr -d '|` '); do
+  grep -q -- "--$k\b" "$W/help.txt" || missing+=" --$k"
+done
+for f in $(grep -o -- '--[a-z0-9-]*' "$W/help.txt" | sort -u); do
+  [[ $f == --config || $f == --help ]] && continue
+  grep -q "^| \`${f#--}\`" "$DOCS" || missing+=" $f(docs)"
+done
+[[ -z $missing ]] && ok "train --help and docs/cli.md list the same keys" ||
+  bad "keys missing from train --help (or from docs/cli.md):$missing"
+# STARPU_SCHED: checked like --sched, used, and named in the metrics; --quiet silences
+# StarPU's calibration notices too
+expect_fail "STARPU_SCHED unknown" 2 "unknown StarPU policy 'nosuch'" -- env STARPU_SCHED=nosuch "$NP" train --steps 1
+env -u STARPU_SILENT STARPU_HOME="$W/sphome" STARPU_SCHED=dmda "$NP" train --steps 3 "${SMALL[@]}" \
+  --metrics-json "$W/dmda.json" >"$W/out" 2>"$W/err"
+grep -q '"sched": "dmda"' "$W/dmda.json" && ok "STARPU_SCHED=dmda runs and is reported" ||
+  bad "STARPU_SCHED: $(grep '"sched"' "$W/dmda.json")"
+[[ ! -s $W/err && ! -s $W/out ]] && ok "--quiet: nothing printed, StarPU's notices included" ||
+  bad "--quiet printed: $(head -c 300 "$W/err")"
 # every command answers --help
 for cmd in train convert compare trace; do
   expect_ok "$cmd --help" "$NP" $cmd --help

@@ -97,9 +97,18 @@ rk=$(rows_of "$W/keys.json") rn=$(rows_of "$W/none.json")
 [[ -n $rk && -n $rn && $rk -lt $rn ]] && ok "clustering sends fewer row bytes ($rk < $rn)" ||
   bad "clustering does not cut row bytes (keys '$rk', none '$rn')"
 
-run_np 2 "$W/async" --rows 300 --zipf 1.2 --pipeline async
-cmp -s "$W/seq" "$W/async" && bad "async gave the bytes of sequential" ||
-  ok "async (stale rows) trains a different model"
+# async against the sequential run of the same settings (R = 2, SGD), both of which must
+# run: a crashed async run must not pass as "different"
+if run_np 2 "$W/seq2" --rows 300 --zipf 1.2 --pipeline sequential &&
+  run_np 2 "$W/async" --rows 300 --zipf 1.2 --pipeline async; then
+  cmp -s "$W/seq2" "$W/async" && bad "async gave the bytes of sequential" ||
+    ok "async (stale rows) trains a different model"
+  "$NP" compare "$W/async" "$W/seq2" --rtol 0.5 --atol 0.05 >/dev/null &&
+    ok "async stays near sequential (a baseline, not garbage)" ||
+    bad "async is far from sequential"
+else
+  bad "async or its sequential run failed: $(tail -n 3 "$W/err")"
+fi
 
 # the comparison can fail: a model trained for fewer steps is told apart
 run_np 2 "$W/short" --steps 3
