@@ -11,9 +11,10 @@
 #include "trace_cmd.h"
 
 static const char *trace_help =
-    "usage: nestpipe trace report FILE [--json] [--by-layer] [--from-batch N]  overlap report\n"
-    "       nestpipe trace svg FILE OUT.svg       timeline and exposed-time chart\n"
-    "       nestpipe trace paje FILE OUT.paje     Paje trace for ViTE / pajeng\n"
+    "usage: nestpipe trace report FILE [--json] [--by-layer] [BATCHES]   overlap report\n"
+    "       nestpipe trace svg FILE OUT.svg [BATCHES]     timeline and exposed-time chart\n"
+    "       nestpipe trace paje FILE OUT.paje [BATCHES]   Paje trace for ViTE / pajeng\n"
+    "BATCHES: --from-batch N and/or --to-batch M keep the tasks of batches N..M only\n"
     "\n"
     "FILE is a Chrome trace written by nestpipe train --trace (one rank or merged).\n"
     "report prints, per rank and overall, the step time, each worker's busy and idle\n"
@@ -22,7 +23,8 @@ static const char *trace_help =
     "--by-layer adds, per model layer (summed over ranks), its fwd and bwd task counts and\n"
     "time, its share of all dense compute time, and its other tasks (all-reduce, update).\n"
     "--from-batch N leaves out the tasks of batches before N (warm-up: first touches of\n"
-    "the tables, perf-model calibration) for steady-state figures.\n";
+    "the tables, perf-model calibration) for steady-state figures; --to-batch M those after\n"
+    "M, for a readable picture of a long run. A range with no task is an error.\n";
 
 static int fail(np_status st, const np_error *err) {
     return np_cli_fail(st, err);
@@ -50,19 +52,23 @@ int np_cmd_trace(int argc, char **argv) {
 
     const char *in = NULL, *out = NULL;
     int flags = 0; /* NP_TRACE_REPORT_* */
-    long from_batch = 0;
+    long from_batch = 0, to_batch = -1;
     for (int i = 1; i < argc; i++) {
         if (report && !strcmp(argv[i], "--json")) {
             flags |= NP_TRACE_REPORT_JSON;
         } else if (report && !strcmp(argv[i], "--by-layer")) {
             flags |= NP_TRACE_REPORT_LAYERS;
-        } else if (report && !strcmp(argv[i], "--from-batch")) {
+        } else if (!strcmp(argv[i], "--from-batch") || !strcmp(argv[i], "--to-batch")) {
             char *end = NULL;
-            from_batch = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
-            if (!end || *end || end == argv[i + 1] || from_batch < 0) {
-                fprintf(stderr, "nestpipe: trace: --from-batch needs a batch number >= 0\n");
+            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+            if (!end || *end || end == argv[i + 1] || v < 0) {
+                fprintf(stderr, "nestpipe: trace: %s needs a batch number >= 0\n", argv[i]);
                 return EXIT_BAD_INPUT;
             }
+            if (argv[i][2] == 'f')
+                from_batch = v;
+            else
+                to_batch = v;
             i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage_error("unknown flag", argv[i]);
@@ -86,9 +92,15 @@ int np_cmd_trace(int argc, char **argv) {
     np_trace_t *tr = NULL;
     np_status st = np_trace_read_chrome(in, &tr, &err);
     if (st) return fail(st, &err);
-    if (report && from_batch > 0) {
+    if (to_batch >= 0 && to_batch < from_batch) {
+        np_trace_free(tr);
+        fprintf(stderr, "nestpipe: trace: --to-batch %ld is before --from-batch %ld\n", to_batch,
+                from_batch);
+        return EXIT_BAD_INPUT;
+    }
+    if (from_batch > 0 || to_batch >= 0) {
         np_trace_t *kept = NULL;
-        st = np_trace_from_batch(tr, from_batch, &kept, &err);
+        st = np_trace_batches(tr, from_batch, to_batch, &kept, &err);
         np_trace_free(tr);
         tr = kept;
         if (st) return fail(st, &err);

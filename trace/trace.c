@@ -382,21 +382,42 @@ np_status np_trace_commit_file(FILE *f, int failed, const char *tmp, const char 
                   saved ? strerror(saved) : "write error");
 }
 
-np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out, np_error *err) {
+np_status np_trace_batches(const np_trace *tr, long from, long to, np_trace **out,
+                           np_error *err) {
     *out = NULL;
     np_trace *t = NULL;
     np_status st = np_trace_create(&t, err);
     if (st) return st;
     np_trace_copy_names(t, tr);
+    long lo = -1, hi = -1;
     pthread_mutex_lock(lock_of(tr));
-    for (size_t i = 0; i < tr->n && !st; i++)
-        if (tr->ev[i].batch >= from && np_trace_record(t, &tr->ev[i]))
+    for (size_t i = 0; i < tr->n && !st; i++) {
+        long b = tr->ev[i].batch;
+        if (lo < 0 || b < lo) lo = b;
+        if (b > hi) hi = b;
+        if (b >= from && (to < 0 || b <= to) && np_trace_record(t, &tr->ev[i]))
             st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory selecting batches");
+    }
+    size_t kept = t->n;
     pthread_mutex_unlock(lock_of(tr));
+    if (!st && kept == 0 && tr->n > 0) {
+        char range[48];
+        if (to < 0)
+            snprintf(range, sizeof range, "%ld on", from);
+        else
+            snprintf(range, sizeof range, "%ld to %ld", from, to);
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "trace: no task of batches %s; the trace holds batches %ld to %ld", range, lo,
+                    hi);
+    }
     if (st) {
         np_trace_free(t);
         return st;
     }
     *out = t;
     return NP_OK;
+}
+
+np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out, np_error *err) {
+    return np_trace_batches(tr, from, -1, out, err);
 }

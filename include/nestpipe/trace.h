@@ -41,6 +41,11 @@ NP_NODISCARD NP_API np_status np_trace_read_chrome(const char *path, np_trace_t 
  * the warm-up. tr is unchanged. */
 NP_NODISCARD NP_API np_status np_trace_from_batch(const np_trace_t *tr, long from, np_trace_t **out,
                                            np_error *err);
+/* The same for batches from .. to (inclusive; to < 0: no end), for pictures of a few
+ * batches of a long run. Selecting no task is NP_STATUS_BAD_INPUT, naming the batches the
+ * trace holds (np_trace_from_batch too). */
+NP_NODISCARD NP_API np_status np_trace_batches(const np_trace_t *tr, long from, long to,
+                                               np_trace_t **out, np_error *err);
 /* Frees a trace from np_trace_read_chrome or np_trace_from_batch; NULL-safe. Never free the
  * trainer's. */
 NP_API void np_trace_free(np_trace_t *tr);
