@@ -331,8 +331,12 @@ static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_rep
     else
         fprintf(f, "overall (%d rank%s; times summed over ranks, step of the slowest)\n", n_ranks,
                 n_ranks == 1 ? "" : "s");
-    fprintf(f, "  step %.3f ms  (%ld batches in %.3f ms)  idle %.3f ms\n", r->step_us / 1e3,
-            r->batches, r->span_us / 1e3, r->idle_us / 1e3);
+    int nw = 0; /* the workers the idle time is summed over */
+    for (int i = 0; i < rep->n_workers; i++)
+        nw += r->rank < 0 || rep->workers[i].rank == r->rank;
+    fprintf(f, "  step %.3f ms  (%ld batches in %.3f ms)  idle %.3f ms summed over %d worker%s\n",
+            r->step_us / 1e3, r->batches, r->span_us / 1e3, r->idle_us / 1e3, nw,
+            nw == 1 ? "" : "s");
     if (r->rank >= 0) {
         fprintf(f, "  %-14s %8s %11s %11s\n", "worker", "", "busy ms", "idle ms");
         for (int i = 0; i < rep->n_workers; i++) {
@@ -476,7 +480,7 @@ np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags, np
     }
     for (int i = 0; i < r->n_ranks; i++)
         print_rank(f, &r->ranks[i], r, r->n_ranks);
-    print_rank(f, &r->overall, r, r->n_ranks);
+    if (r->n_ranks != 1) print_rank(f, &r->overall, r, r->n_ranks); /* one rank: the same */
     if (flags & NP_TRACE_PRINT_LAYERS) print_layers(f, r);
     if (fflush(f) != 0 || ferror(f))
         return np_err(err, NP_STATUS_IO, "trace report: cannot write the report");
