@@ -80,7 +80,8 @@ static void test_set_bad_values(void **state) {
     expect_bad("steps", "12x", "for steps");
     expect_bad("batch", "0", "for batch");
     expect_bad("batch", "", "for batch");
-    expect_bad("lr", "0", "positive");
+    expect_bad("lr", "0", "a number > 0 and <= 1e6");
+    expect_bad("lr", "1e9", "a number > 0 and <= 1e6");
     expect_bad("lr", "nan", "for lr");
     expect_bad("lr", "inf", "for lr");
     expect_bad("bottom", "13--16", "layer sizes");
