@@ -125,8 +125,16 @@ np_status np_placement_plan(const np_config *cfg, np_placement *p, np_error *err
         p->n_cores = p->cores;
         p->workers = p->cores < STARPU_MAXCPUS ? p->cores : STARPU_MAXCPUS;
     }
-    int workers = p->workers ? p->workers : 2; /* the environment's: at least the engine's rule */
-    if (several && workers >= 2) p->comm_worker = (p->workers ? p->workers : workers) - 1;
+    /* the environment's count: STARPU_NCPU (or NCPUS) when set, else StarPU's default */
+    int workers = p->workers;
+    if (!workers) {
+        const char *n = getenv("STARPU_NCPU");
+        if (!n) n = getenv("STARPU_NCPUS");
+        workers = n && atoi(n) > 0 ? atoi(n) : p->cores;
+        if (workers > STARPU_MAXCPUS) workers = STARPU_MAXCPUS;
+        p->env_workers = workers;
+    }
+    if (several && workers >= 2) p->comm_worker = workers - 1;
     hwloc_topology_destroy(t);
     return NP_OK;
 }
@@ -158,8 +166,8 @@ void np_placement_describe(const np_placement *p, const np_config *cfg, char *bu
     ADD("rank %d: host of %d cores (%d PUs, %d NUMA node%s), %d rank%s on it; placed by %s",
         cfg->rank, p->cores, p->pus, p->numa, p->numa == 1 ? "" : "s", p->local_ranks,
         p->local_ranks == 1 ? "" : "s", p->source);
-    if (p->workers)
-        ADD("; %d CPU worker%s", p->workers, p->workers == 1 ? "" : "s");
+    int nw = p->workers ? p->workers : p->env_workers;
+    if (nw) ADD("; %d CPU worker%s", nw, nw == 1 ? "" : "s");
     if (p->bind && p->launcher) {
         ADD(" on the launcher's cores (PUs");
         for (int i = 0; i < p->workers; i++)

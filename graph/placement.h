@@ -15,6 +15,7 @@ typedef struct np_placement {
     int local_rank, local_ranks;
     int first_core, n_cores;   /* this rank's slice of the host's cores */
     int workers;               /* StarPU CPU workers; 0: StarPU's own choice (environment) */
+    int env_workers;           /* then: how many the environment asks for, as StarPU reads it */
     int bind;                  /* 1: workers bound to bind_pu[], the driver to the slice */
     int bind_pu[NP_PLACE_MAX_WORKERS]; /* logical PU of each worker */
     int comm_worker;           /* the worker that runs the collectives; -1: none */

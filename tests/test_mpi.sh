@@ -157,6 +157,18 @@ a=$(ab "$W/ag.json") r=$(ab "$W/rs.json")
 [[ -n $a && -n $r ]] && ((r * 2 == a)) && ok "R=4: reduce-scatter sends half the all-reduce bytes ($r vs $a)" ||
   bad "R=4 all-reduce bytes: reduce-scatter '$r', all-gather '$a'"
 
+# 2 workers a rank: the last runs the collectives and the others a compute scheduling
+# context of their own (the tests elsewhere run 1 worker a rank); the same bytes as 1 worker
+if run_np 2 "$W/w1" --steps 4 --pipeline nestpipe --windows 2 &&
+  STARPU_NCPU=2 run_np 2 "$W/w2" --steps 4 --pipeline nestpipe --windows 2 --explain-placement; then
+  grep -q "worker 1 runs the collectives" "$W/err" && ok "2 workers a rank: worker 1 runs the collectives" ||
+    bad "2 workers a rank: no comm worker: $(grep placement "$W/err")"
+  cmp -s "$W/w1" "$W/w2" && ok "R=2: 2 workers a rank (compute context + comm worker) = 1 worker (bytes)" ||
+    bad "R=2: 2 workers a rank differ from 1"
+else
+  bad "R=2 worker-count runs failed: $(tail -n 3 "$W/err")"
+fi
+
 # placement: each rank knows the host's ranks and gives one worker the collectives
 timeout 60 env -u STARPU_NCPU -u STARPU_NCPUS -u STARPU_WORKERS_CPUID -u STARPU_WORKERS_NOBIND \
   mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$NP" train "${SM[@]}" \
