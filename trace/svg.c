@@ -20,7 +20,7 @@ enum {
     PLOT_W = WIDTH - LABEL_W - 30,
     ROW_H = 20, /* one worker */
     ROW_GAP = 3,
-    RANK_HEAD = 16, /* the rank's title line, which carries the batch labels */
+    RANK_HEAD = 26, /* the rank's title lines: two tiers of batch labels */
     RANK_GAP = 8,
     LEGEND_ITEM_W = 150,
     BAR_H = 16,
@@ -170,8 +170,10 @@ static void put_lane_label(FILE *f, const np_trace *tr, int worker, double y) {
     fputs("</text>\n", f);
 }
 
-/* Batch starts on one rank: a dashed line through its rows and a label on its title line,
- * each only where it does not crowd the previous one. */
+/* Batch starts on one rank: a dashed line through its rows for every batch, and its label
+ * bN on one of the two title tiers, the first where it does not crowd the tier's previous
+ * label (else the tier whose last label is farthest): every batch is marked on every rank.
+ * For a readable picture of a long run, draw a few batches (--from-batch, --to-batch). */
 static void put_batches(const picture *p, size_t i0, size_t i1, double y_head, double y_end) {
     FILE *f = p->f;
     size_t m = 0;
@@ -182,21 +184,20 @@ static void put_batches(const picture *p, size_t i0, size_t i1, double y_head, d
     for (size_t i = 0; i < m; i++)
         if (i == 0 || p->bs[i].batch != p->bs[i - 1].batch) p->bs[k++] = p->bs[i];
     qsort(p->bs, k, sizeof *p->bs, cmp_batch_time);
-    double last_line = -1e9, last_label = -1e9;
+    double last_end[2] = {-1e9, -1e9}; /* where each tier's last label ends */
     for (size_t i = 0; i < k; i++) {
         double x = x_of(p, p->bs[i].start);
-        if (x - last_line >= 4) {
-            fprintf(f,
-                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
-                    "stroke-width=\"1\" stroke-dasharray=\"3,2\"/>\n",
-                    x, y_head + RANK_HEAD - 3, x, y_end);
-            last_line = x;
-        }
-        if (x - last_label >= 36) {
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">b%ld</text>\n", x + 2,
-                    y_head + RANK_HEAD - 5, p->bs[i].batch);
-            last_label = x;
-        }
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
+                "stroke-width=\"1\" stroke-dasharray=\"3,2\"/>\n",
+                x, y_head + RANK_HEAD - 3, x, y_end);
+        char label[32];
+        int len = snprintf(label, sizeof label, "b%ld", p->bs[i].batch);
+        int tier = x + 2 >= last_end[0] + 3 ? 0 : x + 2 >= last_end[1] + 3 ? 1
+                   : last_end[0] <= last_end[1] ? 0 : 1;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n", x + 2,
+                y_head + RANK_HEAD - 5 - 11.0 * (1 - tier), label);
+        last_end[tier] = x + 2 + 6.0 * len;
     }
 }
 
@@ -229,7 +230,8 @@ static void put_task(const picture *p, const task *t, double y) {
     /* inside the rectangle: the layer's name where it fits (batches are labelled on the
      * rank's title line), else bN */
     char label[32];
-    int len = snprintf(label, sizeof label, "b%ld", t->batch);
+    int len = t->window >= 0 ? snprintf(label, sizeof label, "b%ld w%d", t->batch, t->window)
+                             : snprintf(label, sizeof label, "b%ld", t->batch);
     if (layer && w >= 6.0 * (double)strlen(layer) + 6) {
         fprintf(f,
                 "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" "
@@ -282,7 +284,14 @@ static double put_legend(FILE *f, double y) {
         fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%s</text>\n", x + 16,
                 yy + 10, name);
     }
-    return y + ((NP_NODE_KIND_COUNT + per_line - 1) / per_line) * 18;
+    y += ((NP_NODE_KIND_COUNT + per_line - 1) / per_line) * 18;
+    fprintf(f,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
+            "stroke-width=\"1\" stroke-dasharray=\"3,2\"/>\n<text x=\"%d\" y=\"%.1f\" "
+            "font-size=\"12\">bN: the start of batch N on that rank (its first task); bN wW on a "
+            "task: batch N, window (micro-batch) W</text>\n",
+            LABEL_W, y + 6, LABEL_W + 20, y + 6, LABEL_W + 26, y + 10);
+    return y + 18;
 }
 
 static void put_bars(const picture *p, double y) {
@@ -400,7 +409,7 @@ static void emit(picture *p) {
 
     double y_axis = 80, y_rows = y_axis + 8;
     double y_end = y_rows + p->n_ranks * (RANK_HEAD + RANK_GAP) + p->n_lanes * (ROW_H + ROW_GAP);
-    double y_legend = y_end + 16, y_bars = y_legend + legend_lines * 18 + 30;
+    double y_legend = y_end + 16, y_bars = y_legend + (legend_lines + 1) * 18 + 30;
     double y_layers = y_bars + 26 + n_bars * (BAR_H + BAR_GAP) + 24;
     /* no chart without layer tasks (rows are by node, the no-layer row last) */
     int n_layers = p->rep && p->rep->n_layers && p->rep->layers[0].node >= 0 ? p->rep->n_layers : 0;
