@@ -1,6 +1,7 @@
 /* DLRM dot interaction: the bottom output followed by the strict lower triangle of pairwise
  * dot products of the T1 feature vectors of each sample. Not here: the pooling (embbag.c). */
 #include "codelets/kernels.h"
+#include "nestpipe/layer.h" /* NP_LAYER_MAX_IN */
 
 #include <limits.h>
 #include <stdlib.h>
@@ -42,13 +43,45 @@ size_t np_interact_ws_floats(int T1, int d) {
     return (size_t)NP_DOT_LANES * (2 * fsz + P + (size_t)d + 1);
 }
 
-/* ft (T1*d, LANES) <- samples s0 .. s0+nb-1 of F; lanes past nb are zero */
-static void block_in(const float *F, long s0, int nb, size_t fsz, float *ft) {
+/* Where the T1 vectors of each sample live: n parts, part k holding w[k] floats of sample s
+ * at base[k] + s w[k], one after another. F itself is one part of T1 d floats; the layer
+ * reads its inputs in place (no copy into F). In dF parts a NULL base is a gradient no one
+ * wants. */
+typedef struct dot_parts {
+    int n;
+    const float *base[NP_LAYER_MAX_IN];
+    size_t w[NP_LAYER_MAX_IN];
+} dot_parts;
+typedef struct dot_dparts {
+    int n;
+    float *base[NP_LAYER_MAX_IN];
+    size_t w[NP_LAYER_MAX_IN];
+} dot_dparts;
+
+/* ft (T1*d, LANES) <- samples s0 .. s0+nb-1; lanes past nb are zero */
+static void block_in(const dot_parts *F, long s0, int nb, size_t fsz, float *ft) {
     memset(ft, 0, fsz * NP_DOT_LANES * sizeof *ft);
     for (int l = 0; l < nb; l++) {
-        const float *f = F + (size_t)(s0 + l) * fsz;
-        for (size_t e = 0; e < fsz; e++)
-            ft[e * NP_DOT_LANES + l] = f[e];
+        size_t e0 = 0;
+        for (int k = 0; k < F->n; k++) {
+            const float *f = F->base[k] + (size_t)(s0 + l) * F->w[k];
+            for (size_t e = 0; e < F->w[k]; e++)
+                ft[(e0 + e) * NP_DOT_LANES + l] = f[e];
+            e0 += F->w[k];
+        }
+    }
+}
+
+/* samples s0 .. s0+nb-1 of dF <- dft (T1*d, LANES) */
+static void block_out(const float *dft, long s0, int nb, const dot_dparts *dF) {
+    for (int l = 0; l < nb; l++) {
+        size_t e0 = 0;
+        for (int k = 0; k < dF->n; k++) {
+            float *df = dF->base[k] ? dF->base[k] + (size_t)(s0 + l) * dF->w[k] : NULL;
+            for (size_t e = 0; df && e < dF->w[k]; e++)
+                df[e] = dft[(e0 + e) * NP_DOT_LANES + l];
+            e0 += dF->w[k];
+        }
     }
 }
 
@@ -96,7 +129,8 @@ static void grads_block(const float *ft, const float *gt, int T1, int d, float *
 }
 
 /* Blocked forward, ws of np_interact_ws_floats(T1, d) floats. */
-static void interact_fwd_blocked(const float *F, long B, int T1, int d, float *out, float *ws) {
+static void interact_fwd_blocked(const dot_parts *F, long B, int T1, int d, float *out,
+                                 float *ws) {
     size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2, fsz = (size_t)T1 * d;
     size_t P = width - (size_t)d;
     float *ft = ws, *acc = ws + fsz * NP_DOT_LANES;
@@ -106,7 +140,7 @@ static void interact_fwd_blocked(const float *F, long B, int T1, int d, float *o
         dots_block(ft, T1, d, acc);
         for (int l = 0; l < nb; l++) {
             float *o = out + (size_t)(s0 + l) * width;
-            memcpy(o, F + (size_t)(s0 + l) * fsz, (size_t)d * sizeof *o);
+            memcpy(o, F->base[0] + (size_t)(s0 + l) * F->w[0], (size_t)d * sizeof *o);
             for (size_t p = 0; p < P; p++)
                 o[d + p] = acc[p * NP_DOT_LANES + l];
         }
@@ -114,8 +148,8 @@ static void interact_fwd_blocked(const float *F, long B, int T1, int d, float *o
 }
 
 /* Blocked backward, ws of np_interact_ws_floats(T1, d) floats. */
-static void interact_bwd_blocked(const float *F, const float *dout, long B, int T1, int d,
-                                 float *dF, float *ws) {
+static void interact_bwd_blocked(const dot_parts *F, const float *dout, long B, int T1, int d,
+                                 const dot_dparts *dF, float *ws) {
     size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2, fsz = (size_t)T1 * d;
     size_t P = width - (size_t)d;
     float *ft = ws, *dft = ws + fsz * NP_DOT_LANES, *gt = dft + fsz * NP_DOT_LANES;
@@ -132,21 +166,20 @@ static void interact_bwd_blocked(const float *F, const float *dout, long B, int 
                 gt[p * NP_DOT_LANES + l] = g[d + p];
         }
         grads_block(ft, gt, T1, d, dft, gt + P * NP_DOT_LANES);
-        for (int l = 0; l < nb; l++) {
-            float *df = dF + (size_t)(s0 + l) * fsz;
-            for (size_t e = 0; e < fsz; e++)
-                df[e] = dft[e * NP_DOT_LANES + l];
-        }
+        block_out(dft, s0, nb, dF);
     }
 }
 
 void np_interact_fwd_blk(const float *F, long B, int T1, int d, float *out, float *ws) {
-    interact_fwd_blocked(F, B, T1, d, out, ws);
+    dot_parts f = {.n = 1, .base = {F}, .w = {(size_t)T1 * (size_t)d}};
+    interact_fwd_blocked(&f, B, T1, d, out, ws);
 }
 
 void np_interact_bwd_blk(const float *F, const float *dout, long B, int T1, int d, float *dF,
                          float *ws) {
-    interact_bwd_blocked(F, dout, B, T1, d, dF, ws);
+    dot_parts f = {.n = 1, .base = {F}, .w = {(size_t)T1 * (size_t)d}};
+    dot_dparts df = {.n = 1, .base = {dF}, .w = {(size_t)T1 * (size_t)d}};
+    interact_bwd_blocked(&f, dout, B, T1, d, &df, ws);
 }
 
 void np_interact_fwd(const float *F, long B, int T1, int d, float *out) {
@@ -221,9 +254,9 @@ void np_interact_bwd(const float *F,                     /* (B, T1, d) */
 }
 
 /* ---- the "dot" layer: its inputs, concatenated, are T1 vectors of d = width of input 0
- * per sample (DLRM: the bottom output, then the pooled tables). It keeps them as F
- * (T1, d) per sample for backward; forward transposes each sample in scratch, and backward
- * forms dF there, then splits it. */
+ * per sample (DLRM: the bottom output, then the pooled tables). The blocked kernels read
+ * them in place and write the input gradients in place (no F or dF copy); a call on fewer
+ * rows than a block builds F and dF in scratch for the per-sample kernels (the same bits). */
 #include "core/util.h"
 #include "model/layers.h"
 
@@ -242,52 +275,83 @@ static np_status dot_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *e
         return np_err(err, NP_STATUS_BAD_INPUT, "%lld input floats per sample; too many",
                       (long long)total);
     int64_t T1 = total / d, out = d + T1 * (T1 - 1) / 2;
-    /* backward: dF (n, total) then the blocked kernels' work space; forward: the work
-     * space alone. Per sample, so that n samples bring room for n / LANES blocks' worth;
-     * a call on fewer rows than a block takes the per-sample kernels (the same bits). */
-    int64_t scratch = total + (int64_t)(np_interact_ws_floats((int)T1, d) / NP_DOT_LANES);
+    /* per sample: F and dF (n, total) each, for calls on fewer rows than a block, then the
+     * work space; n >= LANES samples bring room for n / LANES blocks' worth of it, and the
+     * blocked kernels use it alone */
+    int64_t scratch = 2 * total + (int64_t)(np_interact_ws_floats((int)T1, d) / NP_DOT_LANES);
     if (out > INT_MAX || scratch > INT_MAX)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "%lld vectors of %d make %lld outputs per sample; too many",
                       (long long)T1, d, (long long)out);
     s->out = (int)out;
-    s->saved = (int)total;
+    s->saved = 0;
     s->scratch = (int)scratch;
     return NP_OK;
 }
 
+/* The inputs as parts of F, and their gradients as parts of dF. */
+static dot_parts dot_in(const np_layer_io *io) {
+    dot_parts f = {.n = io->shape->n_in};
+    for (int k = 0; k < f.n; k++) {
+        f.base[k] = io->in[k];
+        f.w[k] = (size_t)io->shape->in[k];
+    }
+    return f;
+}
+
+/* F (n, total) built from the inputs, for the per-sample kernels. */
+static void gather_F(const np_layer_io *io, float *F) {
+    const np_layer_shape *s = io->shape;
+    for (long r = 0; r < io->n; r++)
+        for (int k = 0; k < s->n_in; k++) {
+            memcpy(F, io->in[k] + (size_t)r * (size_t)s->in[k], (size_t)s->in[k] * sizeof *F);
+            F += s->in[k];
+        }
+}
+
+static size_t dot_total(const np_layer_shape *s) {
+    size_t total = 0;
+    for (int k = 0; k < s->n_in; k++)
+        total += (size_t)s->in[k];
+    return total;
+}
+
 static void dot_layer_fwd(const np_layer_io *io) {
     const np_layer_shape *s = io->shape;
-    size_t fsz = (size_t)s->saved;
-    for (long r = 0; r < io->n; r++) { /* F = [in0 || in1 || ...] */
-        float *f = io->saved + (size_t)r * fsz;
-        for (int k = 0; k < s->n_in; k++) {
-            memcpy(f, io->in[k] + (size_t)r * (size_t)s->in[k], (size_t)s->in[k] * sizeof *f);
-            f += s->in[k];
-        }
+    size_t fsz = dot_total(s), n = (size_t)io->n;
+    int d = s->in[0], T1 = (int)(fsz / (size_t)d);
+    if (io->n >= NP_DOT_LANES) {
+        dot_parts f = dot_in(io);
+        interact_fwd_blocked(&f, io->n, T1, d, io->out, io->scratch);
+    } else {
+        gather_F(io, io->scratch);
+        np_interact_fwd_ws(io->scratch, io->n, T1, d, io->out, io->scratch + n * fsz);
     }
-    int T1 = s->saved / s->in[0], d = s->in[0];
-    if (io->n >= NP_DOT_LANES)
-        np_interact_fwd_blk(io->saved, io->n, T1, d, io->out, io->scratch);
-    else
-        np_interact_fwd_ws(io->saved, io->n, T1, d, io->out, io->scratch);
 }
 
 static void dot_layer_bwd(const np_layer_io *io) {
     const np_layer_shape *s = io->shape;
-    size_t fsz = (size_t)s->saved;
-    int T1 = s->saved / s->in[0], d = s->in[0];
-    if (io->n >= NP_DOT_LANES) /* the work space follows dF in scratch */
-        np_interact_bwd_blk(io->saved, io->dout, io->n, T1, d, io->scratch,
-                            io->scratch + (size_t)io->n * fsz);
-    else
-        np_interact_bwd(io->saved, io->dout, io->n, T1, d, io->scratch);
-    for (long r = 0; r < io->n; r++) {
-        const float *df = io->scratch + (size_t)r * fsz;
+    size_t fsz = dot_total(s), n = (size_t)io->n;
+    int d = s->in[0], T1 = (int)(fsz / (size_t)d);
+    dot_dparts df = {.n = s->n_in};
+    for (int k = 0; k < s->n_in; k++) {
+        df.base[k] = io->din[k];
+        df.w[k] = (size_t)s->in[k];
+    }
+    if (io->n >= NP_DOT_LANES) {
+        dot_parts f = dot_in(io);
+        interact_bwd_blocked(&f, io->dout, io->n, T1, d, &df, io->scratch);
+        return;
+    }
+    float *F = io->scratch, *dF = io->scratch + n * fsz;
+    gather_F(io, F);
+    np_interact_bwd(F, io->dout, io->n, T1, d, dF);
+    for (size_t r = 0; r < n; r++) {
+        const float *g = dF + r * fsz;
         for (int k = 0; k < s->n_in; k++) {
             if (io->din[k])
-                memcpy(io->din[k] + (size_t)r * (size_t)s->in[k], df, (size_t)s->in[k] * 4);
-            df += s->in[k];
+                memcpy(io->din[k] + r * (size_t)s->in[k], g, (size_t)s->in[k] * sizeof *g);
+            g += s->in[k];
         }
     }
 }
