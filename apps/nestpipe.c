@@ -300,7 +300,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
      * so); check it like --sched and use it everywhere (the compute context too), so the
      * metrics name the policy that ran */
     const char *env_sched = getenv("STARPU_SCHED");
-    if (env_sched && *env_sched && strcmp(env_sched, cfg.sched) &&
+    if (env_sched && *env_sched && strcmp(env_sched, cfg.sched) && strcmp(env_sched, "help") &&
         cfg.engine == NP_ENGINE_STARPU) {
         if (np_config_set(&cfg, "sched", env_sched, "STARPU_SCHED", &err))
             return lead ? fail(NP_STATUS_BAD_INPUT, &err) : EXIT_BAD_INPUT;
@@ -403,7 +403,9 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         recent += loss;
         recent_n++;
         double el = now_s() - t0;
-        if (!tty ? (r.steps % cfg.log_every == 0) : (el - last_print > 0.2)) {
+        /* the last step's line is the final one, printed after the loop with train_loss */
+        if (!tty ? (r.steps % cfg.log_every == 0 && r.steps != cfg.steps)
+                 : (el - last_print > 0.2)) {
             progress(&cfg, tty, r.steps, cfg.steps, recent / recent_n,
                      r.steps * (double)cfg.batch / el, el, 0);
             last_print = el;
@@ -439,8 +441,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         for (long i = 0; i < k; i++)
             sum += losses[i];
         r.train_loss = sum / k;
-        if (recent_n || tty)
-            progress(&cfg, tty, r.steps, cfg.steps, r.train_loss, r.samples_per_s, r.seconds, 1);
+        progress(&cfg, tty, r.steps, cfg.steps, r.train_loss, r.samples_per_s, r.seconds, 1);
     }
     /* fewer steps than asked is worth a warning even under --quiet (metrics: data_ended);
      * --steps 0 asks for exactly this */

@@ -158,8 +158,10 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     if (!sched_known(cfg->sched)) {
         char names[2048];
         sched_list(names, sizeof names);
-        return np_err(err, NP_STATUS_BAD_INPUT, "sched: unknown StarPU policy '%s' (known: %s)",
-                      cfg->sched, names);
+        const char *env = getenv("STARPU_SCHED");
+        return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown StarPU policy '%s' (known: %s)",
+                      env && !strcmp(env, cfg->sched) ? "STARPU_SCHED" : "sched", cfg->sched,
+                      names);
     }
     np_layer_codelets_init(); /* every kind registered by now has its codelets */
     np_placement pl;

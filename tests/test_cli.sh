@@ -184,7 +184,7 @@ expect_fail "trace report of a missing file" 2 "$W/none.json" -- "$NP" trace rep
 expect_fail "trace report past the last batch" 2 "no task of batches 1000 on; the trace holds batches 0 to 19" \
   -- "$NP" trace report "$W/trace.json" --from-batch 1000
 expect_ok "trace svg of batches 15-16" "$NP" trace svg "$W/trace.json" "$W/part.svg" --from-batch 15 --to-batch 16
-grep -q '>b15<' "$W/part.svg" && ! grep -q '>b1[0-4]<\|>b1[7-9]<' "$W/part.svg" &&
+grep -q '>b15[<,-]' "$W/part.svg" && ! grep -q '>b1[0-4][<,-]\|>b1[7-9][<,-]' "$W/part.svg" &&
   ok "trace svg --from-batch/--to-batch draws those batches only" || bad "trace svg batch range"
 expect_ok "trace paje of batches 0-1" "$NP" trace paje "$W/trace.json" "$W/part.paje" --to-batch 1
 grep -q '"pipeline": "dbp"' "$W/sp.json" && ok "metrics name the pipeline (auto: dbp on one rank)" ||

@@ -20,15 +20,32 @@ awk 'BEGIN { srand(7); for (i = 0; i < 1200; i++) { l = int(rand() * 2);
   for (j = 0; j < 13; j++) l = l "\t" int(rand() * 50);
   for (j = 0; j < 26; j++) l = l "\t" sprintf("%08x", int(rand() * 4000)); print l }
   print "garbage line" }' >train.txt
+# the line up to its comment: a '#' after whitespace, outside single or double quotes
+strip_comment() {
+  local s=$1 out="" q="" c prev=" " i
+  for ((i = 0; i < ${#s}; i++)); do
+    c=${s:i:1}
+    if [[ -z $q ]]; then
+      if [[ $c == "'" || $c == '"' ]]; then
+        q=$c
+      elif [[ $c == "#" && ($prev == " " || $prev == $'\t') ]]; then
+        break
+      fi
+    elif [[ $c == "$q" ]]; then
+      q=""
+    fi
+    out+=$c
+    prev=$c
+  done
+  printf '%s' "$out"
+}
 SMALL=(--rows 2000 --batch 64 --steps 3 --eval-samples 64 --quiet)
 # the block between "## Using it" and the next heading, fenced sh lines only
 mapfile -t CMDS < <(awk '/^## Using it/ { on = 1; next } /^## / { on = 0 }
   on && /^```sh/ { code = 1; next } on && /^```/ { code = 0 } on && code' "$ROOT/README.md")
 ((${#CMDS[@]} >= 10)) && ok "README block has ${#CMDS[@]} commands" || bad "README block: ${#CMDS[@]} commands"
 for line in "${CMDS[@]}"; do
-  # the trailing comment: from the first " #" after the last quote (a quoted '#' stays)
-  tail=${line##*\'}
-  cmd=${line%"$tail"}${tail%% #*}
+  cmd=$(strip_comment "$line")
   cmd=${cmd%"${cmd##*[![:space:]]}"}
   [[ -z $cmd ]] && continue
   run=$cmd

@@ -20,7 +20,7 @@ enum {
     PLOT_W = WIDTH - LABEL_W - 30,
     ROW_H = 20, /* one worker */
     ROW_GAP = 3,
-    RANK_HEAD = 26, /* the rank's title lines: two tiers of batch labels */
+    RANK_HEAD = 16, /* the rank's title line, which carries the batch labels */
     RANK_GAP = 8,
     LEGEND_ITEM_W = 150,
     BAR_H = 16,
@@ -170,10 +170,35 @@ static void put_lane_label(FILE *f, const np_trace *tr, int worker, double y) {
     fputs("</text>\n", f);
 }
 
-/* Batch starts on one rank: a dashed line through its rows for every batch, and its label
- * bN on one of the two title tiers, the first where it does not crowd the tier's previous
- * label (else the tier whose last label is farthest): every batch is marked on every rank.
- * For a readable picture of a long run, draw a few batches (--from-batch, --to-batch). */
+/* "b0-b2,b4": the n batches of bs (n <= 24) in order, runs of consecutive numbers
+ * compressed; returns the label's length. */
+static int batch_label(const batch_start *bs, size_t n, char *out, size_t cap) {
+    long b[24];
+    for (size_t i = 0; i < n; i++) {
+        long v = bs[i].batch;
+        size_t j = i;
+        for (; j > 0 && b[j - 1] > v; j--)
+            b[j] = b[j - 1];
+        b[j] = v;
+    }
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < n && len < cap;) {
+        size_t j = i;
+        while (j + 1 < n && b[j + 1] == b[j] + 1)
+            j++;
+        len += (size_t)(j > i ? snprintf(out + len, cap - len, "%sb%ld-b%ld", i ? "," : "", b[i],
+                                         b[j])
+                              : snprintf(out + len, cap - len, "%sb%ld", i ? "," : "", b[i]));
+        i = j + 1;
+    }
+    return (int)(len < cap ? len : cap - 1);
+}
+
+/* Batch starts on one rank: a dashed line through its rows for every batch, and a label on
+ * its title line: bN, or bA-bB for batches that start too close together to label apart,
+ * so every batch is marked on every rank and no two labels overlap. For a readable picture
+ * of a long run, draw a few batches (--from-batch, --to-batch). */
 static void put_batches(const picture *p, size_t i0, size_t i1, double y_head, double y_end) {
     FILE *f = p->f;
     size_t m = 0;
@@ -184,20 +209,24 @@ static void put_batches(const picture *p, size_t i0, size_t i1, double y_head, d
     for (size_t i = 0; i < m; i++)
         if (i == 0 || p->bs[i].batch != p->bs[i - 1].batch) p->bs[k++] = p->bs[i];
     qsort(p->bs, k, sizeof *p->bs, cmp_batch_time);
-    double last_end[2] = {-1e9, -1e9}; /* where each tier's last label ends */
-    for (size_t i = 0; i < k; i++) {
-        double x = x_of(p, p->bs[i].start);
+    for (size_t i = 0; i < k; i++)
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
                 "stroke-width=\"1\" stroke-dasharray=\"3,2\"/>\n",
-                x, y_head + RANK_HEAD - 3, x, y_end);
-        char label[32];
-        int len = snprintf(label, sizeof label, "b%ld", p->bs[i].batch);
-        int tier = x + 2 >= last_end[0] + 3 ? 0 : x + 2 >= last_end[1] + 3 ? 1
-                   : last_end[0] <= last_end[1] ? 0 : 1;
+                x_of(p, p->bs[i].start), y_head + RANK_HEAD - 3, x_of(p, p->bs[i].start), y_end);
+    /* labels: a group grows while the next batch starts before the group's label would
+     * end; the label names the group's batches in order, runs compressed (b0-b2,b4) */
+    char label[160];
+    for (size_t i = 0; i < k;) {
+        double x = x_of(p, p->bs[i].start);
+        size_t j = i;
+        int len = batch_label(p->bs + i, 1, label, sizeof label);
+        while (j + 1 < k && x_of(p, p->bs[j + 1].start) < x + 2 + 6.0 * len + 4 &&
+               j + 1 - i < 24)
+            len = batch_label(p->bs + i, ++j - i + 1, label, sizeof label);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n", x + 2,
-                y_head + RANK_HEAD - 5 - 11.0 * (1 - tier), label);
-        last_end[tier] = x + 2 + 6.0 * len;
+                y_head + RANK_HEAD - 5, label);
+        i = j + 1;
     }
 }
 
@@ -288,8 +317,8 @@ static double put_legend(FILE *f, double y) {
     fprintf(f,
             "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
             "stroke-width=\"1\" stroke-dasharray=\"3,2\"/>\n<text x=\"%d\" y=\"%.1f\" "
-            "font-size=\"12\">bN: the start of batch N on that rank (its first task); bN wW on a "
-            "task: batch N, window (micro-batch) W</text>\n",
+            "font-size=\"12\">bN: the start of batch N on that rank (its first task); b0-b2,b4: "
+            "batches that start too close together to label apart; bN wW on a task: batch N, window W</text>\n",
             LABEL_W, y + 6, LABEL_W + 20, y + 6, LABEL_W + 26, y + 10);
     return y + 18;
 }

@@ -389,12 +389,12 @@ np_status np_trace_batches(const np_trace *tr, long from, long to, np_trace **ou
     np_status st = np_trace_create(&t, err);
     if (st) return st;
     np_trace_copy_names(t, tr);
-    long lo = -1, hi = -1;
+    long lo = 0, hi = 0;
     pthread_mutex_lock(lock_of(tr));
     for (size_t i = 0; i < tr->n && !st; i++) {
         long b = tr->ev[i].batch;
-        if (lo < 0 || b < lo) lo = b;
-        if (b > hi) hi = b;
+        if (i == 0 || b < lo) lo = b;
+        if (i == 0 || b > hi) hi = b;
         if (b >= from && (to < 0 || b <= to) && np_trace_record(t, &tr->ev[i]))
             st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory selecting batches");
     }
