@@ -187,6 +187,8 @@ expect_ok "trace svg of batches 15-16" "$NP" trace svg "$W/trace.json" "$W/part.
 grep -q '>b15[<,-]' "$W/part.svg" && ! grep -q '>b1[0-4][<,-]\|>b1[7-9][<,-]' "$W/part.svg" &&
   ok "trace svg --from-batch/--to-batch draws those batches only" || bad "trace svg batch range"
 expect_ok "trace paje of batches 0-1" "$NP" trace paje "$W/trace.json" "$W/part.paje" --to-batch 1
+grep -q 'ST_Task V_fwd 1 0 "top.0"$' "$W/part.paje" && ! grep -q 'ST_Task V_[a-z_]* [2-9]' "$W/part.paje" &&
+  ok "paje keeps batch, window and layer, and only batches 0-1" || bad "paje batch/window/layer fields"
 grep -q '"pipeline": "dbp"' "$W/sp.json" && ok "metrics name the pipeline (auto: dbp on one rank)" ||
   bad "metrics pipeline: $(grep -o '"pipeline": "[a-z]*"' "$W/sp.json")"
 tr -d ' \n' <"$W/sp.json" | grep -q '"bytes_exchanged":{"allreduce":0,"grads":0,"keys":0,"rows":0}' &&

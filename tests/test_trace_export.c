@@ -207,13 +207,14 @@ static void test_paje(void **state) {
     assert_non_null(strstr(text, "3 0.000000000 R0W0 CT_Worker R0 \"cpu 0\"\n"));
     assert_non_null(strstr(text, "3 0.000000000 R1W1 CT_Worker R1 \"comm & <mpi>\"\n"));
     assert_non_null(strstr(text, "2 V_exchange_emb ST_Task \"exchange_emb\" \""));
-    assert_non_null(strstr(text, "5 0.000000000 R0W0 ST_Task V_prefetch\n"));
+    /* pushes carry batch, window (-1: batch-wide) and layer ("-": none) */
+    assert_non_null(strstr(text, "5 0.000000000 R0W0 ST_Task V_prefetch 0 -1 \"-\"\n"));
     /* rank 1, batch 1, fwd chunk 0: 750 + 7 + 150 us */
-    assert_non_null(strstr(text, "5 0.000907000 R1W0 ST_Task V_fwd\n"));
+    assert_non_null(strstr(text, "5 0.000907000 R1W0 ST_Task V_fwd 1 0 \"-\"\n"));
     /* the empty h2d: pop of prefetch, push and pop of h2d, push of route, in that order */
     assert_non_null(strstr(text, "6 0.000040000 R0W0 ST_Task\n5 0.000040000 R0W0 ST_Task "
-                                 "V_h2d\n6 0.000040000 R0W0 ST_Task\n5 0.000040000 R0W0 "
-                                 "ST_Task V_route\n"));
+                                 "V_h2d 0 -1 \"-\"\n6 0.000040000 R0W0 ST_Task\n5 0.000040000 "
+                                 "R0W0 ST_Task V_route 0 -1 \"-\"\n"));
     /* containers end at the last end: rank 1, batch 2, dense_update at 1500 + 7 + 720 us */
     assert_non_null(strstr(text, "4 0.002227000 CT_Rank R1\n"));
 

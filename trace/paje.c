@@ -46,6 +46,9 @@ static const char paje_header[] = "%EventDef PajeDefineContainerType 0\n"
                                   "%       Container string\n"
                                   "%       Type string\n"
                                   "%       Value string\n"
+                                  "%       Batch string\n"
+                                  "%       Window string\n"
+                                  "%       Layer string\n"
                                   "%EndEventDef\n"
                                   "%EventDef PajePopState 6\n"
                                   "%       Time date\n"
@@ -58,6 +61,8 @@ typedef struct {
     np_node_kind kind;
     double start, end; /* seconds since the earliest start */
     size_t seq;        /* record order, the last tie-break */
+    long batch;
+    int window, node;
 } task;
 
 /* A push or pop on one worker, in the order it is written. */
@@ -67,6 +72,8 @@ typedef struct {
     size_t idx; /* position in its worker's push/pop sequence */
     int push;   /* 1 = push, 0 = pop */
     np_node_kind kind;
+    long batch;
+    int window, node;
 } change;
 
 static int cmp_task(const void *pa, const void *pb) {
@@ -152,16 +159,24 @@ static void emit(FILE *f, const np_trace *tr, task *ts, size_t n, change *ch) {
         int next_same =
             i + 1 < n && ts[i + 1].rank == ts[i].rank && ts[i + 1].worker == ts[i].worker;
         if (next_same && end > ts[i + 1].start) end = ts[i + 1].start;
-        ch[m++] = (change){ts[i].start, ts[i].rank, ts[i].worker, idx++, 1, ts[i].kind};
-        ch[m++] = (change){end, ts[i].rank, ts[i].worker, idx++, 0, ts[i].kind};
+        ch[m++] = (change){ts[i].start, ts[i].rank, ts[i].worker, idx++, 1, ts[i].kind,
+                           ts[i].batch, ts[i].window, ts[i].node};
+        ch[m++] = (change){end, ts[i].rank, ts[i].worker, idx++, 0, ts[i].kind, ts[i].batch,
+                           ts[i].window, ts[i].node};
     }
     qsort(ch, m, sizeof *ch, cmp_change);
     for (size_t i = 0; i < m; i++) {
-        if (ch[i].push)
-            fprintf(f, "5 %.9f R%dW%d ST_Task V_%s\n", ch[i].t, ch[i].rank, ch[i].worker,
+        if (ch[i].push) {
+            /* the task's batch, window (-1: batch-wide) and layer ("-" for none) ride along
+             * as extra fields of the push */
+            fprintf(f, "5 %.9f R%dW%d ST_Task V_%s %ld %d ", ch[i].t, ch[i].rank, ch[i].worker,
                     (unsigned)ch[i].kind < NP_NODE_KIND_COUNT ? np_node_kind_name(ch[i].kind)
-                                                              : "other");
-        else
+                                                              : "other",
+                    ch[i].batch, ch[i].window);
+            const char *layer = ch[i].node >= 0 ? np_trace_node_name(tr, ch[i].node) : NULL;
+            put_name(f, layer ? layer : "-");
+            fputc('\n', f);
+        } else
             fprintf(f, "6 %.9f R%dW%d ST_Task\n", ch[i].t, ch[i].rank, ch[i].worker);
     }
 
@@ -199,7 +214,7 @@ np_status np_trace_write_paje(const np_trace *tr, const char *path, np_error *er
             n = i;
             break;
         }
-        ts[i] = (task){e->rank, e->worker, e->kind, e->start_us, e->end_us, i};
+        ts[i] = (task){e->rank, e->worker, e->kind, e->start_us, e->end_us, i, e->batch, e->window, e->node};
         if (isfinite(e->start_us) && e->start_us < t0) t0 = e->start_us;
     }
     if (!isfinite(t0)) t0 = 0;
