@@ -216,6 +216,7 @@ typedef struct reader {
     np_batch *local;  /* (NP_RING) this rank's slices of the global batches */
     long lo, local_n; /* this rank's slice */
     np_run_metrics *r;
+    np_trainer_t *tr; /* a traced run records the reads as the driver's "data" tasks */
     long loaded;  /* batches read so far */
     int ended;    /* the data has no further full batch */
     np_status st; /* a failure, with err */
@@ -228,9 +229,10 @@ static int read_ahead(reader *rd, long upto) {
     const np_config *cfg = rd->cfg;
     while (!rd->ended && rd->loaded <= upto && (cfg->steps == 0 || rd->loaded < cfg->steps)) {
         np_batch *l = &rd->local[rd->loaded % NP_RING];
-        double td = now_s();
+        double td = now_s(), c0 = np_trainer_clock_us(rd->tr);
         rd->st = np_source_next_slice(rd->src, cfg->batch, rd->lo, rd->local_n, l, &rd->err);
         rd->r->data_seconds += now_s() - td;
+        if (!rd->st) np_trainer_trace_data(rd->tr, rd->loaded, c0, np_trainer_clock_us(rd->tr));
         int outcome = agree(rd->dist, rd->st == NP_OK                   ? 0
                                       : rd->st == NP_STATUS_END_OF_DATA ? 1
                                                                         : 2);
@@ -355,7 +357,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
                  .local = ring,
                  .lo = lo,
                  .local_n = local_n,
-                 .r = &r};
+                 .r = &r,
+                 .tr = tr};
     for (long s = 0; cfg.steps == 0 || s < cfg.steps; s++) {
         int injected = maybe_die(&cfg, s);
         if (read_ahead(&rd, s + ahead)) {

@@ -240,6 +240,8 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                 starpu_worker_get_name((int)w, name, sizeof name);
                 np_trace_set_worker_name(e->trace, (int)w, name);
             }
+            /* the row after the workers: the driver's own work (np_engine_trace_data) */
+            np_trace_set_worker_name(e->trace, (int)starpu_worker_get_count(), "driver");
             for (int v = 0; v < m->graph->n; v++) /* layer tasks carry their node id */
                 np_trace_set_node_name(e->trace, v, m->graph->node[v].name);
         }
@@ -375,4 +377,23 @@ uint64_t np_engine_synced_rows(const np_sp_engine *e) {
 
 const np_trace *np_engine_trace(const np_sp_engine *e) {
     return e->merged;
+}
+
+double np_engine_clock_us(const np_sp_engine *e) {
+    return e && e->trace ? starpu_timing_now() : 0;
+}
+
+void np_engine_trace_data(np_sp_engine *e, long batch, double start_us, double end_us) {
+    if (!e || !e->trace) return;
+    np_trace_event ev = {.name = "data",
+                         .kind = NP_NODE_DATA,
+                         .batch = batch,
+                         .window = -1,
+                         .node = -1,
+                         .chunk = -1,
+                         .rank = e->cfg.rank,
+                         .worker = (int)starpu_worker_get_count(),
+                         .start_us = start_us,
+                         .end_us = end_us};
+    np_trace_record(e->trace, &ev);
 }

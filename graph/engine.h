@@ -35,6 +35,10 @@ void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]);
 /* The merged trace on rank 0 after np_engine_finish, NULL elsewhere or without tracing. */
 const np_trace *np_engine_trace(const np_sp_engine *e);
 /* np_trainer_trace, the trainer's merged trace, is public (nestpipe/trace.h). */
+/* The trace's clock now (0 when not tracing), and a record of the driver reading or making
+ * batch `batch` between two such times: a "data" event on the row after the workers. */
+double np_engine_clock_us(const np_sp_engine *e);
+void np_engine_trace_data(np_sp_engine *e, long batch, double start_us, double end_us);
 
 /* Unregisters everything (the model memory stays with the model) and stops StarPU. */
 void np_engine_free(np_sp_engine *e);

@@ -30,6 +30,7 @@ static const char *codelet_name(const char *name) {
         &np_cl_dense_update, &np_cl_prefetch,    &np_cl_h2d,           &np_cl_sync};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!strcmp(all[i]->name, name)) return all[i]->name;
+    if (!strcmp(name, "data")) return "data"; /* the driver's own work */
     return np_layer_codelet_name(name);
 }
 
@@ -72,6 +73,7 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
             starpu_worker_get_name((int)w, name, sizeof name);
             np_trace_set_worker_name(merged, (int)w, name);
         }
+        np_trace_set_worker_name(merged, (int)starpu_worker_get_count(), "driver");
         for (int64_t i = 0; i < total; i++) {
             all[i].name[sizeof all[i].name - 1] = 0;
             np_trace_event ev = {.name = codelet_name(all[i].name),

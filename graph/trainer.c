@@ -71,6 +71,14 @@ void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]) {
         out[0] = out[1] = out[2] = out[3] = 0;
 }
 
+double np_trainer_clock_us(const np_trainer_t *tr) {
+    return tr && tr->sp ? np_engine_clock_us(tr->sp) : 0;
+}
+
+void np_trainer_trace_data(np_trainer_t *tr, long batch, double start_us, double end_us) {
+    if (tr && tr->sp) np_engine_trace_data(tr->sp, batch, start_us, end_us);
+}
+
 const np_trace *np_trainer_trace(const np_trainer_t *tr) {
     return tr->sp ? np_engine_trace(tr->sp) : NULL;
 }

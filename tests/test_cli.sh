@@ -177,6 +177,10 @@ expect_ok "reference run" "$NP" train --engine reference --steps 20 "${SMALL[@]}
   --sparse-optim rowwise-adagrad --dump-params "$W/ref.params"
 expect_ok "starpu == reference within rel 1e-4" "$NP" compare "$W/sp.params" "$W/ref.params" --rtol 1e-4 --atol 1e-5
 grep -q '"traceEvents"' "$W/trace.json" && ok "trace written" || bad "no trace"
+nd=$(grep -o '"cat": *"data"' "$W/trace.json" | wc -l)
+((nd == 20)) && grep -q '"driver"' "$W/trace.json" &&
+  ok "the driver's batch reads are in the trace (20 data tasks on a driver row)" ||
+  bad "driver rows: $nd data tasks"
 "$NP" trace report "$W/trace.json" --from-batch 15 >"$W/rep.txt" 2>"$W/err" &&
   grep -q "(5 batches in" "$W/rep.txt" && ok "trace report --from-batch keeps batches 15..19" ||
   bad "trace report --from-batch: $(head -n 3 "$W/rep.txt") $(cat "$W/err")"

@@ -53,6 +53,7 @@ static void test_kind_names(void **state) {
         [NP_NODE_SPARSE_UPDATE] = "sparse_update",
         [NP_NODE_WRITEBACK] = "writeback",
         [NP_NODE_DENSE_UPDATE] = "dense_update",
+        [NP_NODE_DATA] = "data",
     };
     for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
         assert_non_null(want[k]); /* a kind added to the enum needs its name here too */

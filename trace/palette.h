@@ -12,7 +12,7 @@ static const unsigned char palette[NP_NODE_KIND_COUNT][3] = {
     [NP_NODE_FWD] = {31, 119, 180},           [NP_NODE_BWD] = {148, 103, 189},
     [NP_NODE_EXCHANGE_GRAD] = {255, 127, 14}, [NP_NODE_ALLREDUCE] = {227, 119, 194},
     [NP_NODE_SPARSE_UPDATE] = {140, 86, 75},  [NP_NODE_WRITEBACK] = {196, 156, 148},
-    [NP_NODE_DENSE_UPDATE] = {174, 199, 232},
+    [NP_NODE_DENSE_UPDATE] = {174, 199, 232}, [NP_NODE_DATA] = {99, 99, 99},
 };
 
 #endif

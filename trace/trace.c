@@ -40,6 +40,7 @@ static const char *const kind_names[NP_NODE_KIND_COUNT] = {
     [NP_NODE_SPARSE_UPDATE] = "sparse_update",
     [NP_NODE_WRITEBACK] = "writeback",
     [NP_NODE_DENSE_UPDATE] = "dense_update",
+    [NP_NODE_DATA] = "data",
 };
 
 const char *np_node_kind_name(np_node_kind k) {

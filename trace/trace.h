@@ -27,6 +27,7 @@ typedef enum np_node_kind {
     NP_NODE_SPARSE_UPDATE,
     NP_NODE_WRITEBACK,
     NP_NODE_DENSE_UPDATE,
+    NP_NODE_DATA, /* the driver reading or generating a batch (not a task: the "driver" row) */
     NP_NODE_KIND_COUNT
 } np_node_kind;
 

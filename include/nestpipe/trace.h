@@ -32,6 +32,11 @@ typedef struct np_trace np_trace_t;
 /* The trainer's trace, merged over ranks: on rank 0 of a StarPU trainer whose config set
  * "trace", after np_trainer_finish; NULL otherwise. Owned by the trainer. */
 NP_API const np_trace_t *np_trainer_trace(const np_trainer_t *tr);
+/* The driver's own work in a traced run: read the clock (0 when the run is not traced)
+ * before and after making or reading batch `batch`, and record it; it shows as a "data"
+ * task on a "driver" row of its rank. Both are no-ops without a trace. */
+NP_API double np_trainer_clock_us(const np_trainer_t *tr);
+NP_API void np_trainer_trace_data(np_trainer_t *tr, long batch, double start_us, double end_us);
 
 /* Reads a Chrome trace file written by a traced run (the "trace" key, `nestpipe train
  * --trace`) into *out; free it with np_trace_free. A file of another kind or a malformed
