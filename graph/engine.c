@@ -118,8 +118,8 @@ static void sched_list(char *buf, size_t n) {
  * its queue in a loop, taking the core from the driver (which generates the next batches)
  * and from the other ranks' threads. StarPU calls idle hooks from that loop, so this one
  * hands the core to whoever else is runnable, and costs nothing when nobody is. Measured
- * (docs/engine.md): +4-9% samples/s on the Kaggle-like shape. NP_IDLE_SPIN=1 turns it off
- * (for the bench's ablation). */
+ * (docs/engine.md): 3.0x samples/s with 2 ranks on 2 cores, within noise on 1 rank.
+ * NP_IDLE_SPIN=1 turns it off (for the bench's ablation). */
 static unsigned idle_yield(void *arg) {
     (void)arg;
     sched_yield();

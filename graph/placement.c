@@ -54,15 +54,22 @@ static const char *env_placed(void) {
     return NULL;
 }
 
-/* The logical index of the first PU of each core of the slice, and the slice's NUMA node. */
-static void slice_pus(hwloc_topology_t t, np_placement *p) {
+/* Workers bound one per core of the slice cores[0..n) (logical core indexes, n >= 1): at
+ * most StarPU's CPU count of them, each on its core's first PU; the slice's NUMA node is
+ * its first core's. */
+static void bind_slice(hwloc_topology_t t, np_placement *p, const int *cores, int n) {
+    p->first_core = cores[0];
+    p->n_cores = n;
+    p->workers = n < STARPU_MAXCPUS ? n : STARPU_MAXCPUS;
+    p->capped = n > STARPU_MAXCPUS;
+    p->bind = 1;
     for (int i = 0; i < p->workers; i++) {
-        hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)(p->first_core + i));
+        hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)cores[i]);
         hwloc_obj_t pu = core ? hwloc_get_obj_inside_cpuset_by_type(t, core->cpuset, HWLOC_OBJ_PU, 0)
                               : NULL;
-        p->bind_pu[i] = pu ? (int)pu->logical_index : p->first_core + i;
+        p->bind_pu[i] = pu ? (int)pu->logical_index : cores[i];
     }
-    hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)p->first_core);
+    hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)cores[0]);
     int node = core && core->nodeset ? hwloc_bitmap_first(core->nodeset) : 0;
     p->numa_node = node < 0 ? 0 : node;
 }
@@ -93,18 +100,7 @@ np_status np_placement_plan(const np_config *cfg, np_placement *p, np_error *err
         p->launcher = 1;
         if (nbound >= 2) {
             snprintf(p->source, sizeof p->source, "the launcher's binding (%d cores)", nbound);
-            p->first_core = mine[0];
-            p->n_cores = nbound;
-            p->workers = nbound < STARPU_MAXCPUS ? nbound : STARPU_MAXCPUS;
-            p->bind = 1;
-            for (int i = 0; i < p->workers; i++) {
-                hwloc_obj_t core = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)mine[i]);
-                hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(t, core->cpuset, HWLOC_OBJ_PU, 0);
-                p->bind_pu[i] = pu ? (int)pu->logical_index : mine[i];
-            }
-            int node = hwloc_bitmap_first(
-                hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)mine[0])->nodeset);
-            p->numa_node = node < 0 ? 0 : node;
+            bind_slice(t, p, mine, nbound);
         } else { /* one core or less: the workers share it, inheriting the binding */
             snprintf(p->source, sizeof p->source, "the launcher's binding (1 core: unbound)");
             p->n_cores = 1;
@@ -113,12 +109,13 @@ np_status np_placement_plan(const np_config *cfg, np_placement *p, np_error *err
     } else if (share >= 2 || (p->local_ranks <= 1 && p->cores >= 1)) {
         if (share < 1) share = 1;
         snprintf(p->source, sizeof p->source, "hwloc");
-        p->first_core = p->local_rank * share;
-        p->n_cores = share;
-        p->workers = share < STARPU_MAXCPUS ? share : STARPU_MAXCPUS;
+        int slice[NP_PLACE_MAX_WORKERS];
+        int n = share < NP_PLACE_MAX_WORKERS ? share : NP_PLACE_MAX_WORKERS;
+        for (int i = 0; i < n; i++)
+            slice[i] = p->local_rank * share + i;
+        bind_slice(t, p, slice, n);
+        p->n_cores = share; /* the whole slice, of which StarPU uses `workers` */
         p->capped = share > STARPU_MAXCPUS;
-        p->bind = 1;
-        slice_pus(t, p);
     } else {
         snprintf(p->source, sizeof p->source, "hwloc (%d ranks on %d cores: unbound)",
                  p->local_ranks, p->cores);
