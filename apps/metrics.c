@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
@@ -16,14 +17,35 @@ static const char *data_name(np_data_kind k) {
     return k == NP_DATA_SYNTHETIC ? "synthetic" : k == NP_DATA_CRITEO ? "criteo" : "bin";
 }
 
+/* A config key's value as JSON, typed by the key table: a number, a boolean, a string (null
+ * when unset) or an array of integers. */
+static json_t *key_value(const np_config *cfg, const np_config_key *k) {
+    char v[NP_PATH_MAX + 64];
+    if (np_config_get(cfg, k->name, v, sizeof v)) return json_null();
+    switch (k->type) {
+    case NP_KEY_INT:
+        return strcmp(v, "auto") ? json_integer(strtoll(v, NULL, 10)) : json_string(v);
+    case NP_KEY_REAL:
+        return json_real(strtod(v, NULL));
+    case NP_KEY_BOOL:
+        return json_boolean(v[0] == '1');
+    case NP_KEY_LIST: {
+        json_t *a = json_array();
+        for (char *p = v; *p;) {
+            json_array_append_new(a, json_integer(strtoll(p, &p, 10)));
+            if (*p) p++; /* '-' or ',' */
+        }
+        return a;
+    }
+    case NP_KEY_TEXT:
+        break;
+    }
+    return v[0] ? json_string(v) : json_null();
+}
+
 int np_metrics_write(const char *path, const np_config *cfg, const np_run_metrics *r,
                      np_error *err) {
     json_t *o = json_object();
-    json_t *bottom = json_array(), *top = json_array();
-    for (int i = 0; i < cfg->n_bottom; i++)
-        json_array_append_new(bottom, json_integer(cfg->bottom[i]));
-    for (int i = 0; i < cfg->n_top; i++)
-        json_array_append_new(top, json_integer(cfg->top[i]));
     json_object_set_new(o, "steps", json_integer(r->steps));
     json_object_set_new(o, "global_batch", json_integer(r->global_batch));
     json_object_set_new(o, "samples_per_s", num(r->samples_per_s));
@@ -35,8 +57,15 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "eval_samples", json_integer(r->eval.n));
     json_object_set_new(o, "eval_logloss", num(r->eval.logloss));
     json_object_set_new(o, "eval_auc", num(r->eval.auc));
-    json_object_set_new(o, "engine",
-                        json_string(cfg->engine == NP_ENGINE_REFERENCE ? "reference" : "starpu"));
+    /* the config keys, from the key table: every one under "config", and the ones with a
+     * metric name also at the top; then the values the run resolved (auto, the policy) */
+    json_t *config = json_object();
+    for (int i = 0; np_config_key_at(i); i++) {
+        const np_config_key *k = np_config_key_at(i);
+        json_object_set_new(config, k->name, key_value(cfg, k));
+        if (k->metric) json_object_set_new(o, k->metric, key_value(cfg, k));
+    }
+    json_object_set_new(o, "config", config);
     static const char *pipelines[] = {"sequential", "dbp", "async", "fwp", "nestpipe"};
     json_object_set_new(
         o, "pipeline",
@@ -44,13 +73,8 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
                                                        : pipelines[np_config_pipeline(cfg)]));
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
-    json_object_set_new(o, "chunks", json_integer(cfg->chunks));
-    json_object_set_new(o, "precision",
-                        json_string(cfg->precision == NP_PRECISION_BF16 ? "bf16" : "fp32"));
     json_object_set_new(o, "windows", json_integer(np_config_windows(cfg)));
-    json_object_set_new(o, "cluster", json_string(cfg->cluster ? "keys" : "none"));
     json_object_set_new(o, "ranks", json_integer(cfg->ranks));
-    json_object_set_new(o, "shard", json_string(cfg->shard == NP_SHARD_ROW ? "row" : "table"));
     json_t *bytes = json_object();
     static const char *kinds[] = {"keys", "rows", "grads", "allreduce"};
     for (int k = 0; k < 4; k++)
@@ -64,22 +88,12 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "data", json_string(data_name(cfg->data)));
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
     json_object_set_new(o, "data_ended", json_boolean(r->data_ended));
-    json_object_set_new(o, "model", json_string(cfg->model == NP_MODEL_DCNV2 ? "dcnv2" : "dlrm"));
     /* the layers' own flop counts: dense GFLOP/s = this x samples/s / 1e9 */
     json_object_set_new(o, "dense_flop_per_sample",
                         json_real(r->dense_flop_fwd + r->dense_flop_bwd));
     json_object_set_new(o, "dense_flop_per_sample_fwd", json_real(r->dense_flop_fwd));
     json_object_set_new(o, "dense_kernels", json_string(np_dense_kernels()));
     json_object_set_new(o, "placement", r->placement[0] ? json_string(r->placement) : json_null());
-    json_object_set_new(o, "tables", json_integer(cfg->tables));
-    json_object_set_new(o, "dim", json_integer(cfg->dim));
-    json_object_set_new(o, "bottom", bottom);
-    json_object_set_new(o, "top", top);
-    json_object_set_new(
-        o, "sparse_optim",
-        json_string(cfg->sparse_optim == NP_SPARSE_SGD ? "sgd" : "rowwise-adagrad"));
-    json_object_set_new(o, "lr", json_real(cfg->lr));
-    json_object_set_new(o, "seed", json_integer((json_int_t)cfg->seed));
     if (r->traced) { /* the overlap figures of `nestpipe trace report`, overall */
         const np_trace_summary *t = &r->trace_overall;
         json_t *tj = json_object();

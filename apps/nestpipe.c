@@ -22,59 +22,55 @@
 /* batches held at once: the training one and up to 4 ahead (dbp), plus one being read */
 #define NP_RING 6
 
-static const char *train_help =
-    "usage: nestpipe train [--config FILE] [flags]\n"
-    "\n"
-    "Trains a DLRM or DCN-v2 and reports loss and eval AUC. Flags override the config file; every\n"
-    "flag is also a config-file key (key = value). Defaults in brackets.\n"
-    "\n"
-    "data:\n"
-    "  --data synthetic|criteo:PATH|bin:PATH   training data [synthetic]\n"
-    "  --skip-bad-lines       skip malformed Criteo lines and count them [stop at the first]\n"
-    "  --eval-every N         hold out every N-th record for eval; 0 = none [10]\n"
-    "  --eval-samples N       cap on held-out records evaluated [16384]\n"
-    "  --zipf A               synthetic key popularity exponent [1.05]\n"
-    "  --hot K                synthetic mean keys per sample and table [1]\n"
-    "  --groups N             synthetic latent groups sharing keys across tables; 0 = none [0]\n"
-    "model:\n"
-    "  --model dlrm|dcnv2     DLRM (dot interaction) or DCN-v2 (cross layers + deep MLP) [dlrm]\n"
-    "  --tables T             embedding tables [26]\n"
-    "  --rows N[,N...]        rows per table, one value or one per table [20000]\n"
-    "  --dim D                embedding dimension [16]\n"
-    "  --bottom 13-64-16      bottom MLP sizes, input first, last = dim [13-64-16]\n"
-    "  --top 64-1             top MLP output sizes, last = 1 [64-1]\n"
-    "  --cross-layers L       dcnv2: cross layers on [bottom output || pooled] [3]\n"
-    "  --cross-rank R         dcnv2: 0 = full-rank W, R = W as U (D,R) V (R,D) [0]\n"
-    "  --deep 64              dcnv2: deep MLP output sizes beside the cross layers [64]\n"
-    "  --init-params FILE     start from a --dump-params file of the same model shape\n"
-    "training:\n"
-    "  --steps N              optimizer steps; 0 = until file data ends [300]\n"
-    "  --batch G              global batch size [1024]\n"
-    "  --lr X                 learning rate, dense and sparse [0.1]\n"
-    "  --sparse-optim sgd|rowwise-adagrad     [sgd]\n"
-    "  --adagrad-eps X        row-wise Adagrad epsilon [1e-8]\n"
-    "  --seed S               seed of data and initialisation [42]\n"
-    "  --engine reference|starpu              [starpu]\n"
-    "  --sched POLICY         StarPU scheduling policy (lws, eager, prio, dmda, ...);\n"
-    "                         STARPU_SCHED, when set, overrides it [lws]\n"
-    "  --chunks C             row chunks of a window computed in parallel; fixes the\n"
-    "                         arithmetic, never the worker count [4]\n"
-    "  --windows W|auto       micro-batches per local batch (fwp, nestpipe); fixes the\n"
-    "                         arithmetic [auto: 4 for fwp and nestpipe, else 1]\n"
-    "  --cluster keys|none    samples to windows by key-centric clustering or in order [keys]\n"
-    "  --shard row|table      how tables are split over ranks [row]\n"
-    "  --precision fp32|bf16  dense products on bf16 inputs, fp32 accumulation and weights;\n"
-    "                         needs a CPU with avx512_bf16 [fp32]\n"
-    "  --pipeline auto|sequential|dbp|fwp|nestpipe|async   how batches overlap; auto = dbp\n"
-    "                         on one host, nestpipe across hosts; async is stale [auto]\n"
-    "output:\n"
-    "  --metrics-json FILE    write the run summary as JSON\n"
-    "  --trace FILE           write a Chrome trace JSON of every task (starpu engine)\n"
-    "  --dump-params FILE     write the trained model (NPPARAMS format, docs/formats.md)\n"
-    "  --log-every N          steps between progress lines when not on a terminal [50]\n"
-    "  --quiet                print only errors and warnings (StarPU's notices silenced)\n"
-    "  --explain-placement    each rank prints where its workers, collectives and driver run\n"
-    "  --help                 this text\n";
+/* `train --help`, made from the key table (np_config_key_at), so that every key has a
+ * line and every default is the one np_config_defaults sets. */
+static void train_help(FILE *out) {
+    fputs("usage: nestpipe train [--config FILE] [flags]\n"
+          "\n"
+          "Trains a DLRM or DCN-v2 and reports loss and eval AUC. Flags override the config file; every\n"
+          "flag is also a config-file key (key = value). Defaults in brackets.\n\n",
+          out);
+    const char *section = "";
+    for (int i = 0; np_config_key_at(i); i++) {
+        const np_config_key *k = np_config_key_at(i);
+        if (strcmp(k->section, section)) fprintf(out, "%s:\n", section = k->section);
+        char flag[96];
+        int w = snprintf(flag, sizeof flag, "--%s%s%s", k->name, k->arg ? " " : "",
+                         k->arg ? k->arg : "");
+        if (w > 21) /* a long flag: its help on the next line */
+            fprintf(out, "  %s\n%25s", flag, "");
+        else
+            fprintf(out, "  %-23s", flag);
+        for (const char *p = k->help; *p; p++) /* '\n' continues in the help's column */
+            if (*p == '\n')
+                fprintf(out, "\n%25s", "");
+            else
+                fputc(*p, out);
+        if (k->arg && k->dflt[0]) fprintf(out, " [%s]", k->dflt);
+        fputc('\n', out);
+    }
+    fputs("  --config FILE          read keys from an INI file first (docs/cli.md)\n"
+          "  --print-config         print the resulting configuration as a config file, then exit\n"
+          "  --help                 this text\n",
+          out);
+}
+
+/* `train --print-config`: every key = its value, a config file that --config reads back. */
+static void print_config(const np_config *cfg, FILE *out) {
+    fputs("# nestpipe train configuration (nestpipe train --config FILE reads it)\n", out);
+    const char *section = "";
+    for (int i = 0; np_config_key_at(i); i++) {
+        const np_config_key *k = np_config_key_at(i);
+        if (strcmp(k->section, section)) fprintf(out, "\n# %s\n", section = k->section);
+        char v[NP_PATH_MAX + 64];
+        if (np_config_get(cfg, k->name, v, sizeof v)) continue;
+        if (!v[0]) {
+            fprintf(out, "# %s =\n", k->name); /* unset: a commented-out line */
+            continue;
+        }
+        fprintf(out, "%s = %s\n", k->name, v);
+    }
+}
 
 static const char *main_help =
     "usage: nestpipe COMMAND [args]\n"
@@ -104,13 +100,16 @@ static double now_s(void) {
 
 /* Flags without a value; everything else takes one ("--key value" or "--key=value"). */
 static int is_switch(const char *key) {
-    return !strcmp(key, "quiet") || !strcmp(key, "skip-bad-lines") ||
-           !strcmp(key, "explain-placement");
+    if (!strcmp(key, "print-config")) return 1;
+    for (int i = 0; np_config_key_at(i); i++)
+        if (!strcmp(np_config_key_at(i)->name, key)) return np_config_key_at(i)->arg == NULL;
+    return 0;
 }
 
 /* Applies argv to cfg: --config first (so flags override it wherever they appear), then
  * every other flag in order. Returns 0 or an exit code. */
-static int parse_train_args(int argc, char **argv, np_config *cfg, int *want_help) {
+static int parse_train_args(int argc, char **argv, np_config *cfg, int *want_help,
+                            int *want_print) {
     np_error err = {{0}};
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < argc; i++) {
@@ -139,7 +138,10 @@ static int parse_train_args(int argc, char **argv, np_config *cfg, int *want_hel
                 value = argv[++i];
             }
             int is_config = !strcmp(key, "config");
-            if (pass == 0 && is_config) {
+            if (!strcmp(key, "print-config")) {
+                if (eq) return usage_error("--print-config takes no value:", a);
+                *want_print = 1;
+            } else if (pass == 0 && is_config) {
                 np_status st = np_config_load(cfg, value, &err);
                 if (st) return fail(st, &err);
             } else if (pass == 1 && !is_config) {
@@ -288,12 +290,12 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     cfg.ranks = np_dist_size(dist);
     np_dist_host(dist, &cfg.local_rank, &cfg.local_ranks, &cfg.nodes);
     int lead = cfg.rank == 0; /* rank 0 prints, evaluates and writes the outputs */
-    int help = 0;
-    int rc = parse_train_args(argc, argv, &cfg, &help);
+    int help = 0, print = 0;
+    int rc = parse_train_args(argc, argv, &cfg, &help, &print);
     /* parsing is the same on every rank: only rank 0 says what is wrong */
     if (rc) return rc;
     if (help) {
-        if (lead) fputs(train_help, stdout);
+        if (lead) train_help(stdout);
         return 0;
     }
     if (!lead) cfg.quiet = 1;
@@ -309,6 +311,10 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     }
     np_status st = np_config_check(&cfg, &err);
     if (st) return lead ? fail(st, &err) : (st == NP_STATUS_BAD_INPUT ? EXIT_BAD_INPUT : 1);
+    if (print) {
+        if (lead) print_config(&cfg, stdout);
+        return 0;
+    }
     /* rank 0 writes the outputs: it checks them, and every rank stops if one is bad */
     if (lead && ((st = check_output("metrics-json", cfg.metrics_json, &err)) ||
                  (st = check_output("dump-params", cfg.dump_params, &err)) ||

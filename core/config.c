@@ -2,6 +2,7 @@
  * command-line flags), INI loading through libinih, and cross-field checks.
  * Not here: what the values mean to training (model/, data/, graph/). */
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
@@ -12,50 +13,6 @@
 #include <unistd.h>
 
 #include "core/util.h"
-
-void np_config_defaults(np_config *cfg) {
-    memset(cfg, 0, sizeof *cfg);
-    cfg->data = NP_DATA_SYNTHETIC;
-    cfg->skip_bad_lines = 0;
-    cfg->eval_every = 10;
-    cfg->eval_samples = 16384;
-    cfg->zipf = 1.05;
-    cfg->hot = 1;
-    cfg->tables = 26;
-    cfg->n_rows = 1;
-    cfg->rows[0] = 20000;
-    cfg->dim = 16;
-    cfg->n_bottom = 3;
-    cfg->bottom[0] = 13;
-    cfg->bottom[1] = 64;
-    cfg->bottom[2] = 16;
-    cfg->n_top = 2;
-    cfg->top[0] = 64;
-    cfg->top[1] = 1;
-    cfg->model = NP_MODEL_DLRM;
-    cfg->cross_layers = 3;
-    cfg->cross_rank = 0;
-    cfg->n_deep = 1;
-    cfg->deep[0] = 64;
-    cfg->steps = 300;
-    cfg->batch = 1024;
-    cfg->lr = 0.1;
-    cfg->sparse_optim = NP_SPARSE_SGD;
-    cfg->adagrad_eps = 1e-8;
-    cfg->seed = 42;
-    cfg->engine = NP_ENGINE_STARPU;
-    cfg->pipeline = NP_PIPELINE_AUTO;
-    snprintf(cfg->sched, sizeof cfg->sched, "lws");
-    cfg->chunks = 4;
-    cfg->windows = 0;
-    cfg->cluster = 1;
-    cfg->shard = NP_SHARD_ROW;
-    cfg->rank = 0;
-    cfg->ranks = 1;
-    cfg->local_ranks = cfg->nodes = 1;
-    cfg->quiet = 0;
-    cfg->log_every = 50;
-}
 
 int np_config_top_input(const np_config *cfg) {
     int t1 = cfg->tables + 1;
@@ -182,205 +139,422 @@ static int copy_path(char *dst, const char *src) {
     return 0;
 }
 
-np_status np_config_set(np_config *cfg, const char *key, const char *value, const char *where,
-                        np_error *err) {
-    np_config c = *cfg; /* work on a copy so cfg is unchanged on failure */
+/* ---------------------------------------------------------------- the key table */
+
+/* How a key's value is stored in np_config. */
+typedef enum field {
+    F_INT,    /* a signed integer of `size` bytes (an enum is an int) */
+    F_SEED,   /* uint64_t */
+    F_REAL,   /* double */
+    F_BOOL,   /* int 0|1 */
+    F_ENUM,   /* int: the index of the value in `names` */
+    F_PATH,   /* char[NP_PATH_MAX] */
+    F_CUSTOM, /* `parse` and `show` */
+} field;
+
+typedef struct key_def {
+    np_config_key k;
+    field f;
+    size_t off, size;
+    long long ilo, ihi;        /* F_INT: the range */
+    double flo, fhi;           /* F_REAL: the range; flo excluded when lo_open */
+    int lo_open;
+    const char *const *names;  /* F_ENUM: values in enum order, NULL-terminated */
+    const char *expect;        /* the error's "expected ..." */
+    int (*parse)(np_config *c, const char *v);            /* F_CUSTOM: 0, or -1 when bad */
+    void (*show)(const np_config *c, char *buf, size_t n); /* F_CUSTOM */
+} key_def;
+
+static const char *const data_names[] = {"synthetic", "criteo", "bin", NULL};
+static const char *const model_names[] = {"dlrm", "dcnv2", NULL};
+static const char *const optim_names[] = {"sgd", "rowwise-adagrad", NULL};
+static const char *const engine_names[] = {"reference", "starpu", NULL};
+static const char *const pipeline_names[] = {"sequential", "dbp", "async", "fwp",
+                                             "nestpipe", "auto", NULL};
+static const char *const precision_names[] = {"fp32", "bf16", NULL};
+static const char *const cluster_names[] = {"none", "keys", NULL};
+static const char *const shard_names[] = {"row", "table", NULL};
+
+static int parse_data(np_config *c, const char *v) {
+    if (!strcmp(v, "synthetic")) {
+        c->data = NP_DATA_SYNTHETIC;
+        c->data_path[0] = 0;
+    } else if (!strncmp(v, "criteo:", 7) && !copy_path(c->data_path, v + 7)) {
+        c->data = NP_DATA_CRITEO;
+    } else if (!strncmp(v, "bin:", 4) && !copy_path(c->data_path, v + 4)) {
+        c->data = NP_DATA_BIN;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+static void show_data(const np_config *c, char *buf, size_t n) {
+    if (c->data == NP_DATA_SYNTHETIC)
+        snprintf(buf, n, "synthetic");
+    else
+        snprintf(buf, n, "%s:%s", data_names[c->data], c->data_path);
+}
+
+static int parse_rows(np_config *c, const char *v) {
+    int n = 0;
+    const char *p = v;
+    char buf[32];
+    long long i;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof buf || n >= NP_MAX_TABLES) return -1;
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        if (parse_i64(buf, 1, 1LL << 40, &i)) return -1;
+        c->rows[n++] = i;
+        p += len;
+        if (*p == ',' && !*++p) return -1;
+    }
+    if (n == 0) return -1;
+    c->n_rows = n;
+    return 0;
+}
+static void show_rows(const np_config *c, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int t = 0; t < c->n_rows && at < n; t++)
+        at += (size_t)snprintf(buf + at, n - at, t ? ",%lld" : "%lld", (long long)c->rows[t]);
+}
+
+static void show_sizes(const int *s, int count, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < count && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, i ? "-%d" : "%d", s[i]);
+}
+static int parse_bottom(np_config *c, const char *v) {
+    return parse_sizes(v, c->bottom, 2, NP_MAX_LAYERS + 1, &c->n_bottom);
+}
+static void show_bottom(const np_config *c, char *buf, size_t n) {
+    show_sizes(c->bottom, c->n_bottom, buf, n);
+}
+static int parse_top(np_config *c, const char *v) {
+    return parse_sizes(v, c->top, 1, NP_MAX_LAYERS, &c->n_top);
+}
+static void show_top(const np_config *c, char *buf, size_t n) {
+    show_sizes(c->top, c->n_top, buf, n);
+}
+static int parse_deep(np_config *c, const char *v) {
+    return parse_sizes(v, c->deep, 1, NP_MAX_LAYERS, &c->n_deep);
+}
+static void show_deep(const np_config *c, char *buf, size_t n) {
+    show_sizes(c->deep, c->n_deep, buf, n);
+}
+
+static int parse_eval_every(np_config *c, const char *v) {
+    long long i;
+    if (parse_i64(v, 0, LONG_MAX, &i) || i == 1) return -1;
+    c->eval_every = (long)i;
+    return 0;
+}
+static void show_eval_every(const np_config *c, char *buf, size_t n) {
+    snprintf(buf, n, "%ld", c->eval_every);
+}
+
+static int parse_windows(np_config *c, const char *v) {
+    long long i;
+    if (!strcmp(v, "auto")) {
+        c->windows = 0;
+        return 0;
+    }
+    if (parse_i64(v, 1, 64, &i)) return -1;
+    c->windows = (int)i;
+    return 0;
+}
+static void show_windows(const np_config *c, char *buf, size_t n) {
+    if (c->windows)
+        snprintf(buf, n, "%d", c->windows);
+    else
+        snprintf(buf, n, "auto");
+}
+
+static int parse_sched(np_config *c, const char *v) {
+    size_t n = strlen(v);
+    if (n == 0 || n >= sizeof c->sched ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-_") != n)
+        return -1;
+    memcpy(c->sched, v, n + 1);
+    return 0;
+}
+static void show_sched(const np_config *c, char *buf, size_t n) {
+    snprintf(buf, n, "%s", c->sched);
+}
+
+#define AT(field) offsetof(np_config, field), sizeof(((np_config *)0)->field)
+#define KEY(name, sec, arg, dflt, help, metric, type) {name, sec, arg, dflt, help, metric, type}
+/* an integer field in [lo, hi] */
+#define INT_KEY(name, sec, arg, dflt, help, metric, fld, lo, hi, exp_)                        \
+    {KEY(name, sec, arg, dflt, help, metric, NP_KEY_INT), F_INT, AT(fld), .ilo = (lo),           \
+     .ihi = (hi), .expect = (exp_)}
+#define REAL_KEY(name, sec, arg, dflt, help, metric, fld, lo, hi, open, exp_)                 \
+    {KEY(name, sec, arg, dflt, help, metric, NP_KEY_REAL), F_REAL, AT(fld), .flo = (lo),         \
+     .fhi = (hi), .lo_open = (open), .expect = (exp_)}
+#define ENUM_KEY(name, sec, arg, dflt, help, metric, fld, names_)                                \
+    {KEY(name, sec, arg, dflt, help, metric, NP_KEY_TEXT), F_ENUM, AT(fld), .names = (names_)}
+#define BOOL_KEY(name, sec, help, metric, fld)                                                   \
+    {KEY(name, sec, NULL, "0", help, metric, NP_KEY_BOOL), F_BOOL, AT(fld), .expect = "0 or 1"}
+#define PATH_KEY(name, sec, arg, help, fld)                                                      \
+    {KEY(name, sec, arg, "", help, NULL, NP_KEY_TEXT), F_PATH, AT(fld), .expect = "a file path"}
+#define CUSTOM_KEY(name, sec, arg, dflt, help, metric, type, fn, exp_)                         \
+    {KEY(name, sec, arg, dflt, help, metric, type), F_CUSTOM, 0, 0, .parse = parse_##fn,         \
+     .show = show_##fn, .expect = (exp_)}
+
+/* Every key, in the help's order. The defaults are those of docs/cli.md. */
+static const key_def keys[] = {
+    CUSTOM_KEY("data", "data", "synthetic|criteo:PATH|bin:PATH", "synthetic", "training data",
+               NULL, NP_KEY_TEXT, data, "synthetic, criteo:PATH or bin:PATH"),
+    BOOL_KEY("skip-bad-lines", "data",
+             "skip and count malformed Criteo lines (default: stop at the first)", NULL,
+             skip_bad_lines),
+    CUSTOM_KEY("eval-every", "data", "N", "10",
+               "hold out every N-th record for eval; 0 = none", NULL, NP_KEY_INT, eval_every,
+               "0 (no held-out split) or an integer >= 2 (every N-th record held out)"),
+    INT_KEY("eval-samples", "data", "N", "16384", "cap on held-out records evaluated", NULL,
+            eval_samples, 0, 1L << 30, "an integer in [0, 2^30]"),
+    REAL_KEY("zipf", "data", "A", "1.05", "synthetic key popularity exponent", NULL, zipf, 0.0,
+             10.0, 0, "a number in [0, 10]"),
+    INT_KEY("hot", "data", "K", "1", "synthetic mean keys per sample and table", NULL, hot, 0,
+            4096, "an integer in [0, 4096]"),
+    INT_KEY("groups", "data", "N", "0",
+            "synthetic latent groups sharing keys across tables; 0 = none", NULL, groups, 0,
+            1L << 20, "an integer in [0, 2^20] (0: independent tables)"),
+
+    ENUM_KEY("model", "model", "dlrm|dcnv2", "dlrm",
+             "DLRM (dot interaction) or DCN-v2 (cross layers + deep MLP)", "model", model,
+             model_names),
+    INT_KEY("tables", "model", "T", "26", "embedding tables", "tables", tables, 1, NP_MAX_TABLES,
+            "an integer in [1, 1024]"),
+    CUSTOM_KEY("rows", "model", "N[,N...]", "20000",
+               "rows per table, one value or one per table", NULL, NP_KEY_LIST, rows,
+               "row counts in [1, 2^40]: one value or a comma list, one per table, no trailing comma"),
+    INT_KEY("dim", "model", "D", "16", "embedding dimension", "dim", dim, 1, 4096,
+            "an integer in [1, 4096]"),
+    CUSTOM_KEY("bottom", "model", "13-64-16", "13-64-16",
+               "bottom MLP sizes, input first, last = dim", "bottom", NP_KEY_LIST, bottom,
+               "layer sizes like 13-512-256-64-16 (input first, 2 to 17 sizes in [1, 65536])"),
+    CUSTOM_KEY("top", "model", "64-1", "64-1", "top MLP output sizes, last = 1", "top",
+               NP_KEY_LIST, top, "output sizes like 512-256-1 (1 to 16 sizes in [1, 65536], last 1)"),
+    INT_KEY("cross-layers", "model", "L", "3", "dcnv2: cross layers on [bottom output || pooled]",
+            NULL, cross_layers, 1, NP_MAX_LAYERS, "an integer in [1, 16]"),
+    INT_KEY("cross-rank", "model", "R", "0", "dcnv2: 0 = full-rank W, R = W as U (D,R) V (R,D)",
+            NULL, cross_rank, 0, 65536, "0 (full-rank) or a rank in [1, 65536]"),
+    CUSTOM_KEY("deep", "model", "64", "64", "dcnv2: deep MLP output sizes beside the cross layers",
+               NULL, NP_KEY_LIST, deep, "output sizes like 512-256 (1 to 16 sizes in [1, 65536])"),
+    PATH_KEY("init-params", "model", "FILE",
+             "start from a --dump-params file of the same model shape", init_params),
+
+    INT_KEY("steps", "training", "N", "300", "optimizer steps; 0 = until file data ends", NULL,
+            steps, 0, LONG_MAX, "an integer >= 0"),
+    INT_KEY("batch", "training", "G", "1024", "global batch size", NULL, batch, 1, 1L << 24,
+            "an integer in [1, 2^24]"),
+    REAL_KEY("lr", "training", "X", "0.1", "learning rate, dense and sparse", "lr", lr, 0.0, 1e6,
+             1, "a number > 0 and <= 1e6"),
+    ENUM_KEY("sparse-optim", "training", "sgd|rowwise-adagrad", "sgd",
+             "optimizer of the embedding rows", "sparse_optim", sparse_optim, optim_names),
+    REAL_KEY("adagrad-eps", "training", "X", "1e-8", "row-wise Adagrad epsilon", NULL, adagrad_eps,
+             0.0, 1.0, 1, "a number in (0, 1]"),
+    {KEY("seed", "training", "S", "42", "seed of data and initialisation", "seed", NP_KEY_INT),
+     F_SEED, AT(seed), .expect = "an unsigned integer"},
+    ENUM_KEY("engine", "training", "reference|starpu", "starpu",
+             "the task-graph engine or the single-threaded reference", "engine", engine,
+             engine_names),
+    CUSTOM_KEY("sched", "training", "POLICY", "lws",
+               "StarPU scheduling policy (lws, eager, prio, dmda, ...);\n"
+               "STARPU_SCHED, when set, overrides it",
+               "sched", NP_KEY_TEXT, sched, "a StarPU scheduler name such as lws, eager, prio, dmda"),
+    INT_KEY("chunks", "training", "C", "4",
+            "row chunks of a window computed in parallel; fixes the\n"
+            "arithmetic, never the worker count",
+            "chunks", chunks, 1, 64, "an integer in [1, 64]"),
+    CUSTOM_KEY("windows", "training", "W|auto", "auto",
+               "micro-batches per local batch (fwp, nestpipe); fixes the\n"
+               "arithmetic; auto: 4 for fwp and nestpipe, else 1",
+               "windows", NP_KEY_INT, windows, "an integer in [1, 64] or auto"),
+    ENUM_KEY("cluster", "training", "keys|none", "keys",
+             "samples to windows by key-centric clustering or in order", "cluster", cluster,
+             cluster_names),
+    ENUM_KEY("shard", "training", "row|table", "row", "how tables are split over ranks", "shard",
+             shard, shard_names),
+    ENUM_KEY("precision", "training", "fp32|bf16", "fp32",
+             "dense products on bf16 inputs, fp32 accumulation and weights;\n"
+             "needs a CPU with avx512_bf16",
+             "precision", precision, precision_names),
+    ENUM_KEY("pipeline", "training", "auto|sequential|dbp|fwp|nestpipe|async", "auto",
+             "how batches overlap; auto = dbp on one host, nestpipe\n"
+             "across hosts; async is stale",
+             "pipeline", pipeline, pipeline_names),
+
+    PATH_KEY("metrics-json", "output", "FILE", "write the run summary as JSON", metrics_json),
+    PATH_KEY("trace", "output", "FILE", "write a Chrome trace JSON of every task (starpu engine)",
+             trace),
+    PATH_KEY("dump-params", "output", "FILE",
+             "write the trained model (NPPARAMS format, docs/formats.md)", dump_params),
+    INT_KEY("log-every", "output", "N", "50", "steps between progress lines when not on a terminal",
+            NULL, log_every, 1, LONG_MAX, "an integer >= 1"),
+    BOOL_KEY("quiet", "output", "print only errors and warnings (StarPU's notices silenced)", NULL,
+             quiet),
+    BOOL_KEY("explain-placement", "output",
+             "each rank prints where its workers, collectives and driver run", NULL,
+             explain_placement),
+};
+#define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
+
+const np_config_key *np_config_key_at(int i) {
+    return i >= 0 && i < N_KEYS ? &keys[i].k : NULL;
+}
+
+static const key_def *find_key(const char *name) {
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcmp(keys[i].k.name, name)) return &keys[i];
+    return NULL;
+}
+
+static void expect_of(const key_def *d, char *buf, size_t n) {
+    if (d->expect) {
+        snprintf(buf, n, "%s", d->expect);
+        return;
+    }
+    size_t at = 0; /* an enum: "a, b or c" */
+    buf[0] = 0;
+    for (int i = 0; d->names[i] && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%s", i == 0 ? "" : d->names[i + 1] ? ", " : " or ",
+                               d->names[i]);
+}
+
+/* Parses v into c by d; 0, or -1 when v is not a value of d. */
+static int set_value(np_config *c, const key_def *d, const char *v) {
+    char *at = (char *)c + d->off;
     long long i;
     double f;
-    if (!value) return np_err(err, NP_STATUS_BAD_INPUT, "%s: %s needs a value", where, key);
-
-    if (!strcmp(key, "data")) {
-        if (!strcmp(value, "synthetic")) {
-            c.data = NP_DATA_SYNTHETIC;
-            c.data_path[0] = 0;
-        } else if (!strncmp(value, "criteo:", 7) && !copy_path(c.data_path, value + 7)) {
-            c.data = NP_DATA_CRITEO;
-        } else if (!strncmp(value, "bin:", 4) && !copy_path(c.data_path, value + 4)) {
-            c.data = NP_DATA_BIN;
+    int b;
+    switch (d->f) {
+    case F_INT:
+        if (parse_i64(v, d->ilo, d->ihi, &i)) return -1;
+        if (d->size == sizeof(int)) {
+            int x = (int)i;
+            memcpy(at, &x, sizeof x);
         } else {
-            return bad(err, where, key, value, "synthetic, criteo:PATH or bin:PATH");
+            long x = (long)i;
+            memcpy(at, &x, sizeof x);
         }
-    } else if (!strcmp(key, "skip-bad-lines")) {
-        if (parse_bool(value, &c.skip_bad_lines)) return bad(err, where, key, value, "0 or 1");
-    } else if (!strcmp(key, "eval-every")) {
-        if (parse_i64(value, 0, LONG_MAX, &i) || i == 1)
-            return bad(err, where, key, value,
-                       "0 (no held-out split) or an integer >= 2 (every N-th record held out)");
-        c.eval_every = (long)i;
-    } else if (!strcmp(key, "eval-samples")) {
-        if (parse_i64(value, 0, 1L << 30, &i))
-            return bad(err, where, key, value, "an integer in [0, 2^30]");
-        c.eval_samples = (long)i;
-    } else if (!strcmp(key, "zipf")) {
-        if (parse_f64(value, 0.0, 10.0, &f))
-            return bad(err, where, key, value, "a number in [0, 10]");
-        c.zipf = f;
-    } else if (!strcmp(key, "hot")) {
-        if (parse_i64(value, 0, 4096, &i))
-            return bad(err, where, key, value, "an integer in [0, 4096]");
-        c.hot = (int)i;
-    } else if (!strcmp(key, "groups")) {
-        if (parse_i64(value, 0, 1L << 20, &i))
-            return bad(err, where, key, value, "an integer in [0, 2^20] (0: independent tables)");
-        c.groups = (long)i;
-    } else if (!strcmp(key, "tables")) {
-        if (parse_i64(value, 1, NP_MAX_TABLES, &i))
-            return bad(err, where, key, value, "an integer in [1, 1024]");
-        c.tables = (int)i;
-    } else if (!strcmp(key, "rows")) {
-        int n = 0;
-        const char *p = value;
-        char buf[32];
-        while (*p) {
-            size_t len = strcspn(p, ",");
-            if (len == 0 || len >= sizeof buf || n >= NP_MAX_TABLES)
-                return bad(err, where, key, value, "a row count or a comma list, one per table");
-            memcpy(buf, p, len);
-            buf[len] = 0;
-            if (parse_i64(buf, 1, 1LL << 40, &i))
-                return bad(err, where, key, value, "row counts in [1, 2^40]");
-            c.rows[n++] = i;
-            p += len;
-            if (*p == ',' && !*++p) return bad(err, where, key, value, "no trailing comma");
-        }
-        if (n == 0) return bad(err, where, key, value, "a row count");
-        c.n_rows = n;
-    } else if (!strcmp(key, "dim")) {
-        if (parse_i64(value, 1, 4096, &i))
-            return bad(err, where, key, value, "an integer in [1, 4096]");
-        c.dim = (int)i;
-    } else if (!strcmp(key, "bottom")) {
-        if (parse_sizes(value, c.bottom, 2, NP_MAX_LAYERS + 1, &c.n_bottom))
-            return bad(
-                err, where, key, value,
-                "layer sizes like 13-512-256-64-16 (input first, 2 to 17 sizes in [1, 65536])");
-    } else if (!strcmp(key, "top")) {
-        if (parse_sizes(value, c.top, 1, NP_MAX_LAYERS, &c.n_top))
-            return bad(err, where, key, value,
-                       "output sizes like 512-256-1 (1 to 16 sizes in [1, 65536], last 1)");
-    } else if (!strcmp(key, "model")) {
-        if (!strcmp(value, "dlrm"))
-            c.model = NP_MODEL_DLRM;
-        else if (!strcmp(value, "dcnv2"))
-            c.model = NP_MODEL_DCNV2;
-        else
-            return bad(err, where, key, value, "dlrm or dcnv2");
-    } else if (!strcmp(key, "cross-layers")) {
-        if (parse_i64(value, 1, NP_MAX_LAYERS, &i))
-            return bad(err, where, key, value, "an integer in [1, 16]");
-        c.cross_layers = (int)i;
-    } else if (!strcmp(key, "cross-rank")) {
-        if (parse_i64(value, 0, 65536, &i))
-            return bad(err, where, key, value, "0 (full-rank) or a rank in [1, 65536]");
-        c.cross_rank = (int)i;
-    } else if (!strcmp(key, "deep")) {
-        if (parse_sizes(value, c.deep, 1, NP_MAX_LAYERS, &c.n_deep))
-            return bad(err, where, key, value,
-                       "output sizes like 512-256 (1 to 16 sizes in [1, 65536])");
-    } else if (!strcmp(key, "init-params")) {
-        if (copy_path(c.init_params, value)) return bad(err, where, key, value, "a file path");
-    } else if (!strcmp(key, "steps")) {
-        if (parse_i64(value, 0, LONG_MAX, &i))
-            return bad(err, where, key, value, "an integer >= 0");
-        c.steps = (long)i;
-    } else if (!strcmp(key, "batch")) {
-        if (parse_i64(value, 1, 1L << 24, &i))
-            return bad(err, where, key, value, "an integer in [1, 2^24]");
-        c.batch = (long)i;
-    } else if (!strcmp(key, "lr")) {
-        if (parse_f64(value, 0.0, 1e6, &f) || f <= 0)
-            return bad(err, where, key, value, "a number > 0 and <= 1e6");
-        c.lr = f;
-    } else if (!strcmp(key, "sparse-optim")) {
-        if (!strcmp(value, "sgd"))
-            c.sparse_optim = NP_SPARSE_SGD;
-        else if (!strcmp(value, "rowwise-adagrad"))
-            c.sparse_optim = NP_SPARSE_ROWWISE_ADAGRAD;
-        else
-            return bad(err, where, key, value, "sgd or rowwise-adagrad");
-    } else if (!strcmp(key, "adagrad-eps")) {
-        if (parse_f64(value, 0.0, 1.0, &f) || f <= 0)
-            return bad(err, where, key, value, "a number in (0, 1]");
-        c.adagrad_eps = f;
-    } else if (!strcmp(key, "seed")) {
-        if (parse_u64(value, &c.seed)) return bad(err, where, key, value, "an unsigned integer");
-    } else if (!strcmp(key, "engine")) {
-        if (!strcmp(value, "reference"))
-            c.engine = NP_ENGINE_REFERENCE;
-        else if (!strcmp(value, "starpu"))
-            c.engine = NP_ENGINE_STARPU;
-        else
-            return bad(err, where, key, value, "reference or starpu");
-    } else if (!strcmp(key, "pipeline")) {
-        static const char *names[] = {"sequential", "dbp", "async", "fwp", "nestpipe", "auto"};
-        int found = -1;
-        for (int k = 0; k < 6; k++)
-            if (!strcmp(value, names[k])) found = k;
-        if (found < 0)
-            return bad(err, where, key, value, "auto, sequential, dbp, async, fwp or nestpipe");
-        c.pipeline = (np_pipeline)found;
-    } else if (!strcmp(key, "sched")) {
-        size_t n = strlen(value);
-        if (n == 0 || n >= sizeof c.sched ||
-            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789-_") != n)
-            return bad(err, where, key, value,
-                       "a StarPU scheduler name such as lws, eager, prio, dmda");
-        memcpy(c.sched, value, n + 1);
-    } else if (!strcmp(key, "precision")) {
-        if (!strcmp(value, "fp32"))
-            c.precision = NP_PRECISION_FP32;
-        else if (!strcmp(value, "bf16"))
-            c.precision = NP_PRECISION_BF16;
-        else
-            return bad(err, where, key, value, "fp32 or bf16");
-    } else if (!strcmp(key, "chunks")) {
-        if (parse_i64(value, 1, 64, &i))
-            return bad(err, where, key, value, "an integer in [1, 64]");
-        c.chunks = (int)i;
-    } else if (!strcmp(key, "windows")) {
-        if (!strcmp(value, "auto"))
-            c.windows = 0;
-        else if (parse_i64(value, 1, 64, &i))
-            return bad(err, where, key, value, "an integer in [1, 64] or auto");
-        else
-            c.windows = (int)i;
-    } else if (!strcmp(key, "cluster")) {
-        if (!strcmp(value, "none"))
-            c.cluster = 0;
-        else if (!strcmp(value, "keys"))
-            c.cluster = 1;
-        else
-            return bad(err, where, key, value, "none or keys");
-    } else if (!strcmp(key, "shard")) {
-        if (!strcmp(value, "row"))
-            c.shard = NP_SHARD_ROW;
-        else if (!strcmp(value, "table"))
-            c.shard = NP_SHARD_TABLE;
-        else
-            return bad(err, where, key, value, "row or table");
-    } else if (!strcmp(key, "trace")) {
-        if (copy_path(c.trace, value)) return bad(err, where, key, value, "a file path");
-    } else if (!strcmp(key, "metrics-json")) {
-        if (copy_path(c.metrics_json, value)) return bad(err, where, key, value, "a file path");
-    } else if (!strcmp(key, "dump-params")) {
-        if (copy_path(c.dump_params, value)) return bad(err, where, key, value, "a file path");
-    } else if (!strcmp(key, "quiet")) {
-        if (parse_bool(value, &c.quiet)) return bad(err, where, key, value, "0 or 1");
-    } else if (!strcmp(key, "explain-placement")) {
-        if (parse_bool(value, &c.explain_placement))
-            return bad(err, where, key, value, "0 or 1");
-    } else if (!strcmp(key, "log-every")) {
-        if (parse_i64(value, 1, LONG_MAX, &i))
-            return bad(err, where, key, value, "an integer >= 1");
-        c.log_every = (long)i;
-    } else {
+        return 0;
+    case F_SEED:
+        return parse_u64(v, (uint64_t *)(void *)at);
+    case F_REAL:
+        if (parse_f64(v, d->flo, d->fhi, &f) || (d->lo_open && f <= d->flo)) return -1;
+        memcpy(at, &f, sizeof f);
+        return 0;
+    case F_BOOL:
+        if (parse_bool(v, &b)) return -1;
+        memcpy(at, &b, sizeof b);
+        return 0;
+    case F_ENUM:
+        for (int k = 0; d->names[k]; k++)
+            if (!strcmp(v, d->names[k])) {
+                memcpy(at, &k, sizeof k);
+                return 0;
+            }
+        return -1;
+    case F_PATH:
+        return copy_path(at, v);
+    case F_CUSTOM:
+        return d->parse(c, v);
+    }
+    return -1;
+}
+
+np_status np_config_set(np_config *cfg, const char *key, const char *value, const char *where,
+                        np_error *err) {
+    if (!value) return np_err(err, NP_STATUS_BAD_INPUT, "%s: %s needs a value", where, key);
+    const key_def *d = find_key(key);
+    if (!d)
         return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (see nestpipe train --help)",
                       where, key);
+    np_config c = *cfg; /* work on a copy so cfg is unchanged on failure */
+    if (set_value(&c, d, value)) {
+        char expect[256];
+        expect_of(d, expect, sizeof expect);
+        return bad(err, where, key, value, expect);
     }
     *cfg = c;
     return NP_OK;
 }
 
+int np_config_get(const np_config *cfg, const char *key, char *buf, size_t n) {
+    const key_def *d = find_key(key);
+    if (!d || n == 0) return -1;
+    const char *at = (const char *)cfg + d->off;
+    int len = 0;
+    switch (d->f) {
+    case F_INT: {
+        long long v;
+        if (d->size == sizeof(int)) {
+            int x;
+            memcpy(&x, at, sizeof x);
+            v = x;
+        } else {
+            long x;
+            memcpy(&x, at, sizeof x);
+            v = x;
+        }
+        len = snprintf(buf, n, "%lld", v);
+        break;
+    }
+    case F_SEED: {
+        uint64_t v;
+        memcpy(&v, at, sizeof v);
+        len = snprintf(buf, n, "%llu", (unsigned long long)v);
+        break;
+    }
+    case F_REAL: {
+        double v;
+        memcpy(&v, at, sizeof v);
+        len = snprintf(buf, n, "%.15g", v); /* the shortest of these that reads back */
+        if (len > 0 && (size_t)len < n && strtod(buf, NULL) != v)
+            len = snprintf(buf, n, "%.17g", v);
+        char *e = strchr(buf, 'e'); /* 1e-08 -> 1e-8, as people write it */
+        if (e && (e[1] == '-' || e[1] == '+')) {
+            char *d = e + 2;
+            while (d[0] == '0' && d[1])
+                memmove(d, d + 1, strlen(d));
+            len = (int)strlen(buf);
+        }
+        break;
+    }
+    case F_BOOL:
+    case F_ENUM: {
+        int v;
+        memcpy(&v, at, sizeof v);
+        len = snprintf(buf, n, "%s", d->f == F_BOOL ? (v ? "1" : "0") : d->names[v]);
+        break;
+    }
+    case F_PATH:
+        len = snprintf(buf, n, "%s", at);
+        break;
+    case F_CUSTOM:
+        d->show(cfg, buf, n);
+        len = (int)strlen(buf);
+        if ((size_t)len + 1 >= n) return -1; /* may have been cut */
+        break;
+    }
+    return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+void np_config_defaults(np_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < N_KEYS; i++) /* the table's defaults parse (test_config checks it) */
+        if (keys[i].k.dflt[0] && set_value(cfg, &keys[i], keys[i].k.dflt)) abort();
+    /* not keys: set by the launcher */
+    cfg->rank = 0;
+    cfg->ranks = 1;
+    cfg->local_rank = 0;
+    cfg->local_ranks = cfg->nodes = 1;
+}
 /* ---------------------------------------------------------------- INI files */
 
 typedef struct load_ctx {

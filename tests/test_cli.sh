@@ -89,11 +89,31 @@ for k in $(grep -o '^| `[a-z0-9-]*`' "$DOCS" | tr -d '|` '); do
   grep -q -- "--$k\b" "$W/help.txt" || missing+=" --$k"
 done
 for f in $(grep -o -- '--[a-z0-9-]*' "$W/help.txt" | sort -u); do
-  [[ $f == --config || $f == --help ]] && continue
+  [[ $f == --config || $f == --help || $f == --print-config ]] && continue
   grep -q "^| \`${f#--}\`" "$DOCS" || missing+=" $f(docs)"
 done
 [[ -z $missing ]] && ok "train --help and docs/cli.md list the same keys" ||
   bad "keys missing from train --help (or from docs/cli.md):$missing"
+# the same defaults: docs/cli.md's default column is what `train --print-config` prints
+# (the key table's defaults); "off" is 0 and an empty cell an unset key
+"$NP" train --print-config >"$W/config.ini"
+wrong=""
+while IFS='|' read -r _ key dflt _; do
+  key=$(tr -d '` ' <<<"$key"); dflt=$(tr -d '`' <<<"$dflt" | sed 's/^ *//; s/ *$//')
+  [[ $dflt == off ]] && dflt=0
+  if [[ -z $dflt ]]; then
+    grep -qx "# $key =" "$W/config.ini" || wrong+=" $key(unset)"
+  else
+    grep -qxF "$key = $dflt" "$W/config.ini" || wrong+=" $key=$dflt"
+  fi
+done < <(grep '^| `[a-z0-9-]*`' "$DOCS")
+[[ -z $wrong ]] && ok "docs/cli.md's defaults are the key table's" ||
+  bad "docs/cli.md defaults differ from train --print-config:$wrong"
+# --print-config writes a config file that reads back to the same configuration
+"$NP" train --print-config --batch 64 --rows 7 --lr 0.05 --pipeline nestpipe >"$W/c1.ini"
+"$NP" train --config "$W/c1.ini" --print-config >"$W/c2.ini"
+cmp -s "$W/c1.ini" "$W/c2.ini" && grep -qx "lr = 0.05" "$W/c1.ini" &&
+  ok "--print-config reads back to itself" || bad "--print-config round trip: $(diff "$W/c1.ini" "$W/c2.ini" | head -3)"
 # STARPU_SCHED: checked like --sched, used, and named in the metrics; --quiet silences
 # StarPU's calibration notices too
 expect_fail "STARPU_SCHED unknown" 2 "unknown StarPU policy 'nosuch'" -- env STARPU_SCHED=nosuch "$NP" train --steps 1

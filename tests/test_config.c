@@ -192,11 +192,64 @@ static void test_load_errors(void **state) {
     assert_non_null(strstr(e.msg, "cannot open config file /nonexistent/np.ini"));
 }
 
+/* The key table: every key's default reads back through np_config_get/np_config_set to the
+ * same configuration, names are unique, and a changed value of every type survives. */
+static void test_key_table(void **state) {
+    (void)state;
+    np_config d, c;
+    np_error e = {{0}};
+    np_config_defaults(&d);
+    int n = 0;
+    for (int i = 0; np_config_key_at(i); i++, n++) {
+        const np_config_key *k = np_config_key_at(i);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(np_config_key_at(j)->name, k->name)) fail_msg("key %s twice", k->name);
+        char v[2048];
+        assert_int_equal(np_config_get(&d, k->name, v, sizeof v), 0);
+        if (k->dflt[0] && strcmp(v, k->dflt)) {
+            /* the text may differ (1e-08 vs 1e-8): the value must not */
+            c = d;
+            assert_int_equal(np_config_set(&c, k->name, k->dflt, "t", &e), NP_OK);
+            assert_memory_equal(&c, &d, sizeof c);
+        }
+        if (!v[0]) continue; /* an unset path */
+        c = d;
+        assert_int_equal(np_config_set(&c, k->name, v, "t", &e), NP_OK);
+        if (memcmp(&c, &d, sizeof c)) fail_msg("key %s: '%s' does not read back", k->name, v);
+    }
+    assert_true(n >= 36);
+    assert_null(np_config_key_at(n));
+    assert_null(np_config_key_at(-1));
+    /* changed values of each kind read back */
+    static const char *kv[][2] = {{"data", "bin:/tmp/x y.bin"}, {"rows", "5,6,7"},
+                                  {"lr", "0.3"},               {"adagrad-eps", "1e-07"},
+                                  {"seed", "18446744073709551615"}, {"windows", "3"},
+                                  {"pipeline", "nestpipe"},    {"quiet", "1"},
+                                  {"bottom", "13-512-16"},     {"steps", "9223372036854775807"}};
+    c = d;
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        assert_int_equal(np_config_set(&c, kv[i][0], kv[i][1], "t", &e), NP_OK);
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        char v[2048];
+        np_config c2 = d;
+        assert_int_equal(np_config_get(&c, kv[i][0], v, sizeof v), 0);
+        assert_int_equal(np_config_set(&c2, kv[i][0], v, "t", &e), NP_OK);
+        char v2[2048];
+        assert_int_equal(np_config_get(&c2, kv[i][0], v2, sizeof v2), 0);
+        assert_string_equal(v, v2);
+    }
+    char v[8];
+    assert_int_equal(np_config_get(&c, "adagrad-eps", v, sizeof v), 0);
+    assert_string_equal(v, "1e-7");
+    assert_int_equal(np_config_get(&c, "data", v, sizeof v), -1); /* too small */
+    assert_int_equal(np_config_get(&c, "nosuch", v, sizeof v), -1);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/np_cfg_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_valid), cmocka_unit_test(test_set_good_values),
+        cmocka_unit_test(test_defaults_valid), cmocka_unit_test(test_key_table), cmocka_unit_test(test_set_good_values),
         cmocka_unit_test(test_set_bad_values), cmocka_unit_test(test_check_cross_fields),
         cmocka_unit_test(test_load_file),      cmocka_unit_test(test_load_errors),
     };

@@ -186,6 +186,31 @@ NP_NODISCARD NP_API np_status np_config_set(np_config *cfg, const char *key, con
  * [nestpipe] section). Stops at the first bad line and names it. */
 NP_NODISCARD NP_API np_status np_config_load(np_config *cfg, const char *path, np_error *err);
 
+/* The config keys, one table behind np_config_set, np_config_defaults, `train --help`,
+ * `train --print-config` and the metrics JSON (docs/cli.md lists the same keys; a test
+ * checks it). */
+typedef enum np_key_type {
+    NP_KEY_INT,  /* an integer */
+    NP_KEY_REAL, /* a number */
+    NP_KEY_BOOL, /* 0 or 1; a flag without a value (`--quiet`) */
+    NP_KEY_TEXT, /* a word or a path (empty: unset) */
+    NP_KEY_LIST, /* integers joined by '-' (layer sizes) or ',' (rows) */
+} np_key_type;
+typedef struct np_config_key {
+    const char *name;    /* flag and config-file key */
+    const char *section; /* "data", "model", "training" or "output" */
+    const char *arg;     /* the value's placeholder in the help; NULL: a flag without value */
+    const char *dflt;    /* the default, as a value np_config_set accepts; "" for none */
+    const char *help;    /* one line of help; '\n' continues it on the next line */
+    const char *metric;  /* the key's name in the metrics JSON; NULL: only under "config" */
+    np_key_type type;
+} np_config_key;
+/* Key i in the help's order, or NULL past the last. */
+NP_API const np_config_key *np_config_key_at(int i);
+/* The value of `key` in cfg as text that np_config_set reads back to the same value.
+ * Returns -1 for an unknown key or a buffer too small. */
+NP_API int np_config_get(const np_config *cfg, const char *key, char *buf, size_t n);
+
 /* Cross-field checks (sizes that must agree, data layout vs model). */
 NP_NODISCARD NP_API np_status np_config_check(const np_config *cfg, np_error *err);
 
