@@ -104,6 +104,8 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
         json_object_set_new(tj, "lookup_us", num(t->lookup_us));
         json_object_set_new(tj, "lookup_exposed_us", num(t->lookup_exposed_us));
         json_object_set_new(tj, "idle_us", num(t->idle_us));
+        json_object_set_new(tj, "collective_us", num(t->collective_us));
+        json_object_set_new(tj, "peer_wait_us", num(t->peer_wait_us));
         const np_trace_kind_time *sync = np_trace_summary_kind(t, "sync");
         json_object_set_new(tj, "sync_us_per_step",
                             num(r->steps && sync ? sync->total_us / (double)r->steps : 0));

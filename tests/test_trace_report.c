@@ -594,10 +594,46 @@ static int teardown(void **state) {
     return rmdir(tmpdir);
 }
 
+/* Waiting for peers: a collective's wait is from its start to the last rank's start of the
+ * same (batch, window, layer) collective, capped at its duration; other tasks, a collective
+ * some rank lacks and one rank alone wait 0. */
+static void test_peer_wait(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 0, 0, 100);   /* waits 30 for rank 1 */
+    add(tr, 1, 0, NP_NODE_EXCHANGE_EMB, 0, 30, 100);  /* the last to arrive: 0 */
+    add(tr, 0, 0, NP_NODE_ALLREDUCE, 0, 200, 210);    /* waits 10, capped at its 10 */
+    add(tr, 1, 0, NP_NODE_ALLREDUCE, 0, 250, 260);
+    add(tr, 0, 0, NP_NODE_EXCHANGE_GRAD, 1, 300, 400); /* rank 1 lacks it: 0 */
+    add(tr, 0, 1, NP_NODE_FWD, 0, 0, 500);             /* not a collective */
+    add(tr, 1, 1, NP_NODE_FWD, 0, 100, 500);
+    double wait[7];
+    assert_int_equal(np_trace_peer_wait(tr, wait), 0);
+    const double want[7] = {30, 0, 10, 0, 0, 0, 0};
+    for (int i = 0; i < 7; i++)
+        if (wait[i] != want[i]) fail_msg("event %d: wait %g, want %g", i, wait[i], want[i]);
+    np_trace_report r = analyze(tr);
+    assert_true(r.ranks[0].peer_wait_us == 40);
+    assert_true(r.ranks[0].collective_us == 100 + 10 + 100);
+    assert_true(r.ranks[1].peer_wait_us == 0);
+    assert_true(r.ranks[1].collective_us == 70 + 10);
+    assert_true(r.overall.peer_wait_us == 40);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+
+    tr = new_trace(); /* one rank: nobody to wait for */
+    add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 0, 0, 100);
+    add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 1, 200, 300);
+    assert_int_equal(np_trace_peer_wait(tr, wait), 0);
+    assert_true(wait[0] == 0 && wait[1] == 0);
+    np_trace_free(tr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_two_ranks),
+        cmocka_unit_test(test_peer_wait),
         cmocka_unit_test(test_same_kind_overlap),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_only_exchange),

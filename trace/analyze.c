@@ -38,6 +38,8 @@ typedef struct item {
     np_node_kind kind;
     long batch;
     span t;
+    int collective; /* an exchange kind or the keys' all-to-all */
+    double wait;    /* np_trace_peer_wait */
 } item;
 
 static int cmp_span(const void *pa, const void *pb) {
@@ -157,6 +159,11 @@ static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_ra
                              ? ks->union_us
                              : ks->union_us - overlap(tmp, m, dense, nd);
     }
+    for (size_t i = 0; i < n; i++)
+        if (it[i].collective) {
+            rs->collective_us += it[i].t.e - it[i].t.s;
+            rs->peer_wait_us += it[i].wait;
+        }
     group(it, n, exchange_mask, dense, nd, tmp, &rs->exchange_us, &rs->exchange_exposed_us);
     group(it, n, lookup_mask, dense, nd, tmp, &rs->lookup_us, &rs->lookup_exposed_us);
     rs->exchange_exposed_ratio =
@@ -193,6 +200,8 @@ static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {
     o->lookup_us += r->lookup_us;
     o->lookup_exposed_us += r->lookup_exposed_us;
     o->idle_us += r->idle_us;
+    o->collective_us += r->collective_us;
+    o->peer_wait_us += r->peer_wait_us;
     if (r->batches > o->batches) o->batches = r->batches;
     if (r->span_us > o->span_us) o->span_us = r->span_us;
     if (r->step_us > o->step_us) o->step_us = r->step_us;
@@ -247,6 +256,69 @@ static np_status analyze_layers(const np_trace *tr, item *it, size_t n, np_trace
     return NP_OK;
 }
 
+/* ---------------------------------------------------------------- waiting for peers */
+
+static int is_collective(const np_trace_event *e) {
+    return (exchange_mask >> e->kind & 1u) ||
+           (e->kind == NP_NODE_ROUTE && e->name && !strcmp(e->name, "a2a_keys"));
+}
+
+static const np_trace *sort_tr; /* qsort has no context argument */
+static int cmp_collective(const void *pa, const void *pb) {
+    const np_trace_event *a = np_trace_get(sort_tr, *(const size_t *)pa);
+    const np_trace_event *b = np_trace_get(sort_tr, *(const size_t *)pb);
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
+    if (a->window != b->window) return a->window < b->window ? -1 : 1;
+    if (a->node != b->node) return a->node < b->node ? -1 : 1;
+    if (a->chunk != b->chunk) return a->chunk < b->chunk ? -1 : 1;
+    int c = strcmp(a->name ? a->name : "", b->name ? b->name : "");
+    if (c) return c;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+int np_trace_peer_wait(const np_trace *tr, double *wait) {
+    size_t n = np_trace_count(tr), m = 0;
+    for (size_t i = 0; i < n; i++)
+        wait[i] = 0;
+    size_t *ix = malloc((n ? n : 1) * sizeof *ix);
+    if (!ix) return -1;
+    int ranks = 0, seen[64] = {0}; /* ranks of the trace (a job has at most 64) */
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(tr, i);
+        if (e->rank >= 0 && e->rank < 64 && !seen[e->rank]) {
+            seen[e->rank] = 1;
+            ranks++;
+        }
+        if (is_collective(e)) ix[m++] = i;
+    }
+    sort_tr = tr;
+    qsort(ix, m, sizeof *ix, cmp_collective);
+    for (size_t a = 0, b; a < m; a = b) {
+        const np_trace_event *first = np_trace_get(tr, ix[a]);
+        double last = first->start_us;
+        int whole = 1;
+        for (b = a + 1; b < m; b++) {
+            const np_trace_event *e = np_trace_get(tr, ix[b]), *p = np_trace_get(tr, ix[b - 1]);
+            if (e->kind != first->kind || e->batch != first->batch ||
+                e->window != first->window || e->node != first->node ||
+                e->chunk != first->chunk ||
+                strcmp(e->name ? e->name : "", first->name ? first->name : ""))
+                break;
+            if (e->rank == p->rank) whole = 0; /* one rank twice: not one collective */
+            if (e->start_us > last) last = e->start_us;
+        }
+        if (!whole || (int)(b - a) != ranks || ranks < 2) continue;
+        for (size_t i = a; i < b; i++) {
+            const np_trace_event *e = np_trace_get(tr, ix[i]);
+            double w = last - e->start_us, dur = e->end_us - e->start_us;
+            wait[ix[i]] = w < 0 ? 0 : w > dur ? (dur > 0 ? dur : 0) : w;
+        }
+    }
+    free(ix);
+    return 0;
+}
+
 np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *err) {
     memset(out, 0, sizeof *out);
     out->overall.rank = -1;
@@ -255,9 +327,10 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
     item *it = np_alloc(n ? n : 1, sizeof *it, "trace analysis", err);
     span *dense = np_alloc(n ? n : 1, sizeof *dense, "trace analysis", err);
     span *tmp = np_alloc(n ? n : 1, sizeof *tmp, "trace analysis", err);
+    double *wait = np_alloc(n ? n : 1, sizeof *wait, "trace analysis", err);
     np_status st = NP_OK;
-    if (!it || !dense || !tmp) {
-        st = NP_STATUS_NO_MEMORY;
+    if (!it || !dense || !tmp || !wait || np_trace_peer_wait(tr, wait)) {
+        st = np_err(err, NP_STATUS_NO_MEMORY, "trace analysis: out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -275,7 +348,9 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
                        .node = e->node >= 0 ? e->node : -1,
                        .kind = e->kind,
                        .batch = e->batch,
-                       .t = {e->start_us, e->end_us > e->start_us ? e->end_us : e->start_us}};
+                       .t = {e->start_us, e->end_us > e->start_us ? e->end_us : e->start_us},
+                       .collective = is_collective(e),
+                       .wait = wait[i]};
     }
     qsort(it, n, sizeof *it, cmp_rank_kind);
     int n_ranks = 0;
@@ -306,6 +381,7 @@ done:
     free(it);
     free(dense);
     free(tmp);
+    free(wait);
     if (st) np_trace_report_free(out);
     return st;
 }
@@ -367,6 +443,12 @@ static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_rep
         fprintf(f, "%.3f\n", r->exchange_exposed_ratio);
     fprintf(f, "  lookup %.3f ms, exposed %.3f ms\n", r->lookup_us / 1e3,
             r->lookup_exposed_us / 1e3);
+    if (r->collective_us > 0)
+        fprintf(f,
+                "  collectives %.3f ms of task time: %.3f ms waiting for peers, %.3f ms on the "
+                "wire and packing\n",
+                r->collective_us / 1e3, r->peer_wait_us / 1e3,
+                (r->collective_us - r->peer_wait_us) / 1e3);
 }
 
 static void print_layers(FILE *f, const np_trace_report *r) {
@@ -414,6 +496,11 @@ static json_t *rank_json(const np_trace_rank_stats *r, const np_trace_report *re
                   "exchange_exposed_us", num(r->exchange_exposed_us), "exchange_exposed_ratio",
                   num(r->exchange_exposed_ratio), "lookup_us", num(r->lookup_us),
                   "lookup_exposed_us", num(r->lookup_exposed_us), "kinds", kinds);
+    if (o && (json_object_set_new(o, "collective_us", num(r->collective_us)) ||
+              json_object_set_new(o, "peer_wait_us", num(r->peer_wait_us)))) {
+        json_decref(o);
+        return NULL;
+    }
     if (!o || r->rank < 0) return o;
     json_t *ws = json_array();
     for (int i = 0; ws && i < rep->n_workers; i++) {

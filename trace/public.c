@@ -34,6 +34,8 @@ np_status np_trace_summarize(const np_trace_t *tr, np_trace_summary *out, np_err
                                   .lookup_us = o->lookup_us,
                                   .lookup_exposed_us = o->lookup_exposed_us,
                                   .idle_us = o->idle_us,
+                                  .collective_us = o->collective_us,
+                                  .peer_wait_us = o->peer_wait_us,
                                   .n_kinds = NP_NODE_KIND_COUNT};
         for (int k = 0; k < NP_NODE_KIND_COUNT; k++)
             out->kind[k] = (np_trace_kind_time){.kind = np_node_kind_name((np_node_kind)k),

@@ -36,6 +36,7 @@ typedef struct {
     double start, end; /* microseconds since the earliest start; end >= start */
     uint64_t bytes;
     size_t seq;
+    double wait; /* of a collective: the time waiting for the last peer (np_trace_peer_wait) */
 } task;
 
 static int cmp_task(const void *pa, const void *pb) {
@@ -255,7 +256,15 @@ static void put_task(const picture *p, const task *t, double y) {
     fprintf(f, ", %.3f-%.3f ms (%.3f ms)", t->start / 1000, t->end / 1000,
             (t->end - t->start) / 1000);
     if (t->bytes) fprintf(f, ", %llu bytes", (unsigned long long)t->bytes);
+    if (t->wait > 0) fprintf(f, ", of which %.3f ms waiting for peers", t->wait / 1000);
     fputs("</title></rect>\n", f);
+    /* a collective's wait for its last peer: the pale start of the rectangle */
+    double ww = t->wait / p->span * PLOT_W;
+    if (ww >= 0.5)
+        fprintf(f,
+                "<rect class=\"wait\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+                "fill=\"#fff\" fill-opacity=\"0.6\"/>\n",
+                x, y, ww < w ? ww : w, ROW_H);
     /* inside the rectangle: the layer's name where it fits (batches are labelled on the
      * rank's title line), else bN */
     char label[32];
@@ -320,6 +329,17 @@ static double put_legend(FILE *f, double y) {
             "font-size=\"12\">bN: the start of batch N on that rank (its first task); b0-b2,b4: "
             "batches that start too close together to label apart; bN wW on a task: batch N, window W</text>\n",
             LABEL_W, y + 6, LABEL_W + 20, y + 6, LABEL_W + 26, y + 10);
+    y += 18;
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%.1f\" width=\"20\" height=\"12\" fill=\"",
+            LABEL_W, y);
+    put_fill(f, NP_NODE_EXCHANGE_EMB);
+    fprintf(f,
+            "\"/>\n<rect class=\"wait\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"12\" "
+            "fill=\"#fff\" fill-opacity=\"0.6\"/>\n<text x=\"%d\" y=\"%.1f\" "
+            "font-size=\"12\">pale start of an exchange: waiting for the last peer to arrive; "
+            "the rest: on the wire (and packing)</text>\n",
+            LABEL_W, y, LABEL_W + 26, y + 10);
     return y + 18;
 }
 
@@ -438,7 +458,7 @@ static void emit(picture *p) {
 
     double y_axis = 80, y_rows = y_axis + 8;
     double y_end = y_rows + p->n_ranks * (RANK_HEAD + RANK_GAP) + p->n_lanes * (ROW_H + ROW_GAP);
-    double y_legend = y_end + 16, y_bars = y_legend + (legend_lines + 1) * 18 + 30;
+    double y_legend = y_end + 16, y_bars = y_legend + (legend_lines + 2) * 18 + 30;
     double y_layers = y_bars + 26 + n_bars * (BAR_H + BAR_GAP) + 24;
     /* no chart without layer tasks (rows are by node, the no-layer row last) */
     int n_layers = p->rep && p->rep->n_layers && p->rep->layers[0].node >= 0 ? p->rep->n_layers : 0;
@@ -547,6 +567,11 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
         if (isfinite(e->start_us) && e->start_us < t0) t0 = e->start_us;
     }
     if (!isfinite(t0)) t0 = 0;
+    double *wait = malloc((n ? n : 1) * sizeof *wait); /* cosmetic: none without memory */
+    if (wait && !np_trace_peer_wait(tr, wait))
+        for (size_t i = 0; i < n; i++)
+            ts[i].wait = isfinite(wait[i]) ? wait[i] : 0;
+    free(wait);
     int n_lanes = 0, n_ranks = 0;
     for (size_t i = 0; i < n; i++) {
         double s = isfinite(ts[i].start) ? ts[i].start - t0 : 0;

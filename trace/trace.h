@@ -133,6 +133,10 @@ typedef struct np_trace_rank_stats {
     double exchange_exposed_ratio;           /* exposed / physical; NaN without exchanges */
     double lookup_us, lookup_exposed_us;
     double idle_us; /* sum of the workers' idle time */
+    /* the collectives' task time (sum of durations of the exchange kinds and a2a_keys),
+     * split by np_trace_peer_wait: waiting for the last peer to arrive, and the rest
+     * (moving the bytes, packing, summing) */
+    double collective_us, peer_wait_us;
 } np_trace_rank_stats;
 
 /* Per model layer, summed over ranks: the tasks whose event.node is this node. fwd / bwd are
@@ -156,6 +160,15 @@ typedef struct np_trace_report {
     int n_layers;
     np_trace_layer_stats *layers; /* (n_layers) by node id, the node -1 row (if any) last */
 } np_trace_report;
+
+/* For each event i of tr, wait[i] = the part of its time spent waiting for a peer: for a
+ * collective (an exchange kind, or the keys' all-to-all), the time from its start to the
+ * start of the same collective (batch, window, layer) on the last rank to reach it, capped
+ * at its duration; 0 for other tasks, on one rank, and for a collective that some rank of
+ * the trace lacks (a batch range cut). Start times of different ranks share the trace's
+ * origin (a barrier), so across hosts the split is as good as that barrier's skew.
+ * Returns -1 when memory runs out. */
+int np_trace_peer_wait(const np_trace *tr, double *wait);
 
 NP_NODISCARD np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *err);
 void np_trace_report_free(np_trace_report *r);

@@ -90,6 +90,8 @@ typedef struct np_trace_summary {
     double exchange_exposed_ratio;           /* exposed / exchange_us; NaN without exchanges */
     double lookup_us, lookup_exposed_us;     /* route, retrieve and dual-buffer sync */
     double idle_us;                          /* the workers' idle time */
+    double collective_us, peer_wait_us;      /* collectives' task time, and the part of it
+                                                spent waiting for the last peer to arrive */
     int n_kinds;
     np_trace_kind_time kind[NP_TRACE_MAX_KINDS]; /* (n_kinds) in the report's order */
 } np_trace_summary;
