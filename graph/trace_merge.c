@@ -17,6 +17,7 @@ typedef struct wire_event {
     int64_t batch;
     double start_us, end_us;
     uint64_t bytes;
+    int64_t id, n_deps, dep[NP_TRACE_MAX_DEPS];
 } wire_event;
 
 /* Maps a task name received from another rank to this process's codelet name string, which
@@ -56,6 +57,9 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         mine[i].start_us = ev->start_us - e->t0_us;
         mine[i].end_us = ev->end_us - e->t0_us;
         mine[i].bytes = ev->bytes;
+        mine[i].id = ev->id;
+        mine[i].n_deps = ev->n_deps;
+        memcpy(mine[i].dep, ev->dep, sizeof mine[i].dep);
     }
     int64_t total = 0, bad = st != NP_OK;
     if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &bad, 1) ||
@@ -86,7 +90,13 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .worker = all[i].worker,
                                  .start_us = all[i].start_us,
                                  .end_us = all[i].end_us,
-                                 .bytes = all[i].bytes};
+                                 .bytes = all[i].bytes,
+                                 .id = all[i].id};
+            /* a malformed count from another rank reads as none */
+            ev.n_deps = all[i].n_deps >= 0 && all[i].n_deps <= NP_TRACE_MAX_DEPS
+                            ? (int)all[i].n_deps
+                            : 0;
+            memcpy(ev.dep, all[i].dep, sizeof ev.dep);
             if (np_trace_record(merged, &ev)) {
                 st = np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory merging ranks");
                 break;

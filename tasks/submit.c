@@ -109,6 +109,17 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                   .bytes = bytes == NP_REPORT_IN_ARGS ? 0 : bytes,
                                   .node = ctx->node,
                                   .chunk = ctx->chunk};
+        if (ctx->trace) { /* its data-flow edges, for the trace's flow events */
+            unsigned char acc[64];
+            const void *hs[64];
+            int m = nbuf < 64 ? nbuf : 64;
+            for (int i = 0; i < m; i++) {
+                hs[i] = h[i];
+                acc[i] = (unsigned char)(((modes[i] & STARPU_R) ? NP_TRACE_READ : 0) |
+                                         ((modes[i] & STARPU_W) ? NP_TRACE_WRITE : 0));
+            }
+            np_trace_deps(ctx->trace, m, hs, acc, &ti->ev);
+        }
         task->callback_func = task_done;
         task->callback_arg = ti;
     }

@@ -129,12 +129,12 @@ static void test_concurrent_record(void **state) {
  * every double exactly (17 significant digits), not round to a printf default. The last
  * two fields are node and chunk: layers 0 and 2 are named, 1 is not. */
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -300,8 +300,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -327,7 +327,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -351,6 +351,78 @@ static void test_export_unwritable(void **state) {
 }
 
 /* ---- layers: node names, and node / chunk / names through the export and back */
+
+/* Data-flow edges: np_trace_deps numbers tasks and names each one's producers (the last
+ * writer of every handle it reads); the export draws one flow pair per edge whose tasks are
+ * both in the trace, and the reader keeps ids and deps. */
+static void test_flows(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    int h1, h2, h3; /* three "handles": only their addresses matter */
+    const void *hs[3] = {&h1, &h2, &h3};
+    np_trace_event ev[4];
+    for (int i = 0; i < 4; i++)
+        ev[i] = (np_trace_event){.name = "t", .kind = NP_NODE_FWD, .window = -1,
+                                 .worker = i % 2, .start_us = 10.0 * i, .end_us = 10.0 * i + 4,
+                                 .node = -1, .chunk = -1};
+    const unsigned char w1[1] = {NP_TRACE_WRITE}, r1w2[2] = {NP_TRACE_READ, NP_TRACE_WRITE},
+                        rw1r2[2] = {NP_TRACE_READ | NP_TRACE_WRITE, NP_TRACE_READ},
+                        r123[3] = {NP_TRACE_READ, NP_TRACE_READ, NP_TRACE_READ};
+    np_trace_deps(tr, 1, hs, w1, &ev[0]);        /* writes h1 */
+    np_trace_deps(tr, 2, hs, r1w2, &ev[1]);      /* reads h1 (from 1), writes h2 */
+    np_trace_deps(tr, 2, hs, rw1r2, &ev[2]);     /* reads h1 (1), h2 (2); writes h1 */
+    np_trace_deps(tr, 3, hs, r123, &ev[3]);      /* h1 from 3, h2 from 2, h3 never written */
+    assert_int_equal(ev[0].id, 1);
+    assert_int_equal(ev[0].n_deps, 0);
+    assert_int_equal(ev[1].n_deps, 1);
+    assert_int_equal(ev[1].dep[0], 1);
+    assert_int_equal(ev[2].n_deps, 2);
+    assert_int_equal(ev[2].dep[0], 1);
+    assert_int_equal(ev[2].dep[1], 2);
+    assert_int_equal(ev[3].id, 4);
+    assert_int_equal(ev[3].n_deps, 2);
+    assert_int_equal(ev[3].dep[0], 3);
+    assert_int_equal(ev[3].dep[1], 2);
+    for (int i = 1; i < 4; i++) /* task 1 is left out: the edge 1 -> 2 has no source */
+        assert_int_equal(np_trace_record(tr, &ev[i]), 0);
+    const char *path = tmp_path("flows.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    json_t *root = load(path), *events = json_object_get(root, "traceEvents"), *x;
+    size_t i;
+    int starts = 0, finishes = 0;
+    json_array_foreach(events, i, x) {
+        const char *ph = str_of(x, "ph");
+        if (strcmp(ph, "s") && strcmp(ph, "f")) continue;
+        /* each end sits in the middle of its task: s on the producer, f on the consumer */
+        double ts = num_of(x, "ts");
+        int task = (int)(ts / 10.0);
+        assert_true(ts == 10.0 * task + 2);
+        assert_int_equal(int_of(x, "tid"), task % 2);
+        if (!strcmp(ph, "s")) {
+            starts++;
+        } else {
+            finishes++;
+            assert_string_equal(str_of(x, "bp"), "e");
+        }
+    }
+    /* edges 1->2 (source missing), 1->3 (missing), 2->3, 3->4, 2->4: three drawn */
+    assert_int_equal(starts, 3);
+    assert_int_equal(finishes, 3);
+    json_decref(root);
+    np_trace *back = NULL;
+    assert_int_equal(np_trace_read_chrome(path, &back, &e), NP_OK);
+    assert_int_equal(np_trace_count(back), 3);
+    for (size_t k = 0; k < 3; k++) {
+        const np_trace_event *b = np_trace_get(back, k), *want = &ev[b->id - 1];
+        assert_int_equal(b->n_deps, want->n_deps);
+        for (int d = 0; d < b->n_deps; d++)
+            assert_int_equal(b->dep[d], want->dep[d]);
+    }
+    np_trace_free(back);
+    np_trace_free(tr);
+    remove(path);
+}
 
 static void test_layer_names(void **state) {
     (void)state;
@@ -581,7 +653,7 @@ int main(void) {
         cmocka_unit_test(test_export_unwritable),
         cmocka_unit_test(test_read_names_and_foreign_phases),
         cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_layer_names),
+        cmocka_unit_test(test_layer_names), cmocka_unit_test(test_flows),
         cmocka_unit_test(test_layer_names_from_args),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -132,6 +132,22 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
         return *what = "\"args.node\" is not an integer >= -1", NP_STATUS_BAD_INPUT;
     if (json_object_get(args, "chunk") && get_int(args, "chunk", -1, INT_MAX, &chunk))
         return *what = "\"args.chunk\" is not an integer >= -1", NP_STATUS_BAD_INPUT;
+    /* the data-flow edges came later still: optional */
+    json_int_t id = 0;
+    json_t *deps = json_object_get(args, "deps");
+    if (json_object_get(args, "id") && get_int(args, "id", 0, INT64_MAX, &id))
+        return *what = "\"args.id\" is not an integer >= 0", NP_STATUS_BAD_INPUT;
+    if (deps && !json_is_array(deps))
+        return *what = "\"args.deps\" is not an array", NP_STATUS_BAD_INPUT;
+    ev->id = id;
+    ev->n_deps = 0;
+    for (size_t k = 0; deps && k < json_array_size(deps); k++) {
+        json_t *d = json_array_get(deps, k);
+        if (!json_is_integer(d) || json_integer_value(d) < 1)
+            return *what = "\"args.deps\" holds something other than task ids >= 1",
+                   NP_STATUS_BAD_INPUT;
+        if (ev->n_deps < NP_TRACE_MAX_DEPS) ev->dep[ev->n_deps++] = json_integer_value(d);
+    }
     ev->name = intern(json_string_value(name));
     if (!ev->name) return *what = "out of memory", NP_STATUS_NO_MEMORY;
     ev->batch = (long)batch;

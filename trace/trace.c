@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,13 @@ struct np_trace {
     size_t n_names;
     char **node_name; /* (n_node_names) copied layer names, NULL = unnamed */
     size_t n_node_names;
+    /* np_trace_deps: the last writer of each handle, open addressing (cap a power of 2) */
+    int64_t next_id;
+    struct writer {
+        const void *h;
+        int64_t id;
+    } *writers;
+    size_t n_writers, cap_writers;
 };
 
 static const char *const kind_names[NP_NODE_KIND_COUNT] = {
@@ -82,6 +90,7 @@ void np_trace_free(np_trace *tr) {
     for (size_t i = 0; i < tr->n_node_names; i++)
         free(tr->node_name[i]);
     free(tr->node_name);
+    free(tr->writers);
     free(tr->ev);
     pthread_mutex_destroy(&tr->mu);
     free(tr);
@@ -223,9 +232,114 @@ static int append(json_t *arr, json_t *v) {
     return (!v || json_array_append_new(arr, v) != 0) ? -1 : 0;
 }
 
+/* ---------------------------------------------------------------- data-flow edges */
+
+static size_t slot_of(const void *h, size_t cap) {
+    uint64_t x = (uint64_t)(uintptr_t)h;
+    x ^= x >> 33; /* a pointer's low bits are aligned zeros: mix the high ones in */
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+static struct writer *writer_of(np_trace *tr, const void *h, int add) {
+    if (add && 2 * (tr->n_writers + 1) > tr->cap_writers) {
+        size_t cap = tr->cap_writers ? 2 * tr->cap_writers : 1024;
+        struct writer *w = calloc(cap, sizeof *w);
+        if (!w) return NULL;
+        for (size_t i = 0; i < tr->cap_writers; i++)
+            if (tr->writers[i].h) {
+                size_t k = slot_of(tr->writers[i].h, cap);
+                while (w[k].h)
+                    k = (k + 1) & (cap - 1);
+                w[k] = tr->writers[i];
+            }
+        free(tr->writers);
+        tr->writers = w;
+        tr->cap_writers = cap;
+    }
+    if (!tr->cap_writers) return NULL;
+    size_t k = slot_of(h, tr->cap_writers);
+    while (tr->writers[k].h && tr->writers[k].h != h)
+        k = (k + 1) & (tr->cap_writers - 1);
+    if (!tr->writers[k].h) {
+        if (!add) return NULL;
+        tr->writers[k].h = h;
+        tr->n_writers++;
+    }
+    return &tr->writers[k];
+}
+
+void np_trace_deps(np_trace *tr, int n, const void *const *handles, const unsigned char *access,
+                   np_trace_event *ev) {
+    pthread_mutex_lock(&tr->mu);
+    ev->id = ++tr->next_id;
+    ev->n_deps = 0;
+    for (int i = 0; i < n; i++) {
+        if (!handles[i] || !(access[i] & NP_TRACE_READ)) continue;
+        const struct writer *w = writer_of(tr, handles[i], 0);
+        if (!w) continue;
+        int dup = 0;
+        for (int k = 0; k < ev->n_deps; k++)
+            dup |= ev->dep[k] == w->id;
+        if (!dup && ev->n_deps < NP_TRACE_MAX_DEPS) ev->dep[ev->n_deps++] = w->id;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!handles[i] || !(access[i] & NP_TRACE_WRITE)) continue;
+        struct writer *w = writer_of(tr, handles[i], 1);
+        if (w) w->id = ev->id;
+    }
+    pthread_mutex_unlock(&tr->mu);
+}
+
 static json_t *meta_event(const char *what, int pid, int tid, const char *name) {
     return json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", pid, "tid",
                      tid, "args", "name", name);
+}
+
+static int cmp_rank_id(const void *pa, const void *pb) {
+    const np_trace_event *a = *(const np_trace_event *const *)pa;
+    const np_trace_event *b = *(const np_trace_event *const *)pb;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* A flow event ("s" on the producer, "f" on the consumer) binds to the slice that encloses
+ * its time on its thread: the middle of each task is enclosed by that task alone. */
+static double middle(const np_trace_event *e) {
+    double s = finite_or_0(e->start_us), d = finite_or_0(e->end_us - e->start_us);
+    return s + (d > 0 ? d / 2 : 0);
+}
+
+/* One flow (an arrow in Perfetto and chrome://tracing) per data-flow edge whose two tasks
+ * are in the trace; returns nonzero when memory runs out. */
+static int add_flows(const np_trace *tr, const ordered *ord, json_t *events) {
+    size_t m = 0;
+    const np_trace_event **by_id = malloc((tr->n ? tr->n : 1) * sizeof *by_id);
+    if (!by_id) return 1;
+    for (size_t i = 0; i < tr->n; i++)
+        if (ord[i].e->id > 0) by_id[m++] = ord[i].e;
+    qsort(by_id, m, sizeof *by_id, cmp_rank_id);
+    int bad = 0;
+    json_int_t flow = 0;
+    for (size_t i = 0; i < tr->n && !bad; i++) {
+        const np_trace_event *c = ord[i].e;
+        for (int k = 0; k < c->n_deps && k < NP_TRACE_MAX_DEPS && !bad; k++) {
+            np_trace_event key = {.rank = c->rank, .id = c->dep[k]};
+            const np_trace_event *kp = &key, **hit = bsearch(&kp, by_id, m, sizeof *by_id, cmp_rank_id);
+            if (!hit) continue; /* its producer is outside the trace (a batch range) */
+            const np_trace_event *p = *hit;
+            flow++;
+            bad |= append(events, json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:f}", "name", "dep",
+                                            "cat", "dep", "ph", "s", "id", flow, "pid", p->rank,
+                                            "tid", p->worker, "ts", middle(p)));
+            bad |= append(events, json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:f}", "name",
+                                            "dep", "cat", "dep", "ph", "f", "bp", "e", "id", flow,
+                                            "pid", c->rank, "tid", c->worker, "ts", middle(c)));
+        }
+    }
+    free(by_id);
+    return bad;
 }
 
 /* Builds the whole document; called with the trace locked. NULL when memory runs out. */
@@ -283,11 +397,25 @@ static json_t *build_chrome(const np_trace *tr) {
             json_decref(args);
             args = NULL;
         }
+        if (args && e->id > 0) { /* the data-flow edges, also drawn as flow events below */
+            json_t *deps = json_array();
+            for (int k = 0; deps && k < e->n_deps && k < NP_TRACE_MAX_DEPS; k++)
+                if (json_array_append_new(deps, json_integer((json_int_t)e->dep[k]))) {
+                    json_decref(deps);
+                    deps = NULL;
+                }
+            if (!deps || json_object_set_new(args, "id", json_integer((json_int_t)e->id)) ||
+                json_object_set_new(args, "deps", deps)) {
+                json_decref(args);
+                args = NULL;
+            }
+        }
         bad |= !args || append(events, json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "name",
                                                  e->name ? e->name : kind, "cat", kind, "ph", "X",
                                                  "pid", e->rank, "tid", e->worker, "ts", ts, "dur",
                                                  dur, "args", args));
     }
+    bad |= !bad && add_flows(tr, ord, events);
     bad |= json_object_set(root, "traceEvents", events) != 0;
     bad |= json_object_set_new(root, "displayTimeUnit", json_string("ms")) != 0;
     /* Every named layer, by id, including those that ran no task: the reader's source of

@@ -34,6 +34,8 @@ typedef enum np_node_kind {
 /* "prefetch", "h2d", "route", ... ; "?" for an out-of-range kind. */
 const char *np_node_kind_name(np_node_kind k);
 
+#define NP_TRACE_MAX_DEPS 6
+
 typedef struct np_trace_event {
     const char *name; /* task name, a string that outlives the trace (codelet name) */
     np_node_kind kind;
@@ -47,6 +49,9 @@ typedef struct np_trace_event {
     int node;       /* model graph node (layer) of a layer task, -1 otherwise (0 in events
                        made without it: read traces from before layers say -1) */
     int chunk;      /* chunk of a chunk task (window * chunks + c), -1 otherwise */
+    int64_t id;     /* the task's number on its rank, from 1 (np_trace_deps); 0: none */
+    int n_deps;     /* producers in dep; a task reading more keeps the first ones */
+    int64_t dep[NP_TRACE_MAX_DEPS]; /* ids of the tasks on its rank whose output it reads */
 } np_trace_event;
 
 typedef struct np_trace np_trace;
@@ -60,6 +65,16 @@ NP_NODISCARD np_status np_trace_create(np_trace **out, np_error *err);
 /* Appends one event; safe to call from several threads at once. Returns -1 only when
  * memory runs out (the event is then dropped and counted). */
 int np_trace_record(np_trace *tr, const np_trace_event *ev);
+
+/* Data-flow edges of a traced run, for the Chrome export's flow events. Call in submission
+ * order, once per task before it is submitted: gives ev an id and, as its deps, the last
+ * task submitted before it that wrote each handle it reads (StarPU's sequential
+ * consistency makes that task its producer). access[i]: 1 read, 2 write, 3 both. Handles
+ * are only compared, never used. Out of memory: ev gets an id and no deps. */
+#define NP_TRACE_READ 1
+#define NP_TRACE_WRITE 2
+void np_trace_deps(np_trace *tr, int n, const void *const *handles, const unsigned char *access,
+                   np_trace_event *ev);
 
 /* Worker names for the export ("cpu 0", "comm"); index = worker id. Copied. */
 void np_trace_set_worker_name(np_trace *tr, int worker, const char *name);
