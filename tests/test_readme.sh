@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's "Using it" commands run as written: each line of that block is run in order,
+# The README's "Using it" commands and those of docs/ (fenced sh blocks) run as written:
+# each line is run in order,
 # in a scratch folder that holds a link to the build and a small Criteo file as train.txt,
 # with small sizes appended to `train` commands (later flags override earlier ones).
 # A command passes when it exits 0 (compare: 0 or 1, "same" or "differ"; bf16: 0, or 2 with
@@ -44,6 +45,14 @@ SMALL=(--rows 2000 --batch 64 --steps 3 --eval-samples 64 --quiet)
 mapfile -t CMDS < <(awk '/^## Using it/ { on = 1; next } /^## / { on = 0 }
   on && /^```sh/ { code = 1; next } on && /^```/ { code = 0 } on && code' "$ROOT/README.md")
 ((${#CMDS[@]} >= 10)) && ok "README block has ${#CMDS[@]} commands" || bad "README block: ${#CMDS[@]} commands"
+# then every fenced sh block of docs/, in file order; install.md's build, install and link
+# commands are run by .ci/example (ctest example_install) with a scratch prefix instead
+n_readme=${#CMDS[@]}
+for f in "$ROOT"/docs/*.md; do
+  [[ $(basename "$f") == install.md ]] && continue
+  mapfile -t -O "${#CMDS[@]}" CMDS < <(awk '/^```sh/ { code = 1; next } /^```/ { code = 0 } code' "$f")
+done
+((${#CMDS[@]} > n_readme)) && ok "docs/ have $((${#CMDS[@]} - n_readme)) commands" || bad "no commands found in docs/"
 for line in "${CMDS[@]}"; do
   cmd=$(strip_comment "$line")
   cmd=${cmd%"${cmd##*[![:space:]]}"}
