@@ -98,12 +98,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Flags without a value; everything else takes one ("--key value" or "--key=value"). */
+/* Flags without a value; everything else takes one ("--key value" or "--key=value").
+ * -1: no such flag. */
 static int is_switch(const char *key) {
     if (!strcmp(key, "print-config")) return 1;
+    if (!strcmp(key, "config")) return 0;
     for (int i = 0; np_config_key_at(i); i++)
         if (!strcmp(np_config_key_at(i)->name, key)) return np_config_key_at(i)->arg == NULL;
-    return 0;
+    return -1;
 }
 
 /* Applies argv to cfg: --config first (so flags override it wherever they appear), then
@@ -126,9 +128,11 @@ static int parse_train_args(int argc, char **argv, np_config *cfg, int *want_hel
             memcpy(key, a + 2, klen);
             key[klen] = 0;
             const char *value;
+            int sw = is_switch(key);
+            if (sw < 0) return usage_error("unknown flag", a); /* before taking its value */
             if (eq) {
                 value = eq + 1;
-            } else if (is_switch(key)) {
+            } else if (sw) {
                 value = "1";
             } else {
                 if (i + 1 >= argc) {

@@ -80,6 +80,7 @@ expect_fail "foreign binary" 2 "$W/junk.bin" -- "$NP" train --data "bin:$W/junk.
 expect_fail "unknown scheduler" 2 "unknown StarPU policy 'fastest'" -- "$NP" train --sched fastest --steps 1
 grep -q "modular-\* policies (STARPU_SCHED=help lists them))$" "$W/err" &&
   ok "unknown scheduler: the whole list, not cut off" || bad "scheduler list: $(cat "$W/err")"
+expect_fail "a misspelt flag is named, not the value after it" 2 "unknown flag '--explain-placementx'" -- "$NP" train --explain-placementx --rows 2000
 expect_fail "lr past its limit says the limit" 2 "expected a number > 0 and <= 1e6" -- "$NP" train --lr 1e9
 # one set of keys: every key of docs/cli.md's table is a flag in `train --help`, and every
 # flag there is a key of the table (--config and --help aside)
