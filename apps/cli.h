@@ -3,6 +3,7 @@
 #ifndef NP_APPS_CLI_H
 #define NP_APPS_CLI_H
 
+#include "nestpipe/dist.h"
 #include "nestpipe/nestpipe.h"
 
 #define EXIT_BAD_INPUT 2
@@ -10,5 +11,14 @@
 /* Prints "nestpipe: <msg>" to stderr; returns 2 for bad input of any kind (bad value,
  * missing or malformed file, unsupported request), 1 for anything else. */
 int np_cli_fail(np_status st, const np_error *err);
+
+/* `train`'s flags (and --config) into cfg, as `nestpipe train` reads them; sets *want_help
+ * or *want_print for --help and --print-config. Returns 0 or an exit code (the error
+ * printed). */
+int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_help,
+                            int *want_print);
+
+/* `nestpipe predict` (apps/predict.c). */
+int np_cmd_predict(np_dist_t *dist, int argc, char **argv);
 
 #endif

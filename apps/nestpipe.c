@@ -1,6 +1,7 @@
 /* The `nestpipe` command: `train` (config + flags -> training run -> report) and
  * `convert` (Criteo TSV -> binary). Exit codes: 0 ok, 2 bad input of any kind, 1 other
  * failures. All parsing of values is np_config_set's; this file only maps flags to keys. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -78,6 +79,7 @@ static const char *main_help =
     "commands:\n"
     "  train [flags]                        train a model (nestpipe train --help)\n"
     "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
+    "  predict --params P --data SPEC --out FILE   score records (nestpipe predict --help)\n"
     "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"
     "  trace report FILE [--json]           overlap report of a --trace file\n"
     "  trace svg FILE OUT.svg | trace paje FILE OUT.paje   timeline picture, Paje export\n"
@@ -110,7 +112,7 @@ static int is_switch(const char *key) {
 
 /* Applies argv to cfg: --config first (so flags override it wherever they appear), then
  * every other flag in order. Returns 0 or an exit code. */
-static int parse_train_args(int argc, char **argv, np_config *cfg, int *want_help,
+int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_help,
                             int *want_print) {
     np_error err = {{0}};
     for (int pass = 0; pass < 2; pass++) {
@@ -183,6 +185,31 @@ static void progress(const np_config *cfg, int tty, long step, long total, doubl
                loss, sps, eta);
         fflush(stdout);
     }
+}
+
+/* A number for a JSON line: JSON has no NaN or infinity. */
+static void json_num(FILE *f, const char *key, double x) {
+    if (isfinite(x))
+        fprintf(f, ", \"%s\": %.9g", key, x);
+    else
+        fprintf(f, ", \"%s\": null", key);
+}
+
+/* One --log-json line: a step, or with ev the run's end and its evaluation (loss is then
+ * the summary's train_loss). Flushed, so that `tail -f` follows the run. 0 or -1. */
+static int log_line(FILE *f, long step, double loss, double sps, double seconds,
+                    const np_eval_result *ev) {
+    fprintf(f, "{\"step\": %ld", step);
+    json_num(f, ev ? "train_loss" : "loss", loss);
+    json_num(f, "samples_per_s", sps);
+    json_num(f, "seconds", seconds);
+    if (ev) {
+        fprintf(f, ", \"eval_samples\": %ld", ev->n);
+        json_num(f, "eval_logloss", ev->logloss);
+        json_num(f, "eval_auc", ev->auc);
+    }
+    fputs("}\n", f);
+    return fflush(f) || ferror(f) ? -1 : 0;
 }
 
 /* Rank r's message: prefixed with the rank when there are several. */
@@ -295,7 +322,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_dist_host(dist, &cfg.local_rank, &cfg.local_ranks, &cfg.nodes);
     int lead = cfg.rank == 0; /* rank 0 prints, evaluates and writes the outputs */
     int help = 0, print = 0;
-    int rc = parse_train_args(argc, argv, &cfg, &help, &print);
+    int rc = np_cli_parse_train_args(argc, argv, &cfg, &help, &print);
     /* parsing is the same on every rank: only rank 0 says what is wrong */
     if (rc) return rc;
     if (help) {
@@ -322,11 +349,13 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     /* rank 0 writes the outputs: it checks them, and every rank stops if one is bad */
     if (lead && ((st = check_output("metrics-json", cfg.metrics_json, &err)) ||
                  (st = check_output("dump-params", cfg.dump_params, &err)) ||
-                 (st = check_output("trace", cfg.trace, &err))))
+                 (st = check_output("trace", cfg.trace, &err)) ||
+                 (st = check_output("log-json", cfg.log_json, &err))))
         fail(st, &err);
     if (agree(dist, st ? 2 : 0)) return EXIT_BAD_INPUT;
 
     np_source_t *train = NULL, *eval = NULL;
+    FILE *log = NULL; /* --log-json, rank 0 */
     np_model_t *model = NULL, *full = NULL;
     np_trainer_t *tr = NULL;
     np_batch ring[NP_RING] = {{0}};
@@ -339,9 +368,24 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
             goto setup_failed;
         if (cfg.explain_placement) fprintf(stderr, "nestpipe: placement: %s\n", r.placement);
     }
+    /* --eval-data: every record of that file is evaluated, and every training record
+     * trains (no held-out split) */
+    np_config ecfg = cfg;
+    np_split esplit = NP_SPLIT_EVAL;
+    if (cfg.eval_data != NP_DATA_SYNTHETIC) {
+        cfg.eval_every = 0;
+        ecfg.data = cfg.eval_data;
+        memcpy(ecfg.data_path, cfg.eval_data_path, sizeof ecfg.data_path);
+        esplit = NP_SPLIT_ALL;
+    }
+    if (lead && cfg.log_json[0] && !(log = fopen(cfg.log_json, "w"))) {
+        st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: cannot create it: %s",
+                          cfg.log_json, strerror(errno));
+        goto setup_failed;
+    }
     /* the same files and sizes on every rank: set-up fails alike everywhere, or not at all */
     if ((st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err)) ||
-        (lead && (st = np_source_open(&cfg, NP_SPLIT_EVAL, &eval, &err))) ||
+        (lead && (st = np_source_open(&ecfg, esplit, &eval, &err))) ||
         (st = np_model_create(&cfg, &model, &err)) ||
         (cfg.init_params[0] && (st = np_model_load(model, cfg.init_params, &err))) ||
         (st = np_trainer_create(&cfg, model, &tr, &err)))
@@ -416,6 +460,11 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         recent += loss;
         recent_n++;
         double el = now_s() - t0;
+        if (log && log_line(log, r.steps, loss, r.steps * (double)cfg.batch / el, el, NULL)) {
+            st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: write error: %s",
+                              cfg.log_json, strerror(errno));
+            goto step_failed;
+        }
         /* the last step's line is the final one, printed after the loop with train_loss */
         if (!tty ? (r.steps % cfg.log_every == 0 && r.steps != cfg.steps)
                  : (el - last_print > 0.2)) {
@@ -480,6 +529,14 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     if (lead) {
         const np_model_t *logical = full ? full : model;
         if ((st = np_evaluate(logical, eval, &cfg, &r.eval, &err))) goto local_failed;
+        if (log && (log_line(log, r.steps, r.train_loss, r.samples_per_s, r.seconds, &r.eval) ||
+                    fclose(log))) {
+            log = NULL;
+            st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: write error: %s",
+                              cfg.log_json, strerror(errno));
+            goto local_failed;
+        }
+        log = NULL;
         r.skipped_lines = np_source_skipped(train) + np_source_skipped(eval);
         if (!cfg.quiet) {
             printf("done: steps %ld  samples/s %.0f  train_loss %.5f (first %.5f)  eval_logloss "
@@ -523,6 +580,7 @@ local_failed: /* rank 0's own output failed after training */
 done:
     rc = 0;
 cleanup:
+    if (log) fclose(log);
     free(losses);
     np_trainer_free(tr); /* first: it waits for tasks that may read the ring */
     for (int k = 0; k < NP_RING; k++)
@@ -595,6 +653,7 @@ static int run(np_dist_t *dist, int argc, char **argv) {
     }
     if (!strcmp(argv[1], "train")) return cmd_train(dist, argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "predict")) return np_cmd_predict(dist, argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "trace")) return np_cmd_trace(argc - 2, argv + 2);
     fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);

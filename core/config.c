@@ -195,6 +195,26 @@ static void show_data(const np_config *c, char *buf, size_t n) {
         snprintf(buf, n, "%s:%s", data_names[c->data], c->data_path);
 }
 
+static int parse_eval_data(np_config *c, const char *v) {
+    if (!strcmp(v, "none")) {
+        c->eval_data = NP_DATA_SYNTHETIC;
+        c->eval_data_path[0] = 0;
+    } else if (!strncmp(v, "criteo:", 7) && !copy_path(c->eval_data_path, v + 7)) {
+        c->eval_data = NP_DATA_CRITEO;
+    } else if (!strncmp(v, "bin:", 4) && !copy_path(c->eval_data_path, v + 4)) {
+        c->eval_data = NP_DATA_BIN;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+static void show_eval_data(const np_config *c, char *buf, size_t n) {
+    if (c->eval_data == NP_DATA_SYNTHETIC)
+        snprintf(buf, n, "none");
+    else
+        snprintf(buf, n, "%s:%s", data_names[c->eval_data], c->eval_data_path);
+}
+
 static int parse_rows(np_config *c, const char *v) {
     int n = 0;
     const char *p = v;
@@ -314,6 +334,10 @@ static const key_def keys[] = {
     CUSTOM_KEY("eval-every", "data", "N", "10",
                "hold out every N-th record for eval; 0 = none", NULL, NP_KEY_INT, eval_every,
                "0 (no held-out split) or an integer >= 2 (every N-th record held out)"),
+    CUSTOM_KEY("eval-data", "data", "criteo:PATH|bin:PATH|none", "none",
+               "evaluate on this file (every record) instead of a held-out\n"
+               "split; all training records then train",
+               NULL, NP_KEY_TEXT, eval_data, "criteo:PATH, bin:PATH or none"),
     INT_KEY("eval-samples", "data", "N", "16384", "cap on held-out records evaluated", NULL,
             eval_samples, 0, 1L << 30, "an integer in [0, 2^30]"),
     REAL_KEY("zipf", "data", "A", "1.05", "synthetic key popularity exponent", NULL, zipf, 0.0,
@@ -394,6 +418,8 @@ static const key_def keys[] = {
              trace),
     PATH_KEY("dump-params", "output", "FILE",
              "write the trained model (NPPARAMS format, docs/formats.md)", dump_params),
+    PATH_KEY("log-json", "output", "FILE",
+             "one JSON line per step (step, loss, samples/s) and the eval", log_json),
     INT_KEY("log-every", "output", "N", "50", "steps between progress lines when not on a terminal",
             NULL, log_every, 1, LONG_MAX, "an integer >= 1"),
     BOOL_KEY("quiet", "output", "print only errors and warnings (StarPU's notices silenced)", NULL,
@@ -644,6 +670,11 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "data criteo:%s: Criteo records have 13 dense and 26 categorical "
                       "features, but bottom starts with %d and tables is %d",
                       c->data_path, c->bottom[0], c->tables);
+    if (c->eval_data == NP_DATA_CRITEO && (c->tables != 26 || c->bottom[0] != 13))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "eval-data criteo:%s: Criteo records have 13 dense and 26 categorical "
+                      "features, but bottom starts with %d and tables is %d",
+                      c->eval_data_path, c->bottom[0], c->tables);
     if (c->ranks > 1 && c->engine != NP_ENGINE_STARPU)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "engine: the reference trainer runs in one process; run it without "

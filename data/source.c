@@ -1,6 +1,7 @@
 /* np_source: opens the configured data for one split, applies the train/eval split rule and
  * cuts records into table-major CSR batches. Not here: parsing (criteo.c, binfmt.c) or the
  * generator (synthetic.c). Split and end-of-data rules: docs/data.md "Splits". */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,11 +72,17 @@ np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out
     s->split = split;
     s->every = cfg->eval_every > 0 ? cfg->eval_every : 0;
     s->eval_cap = cfg->eval_samples > 0 ? cfg->eval_samples : 0;
+    int all = split == NP_SPLIT_ALL;
+    if (all) { /* every record: the eval split of a hold-out that holds every one, uncapped */
+        s->split = NP_SPLIT_EVAL;
+        s->every = 1;
+        s->eval_cap = LONG_MAX;
+    }
     s->skip_bad = cfg->skip_bad_lines;
     s->n_dense = cfg->bottom[0];
     s->T = cfg->tables;
     np_status st;
-    if (s->every == 1) {
+    if (s->every == 1 && !all) {
         st = np_err(err, NP_STATUS_BAD_INPUT,
                     "eval-every: 1 would hold out every record; give 0 or an integer >= 2");
         goto fail;

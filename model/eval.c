@@ -44,20 +44,20 @@ double np_auc(const float *score, const float *label, long n) {
     return (rank_sum - pos * (pos + 1) / 2) / (pos * neg);
 }
 
-np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cfg,
-                      np_eval_result *out, np_error *err) {
+np_status np_predict(const np_model_t *m, np_source_t *src, FILE *scores, np_eval_result *out,
+                     np_error *err) {
     memset(out, 0, sizeof *out);
     out->auc = NAN;
     out->logloss = NAN;
-    long chunk = cfg->batch < 4096 ? cfg->batch : 4096;
+    long piece = NP_EVAL_PIECE;
     np_fwd_ws *ws = NULL;
     np_batch b = {0};
     float *prob = NULL, *label = NULL;
     size_t cap = 0, n = 0;
     double loss = 0;
-    np_status st = np_fwd_ws_create(m, chunk, &ws, err);
+    np_status st = np_fwd_ws_create(m, piece, &ws, err);
     while (!st) {
-        st = np_source_next_batch(src, chunk, &b, err);
+        st = np_source_next_batch(src, piece, &b, err);
         if (st == NP_STATUS_END_OF_DATA) {
             st = NP_OK;
             break;
@@ -73,6 +73,11 @@ np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cf
         double ls;
         if ((st = np_reference_forward(m, ws, &b, prob + n, &ls, err))) break;
         memcpy(label + n, b.label, (size_t)b.n * sizeof(float));
+        for (long i = 0; scores && i < b.n; i++)
+            if (fprintf(scores, "%.9g\n", (double)prob[n + (size_t)i]) < 0) {
+                st = np_err(err, NP_STATUS_IO, "predict: cannot write a score: write error");
+                break;
+            }
         loss += ls;
         n += (size_t)b.n;
     }
@@ -86,4 +91,10 @@ np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cf
     np_batch_free(&b);
     np_fwd_ws_free(ws);
     return st;
+}
+
+np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cfg,
+                      np_eval_result *out, np_error *err) {
+    (void)cfg; /* the pieces no longer follow the batch size (NP_EVAL_PIECE) */
+    return np_predict(m, src, NULL, out, err);
 }

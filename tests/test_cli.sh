@@ -273,5 +273,40 @@ expect_fail "init-params: a truncated dump" 2 "is truncated" -- \
 expect_fail "init-params: a missing file" 2 "cannot open" -- \
   "$NP" train --steps 1 "${SMALL[@]}" --init-params "$W/none.params"
 
+# --eval-data, --log-json and predict: training evaluates every record of the eval file and
+# logs one JSON line per step and one at the end; predict on the same file with the dumped
+# model gives the same figures (the same scores, so to the last printed digit)
+gen_criteo 300 "$W/eval.tsv"
+expect_ok "train --eval-data --log-json" "$NP" train "${SMALL[@]}" --data "criteo:$W/good.tsv" \
+  --steps 0 --eval-data "criteo:$W/eval.tsv" --log-json "$W/log.jsonl" --dump-params "$W/ev.params"
+lines=$(wc -l <"$W/log.jsonl")
+# 700 records, none held out: 10 full batches of 64, then the end line
+[[ $lines -eq 11 ]] && grep -q '^{"step": 10, "train_loss": .*"eval_samples": 300,' "$W/log.jsonl" &&
+  [[ $(grep -c '"loss": [0-9.]*, "samples_per_s": [0-9.e+]*, "seconds"' "$W/log.jsonl") -eq 10 ]] &&
+  ok "--log-json: a line per step and the evaluation of all 300 eval records" ||
+  bad "--log-json: $lines lines: $(tail -n 2 "$W/log.jsonl")"
+want=$(tail -n 1 "$W/log.jsonl" | sed 's/.*"eval_logloss": \([^,]*\), "eval_auc": \([^}]*\)}/logloss \1  auc \2/')
+expect_ok "predict" "$NP" predict --params "$W/ev.params" --data "criteo:$W/eval.tsv" \
+  --out "$W/scores.txt" --rows 1000 --bottom 13-16-16 --top 16-1
+got=$(sed 's/^predict: [0-9]* records  //' "$W/err")
+[[ $(wc -l <"$W/scores.txt") -eq 300 && "$got" == "$want" ]] &&
+  ok "predict reproduces the training run's evaluation ($got)" ||
+  bad "predict: '$got', training logged '$want'"
+expect_fail "predict: a model of another shape" 2 "predict --params $W/ev.params: tensor" -- \
+  "$NP" predict --params "$W/ev.params" --data "criteo:$W/eval.tsv" --out "$W/s2.txt"
+{ cat "$W/eval.tsv"; echo "a bad line"; } >"$W/eval_bad.tsv" # fails after 300 scores
+expect_fail "predict: a bad record ends it" 2 "eval_bad.tsv:301" -- \
+  "$NP" predict --params "$W/ev.params" --data "criteo:$W/eval_bad.tsv" --out "$W/s2.txt" \
+  --rows 1000 --bottom 13-16-16 --top 16-1
+if ls "$W" | grep -q '^s2.txt'; then bad "a failed predict left $(ls "$W" | grep '^s2.txt')"; else ok "a failed predict leaves no file"; fi
+expect_fail "predict: no --params" 2 "predict needs --params" -- \
+  "$NP" predict --data "criteo:$W/eval.tsv" --out "$W/s3.txt"
+expect_fail "predict: synthetic data" 2 "needs --data criteo:PATH or bin:PATH" -- \
+  "$NP" predict --params "$W/ev.params" --out "$W/s3.txt"
+expect_fail "eval-data: not a file spec" 2 "expected criteo:PATH, bin:PATH or none" -- \
+  "$NP" train --eval-data "$W/eval.tsv"
+expect_fail "log-json: a missing folder, before training" 2 "--log-json $W/no/l.jsonl: the folder" -- \
+  "$NP" train "${SMALL[@]}" --steps 2 --log-json "$W/no/l.jsonl"
+
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -171,6 +172,10 @@ typedef struct np_config {
     int quiet;       /* key "quiet": 0|1 */
     int explain_placement; /* key "explain-placement": 0|1, each rank prints its placement */
     long log_every;  /* key "log-every": steps between plain progress lines */
+    /* added in 0.3 */
+    np_data_kind eval_data;           /* key "eval-data": criteo:PATH | bin:PATH | none; */
+    char eval_data_path[NP_PATH_MAX]; /* synthetic = none: evaluate on the held-out split */
+    char log_json[NP_PATH_MAX];       /* key "log-json": one JSON line per step */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -265,7 +270,11 @@ NP_API void np_batch_free(np_batch *b);
 NP_NODISCARD NP_API np_status np_batch_slice(const np_batch *full, long lo, long n, np_batch *out,
                                       np_error *err);
 
-typedef enum np_split { NP_SPLIT_TRAIN, NP_SPLIT_EVAL } np_split;
+typedef enum np_split {
+    NP_SPLIT_TRAIN, /* the records not held out (eval-every) */
+    NP_SPLIT_EVAL,  /* the held-out records, at most eval-samples of them */
+    NP_SPLIT_ALL,   /* every record in order, no hold-out, no cap: --eval-data, predict */
+} np_split;
 
 typedef struct np_source np_source_t;
 
@@ -370,9 +379,17 @@ typedef struct np_eval_result {
     double auc;     /* exact ROC AUC, ties averaged; NaN if one class is absent */
 } np_eval_result;
 
-/* Evaluates m on every remaining batch of src (forward only). */
+/* Evaluates m on every remaining batch of src (forward only), in pieces of
+ * NP_EVAL_PIECE samples whatever the batch size, so that np_predict on the same records
+ * gives the same scores, bit for bit. */
+#define NP_EVAL_PIECE 4096
 NP_NODISCARD NP_API np_status np_evaluate(const np_model_t *m, np_source_t *src, const np_config *cfg,
                                    np_eval_result *out, np_error *err);
+/* np_evaluate that also writes each record's score (the predicted click probability), one
+ * per line in record order, to `scores` when it is not NULL. A write error is
+ * NP_STATUS_IO. */
+NP_NODISCARD NP_API np_status np_predict(const np_model_t *m, np_source_t *src, FILE *scores,
+                                  np_eval_result *out, np_error *err);
 
 /* Exact AUC of scores against 0/1 labels: Mann-Whitney U with tied scores averaged.
  * Returns NaN when all labels are equal. Sorts a private copy. */

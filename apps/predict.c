@@ -1,0 +1,130 @@
+/* `nestpipe predict`: scores every record of a data file with a trained model (a
+ * --dump-params file), one probability per line in record order, and reports the log loss
+ * and AUC against the file's labels. The model's shape comes from the same flags or config
+ * file that trained it. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *predict_help =
+    "usage: nestpipe predict --params FILE --data criteo:PATH|bin:PATH --out FILE|-\n"
+    "                        [--config FILE] [model flags]\n"
+    "\n"
+    "Scores every record of the data with the model in --params (a --dump-params file):\n"
+    "one predicted click probability per line, in record order, to --out (- for stdout),\n"
+    "then prints the records' log loss and AUC against their labels to stderr. The model\n"
+    "flags (--model, --tables, --rows, --dim, --bottom, --top, ... or the --config of the\n"
+    "training run) must give the shape the model was trained with; another shape is\n"
+    "refused, naming the first tensor that differs. The scores equal those of the training\n"
+    "run's evaluation on the same records (train --eval-data), bit for bit.\n";
+
+static int usage_error_predict(const char *what) {
+    fprintf(stderr, "nestpipe: predict %s (see nestpipe predict --help)\n", what);
+    return EXIT_BAD_INPUT;
+}
+
+int np_cmd_predict(np_dist_t *dist, int argc, char **argv) {
+    const char *params = NULL, *out = NULL;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest) return 1;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(predict_help, stdout);
+            free(rest);
+            return 0;
+        }
+        const char **slot = !strcmp(argv[i], "--params") ? &params
+                            : !strcmp(argv[i], "--out")  ? &out
+                                                         : NULL;
+        if (!slot) {
+            rest[n++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "nestpipe: predict: %s needs a value\n", argv[i]);
+            free(rest);
+            return EXIT_BAD_INPUT;
+        }
+        *slot = argv[++i];
+    }
+    np_config cfg;
+    np_config_defaults(&cfg);
+    cfg.ranks = np_dist_size(dist);
+    int help = 0, print = 0;
+    int rc = np_cli_parse_train_args(n, rest, &cfg, &help, &print);
+    free(rest);
+    if (rc) return rc;
+    if (help || print) return usage_error_predict("--help and --print-config belong to train");
+    if (!params || !out || cfg.data == NP_DATA_SYNTHETIC)
+        return usage_error_predict(!params ? "needs --params FILE (a --dump-params file)"
+                                   : !out  ? "needs --out FILE (or - for stdout)"
+                                           : "needs --data criteo:PATH or bin:PATH");
+    np_error err = {{0}};
+    if (cfg.ranks > 1)
+        return np_cli_fail(np_error_set(&err, NP_STATUS_BAD_INPUT,
+                                        "predict runs in one process; run it without mpirun"),
+                           &err);
+    cfg.engine = NP_ENGINE_REFERENCE; /* the cross-field checks of a one-process model */
+    cfg.trace[0] = 0;
+    np_status st = np_config_check(&cfg, &err);
+    if (st) return np_cli_fail(st, &err);
+
+    np_model_t *model = NULL;
+    np_source_t *src = NULL;
+    FILE *f = NULL;
+    char tmp[NP_PATH_MAX + 16] = "";
+    np_eval_result res;
+    int to_stdout = !strcmp(out, "-");
+    if ((st = np_model_create(&cfg, &model, &err)) || (st = np_model_load(model, params, &err)) ||
+        (st = np_source_open(&cfg, NP_SPLIT_ALL, &src, &err)))
+        goto done;
+    if (to_stdout) {
+        f = stdout;
+    } else { /* through a unique temporary and a rename: a failed run leaves no half file */
+        snprintf(tmp, sizeof tmp, "%s.XXXXXX", out);
+        int fd = mkstemp(tmp);
+        if (fd < 0 || !(f = fdopen(fd, "w"))) {
+            st = np_error_set(&err, NP_STATUS_IO, "predict: cannot create a file next to %s: %s",
+                              out, strerror(errno));
+            if (fd >= 0) close(fd);
+            tmp[0] = 0;
+            goto done;
+        }
+    }
+    if ((st = np_predict(model, src, f, &res, &err))) goto done;
+    if (fflush(f) || ferror(f) || (!to_stdout && fsync(fileno(f)))) {
+        st = np_error_set(&err, NP_STATUS_IO, "predict: cannot write %s: %s", out,
+                          strerror(errno));
+        goto done;
+    }
+    if (!to_stdout) {
+        int bad = fclose(f);
+        f = NULL;
+        if (bad || rename(tmp, out)) {
+            st = np_error_set(&err, NP_STATUS_IO, "predict: cannot write %s: %s", out,
+                              strerror(errno));
+            goto done;
+        }
+        tmp[0] = 0;
+    }
+    /* nine digits: the figures train's --log-json gives its evaluation */
+    fprintf(stderr, "predict: %ld records  logloss %.9g  auc %.9g\n", res.n, res.logloss,
+            res.auc);
+done:
+    if (st && !strncmp(err.msg, "init-params ", 12)) { /* np_model_load speaks of train's flag */
+        char msg[sizeof err.msg];
+        memcpy(msg, err.msg, sizeof msg);
+        np_error_set(&err, st, "predict --params %.480s", msg + 12);
+    }
+    if (f && !to_stdout) fclose(f);
+    if (tmp[0]) remove(tmp);
+    np_source_free(src);
+    np_model_free(model);
+    return st ? np_cli_fail(st, &err) : 0;
+}
