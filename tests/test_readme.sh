@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's "Using it" commands and those of docs/ (fenced sh blocks) run as written:
 # each line is run in order,
-# in a scratch folder that holds a link to the build and a small Criteo file as train.txt,
+# in a scratch folder that holds a link to the build and small Criteo files train.txt and
+# test.txt,
 # with small sizes appended to `train` commands (later flags override earlier ones).
 # A command passes when it exits 0 (compare: 0 or 1, "same" or "differ"; bf16: 0, or 2 with
 # the one-line refusal on a CPU without avx512_bf16).
@@ -21,6 +22,7 @@ awk 'BEGIN { srand(7); for (i = 0; i < 1200; i++) { l = int(rand() * 2);
   for (j = 0; j < 13; j++) l = l "\t" int(rand() * 50);
   for (j = 0; j < 26; j++) l = l "\t" sprintf("%08x", int(rand() * 4000)); print l }
   print "garbage line" }' >train.txt
+head -n 300 train.txt >test.txt
 # the line up to its comment: a '#' after whitespace, outside single or double quotes
 strip_comment() {
   local s=$1 out="" q="" c prev=" " i
@@ -62,6 +64,7 @@ for line in "${CMDS[@]}"; do
     run+=" ${SMALL[*]}"
     [[ $cmd == *"--data "* ]] && run+=" --steps 0 --tables 26"
   fi
+  [[ $cmd == *"nestpipe predict"* ]] && run+=" --rows 2000" # the shape train got above
   [[ $cmd == mpirun* ]] && run=${run/mpirun /mpirun --mca btl self,vader }
   timeout 300 bash -c "$run" >out 2>err
   rc=$?
