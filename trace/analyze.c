@@ -259,6 +259,7 @@ static np_status analyze_layers(const np_trace *tr, item *it, size_t n, np_trace
 /* ---------------------------------------------------------------- waiting for peers */
 
 static int is_collective(const np_trace_event *e) {
+    if ((unsigned)e->kind >= (unsigned)NP_NODE_KIND_COUNT) return 0; /* a read trace's junk */
     return (exchange_mask >> e->kind & 1u) ||
            (e->kind == NP_NODE_ROUTE && e->name && !strcmp(e->name, "a2a_keys"));
 }
