@@ -55,6 +55,8 @@ void np_config_defaults(np_config *cfg) {
     cfg->local_ranks = cfg->nodes = 1;
     cfg->quiet = 0;
     cfg->log_every = 50;
+    cfg->checkpoint_every = 0;
+    cfg->keep_checkpoints = 2;
 }
 
 int np_config_top_input(const np_config *cfg) {
@@ -373,6 +375,18 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         if (parse_i64(value, 1, LONG_MAX, &i))
             return bad(err, where, key, value, "an integer >= 1");
         c.log_every = (long)i;
+    } else if (!strcmp(key, "checkpoint-dir")) {
+        if (copy_path(c.checkpoint_dir, value)) return bad(err, where, key, value, "a folder path");
+    } else if (!strcmp(key, "checkpoint-every")) {
+        if (parse_i64(value, 0, LONG_MAX, &i))
+            return bad(err, where, key, value, "an integer >= 0 (0: only on SIGINT/SIGTERM)");
+        c.checkpoint_every = (long)i;
+    } else if (!strcmp(key, "keep-checkpoints")) {
+        if (parse_i64(value, 1, 1000000, &i))
+            return bad(err, where, key, value, "an integer >= 1");
+        c.keep_checkpoints = (int)i;
+    } else if (!strcmp(key, "resume")) {
+        if (copy_path(c.resume, value)) return bad(err, where, key, value, "a folder path");
     } else {
         return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (see nestpipe train --help)",
                       where, key);
@@ -442,6 +456,10 @@ np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
 
 np_status np_config_check(const np_config *cfg, np_error *err) {
     const np_config *c = cfg;
+    if (c->checkpoint_every > 0 && !c->checkpoint_dir[0])
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "checkpoint-every: %ld steps, but no checkpoint-dir to write them to",
+                      c->checkpoint_every);
     int last_bottom = c->bottom[c->n_bottom - 1];
     if (last_bottom != c->dim)
         return np_err(err, NP_STATUS_BAD_INPUT,

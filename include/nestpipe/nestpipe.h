@@ -171,6 +171,13 @@ typedef struct np_config {
     int quiet;       /* key "quiet": 0|1 */
     int explain_placement; /* key "explain-placement": 0|1, each rank prints its placement */
     long log_every;  /* key "log-every": steps between plain progress lines */
+    /* checkpoints (docs/formats.md "Checkpoints") */
+    char checkpoint_dir[NP_PATH_MAX]; /* key "checkpoint-dir": where checkpoints are written */
+    long checkpoint_every;            /* key "checkpoint-every": steps between checkpoints;
+                                         0 = only when stopped by SIGINT/SIGTERM */
+    int keep_checkpoints;             /* key "keep-checkpoints": whole checkpoints kept (>= 1) */
+    char resume[NP_PATH_MAX];         /* key "resume": continue from the newest whole
+                                         checkpoint in this folder */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
