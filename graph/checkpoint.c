@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,6 +70,17 @@ static uint32_t rd32(const unsigned char *p) {
 
 static uint64_t rd64(const unsigned char *p) {
     return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* Test hook (tests/test_ckpt.sh): NP_TEST_CKPT_KILL=STEP:PHASE makes this process die by
+ * SIGKILL inside checkpoint STEP's write, as a crashed node would: PHASE "shard" when its
+ * shard is written but not yet renamed, "manifest" when the manifest is written but not
+ * yet renamed. Never set in production; a library never exits otherwise. */
+static void test_kill(long step, const char *phase) {
+    const char *v = getenv("NP_TEST_CKPT_KILL");
+    char want[64];
+    snprintf(want, sizeof want, "%ld:%s", step, phase);
+    if (v && !strcmp(v, want)) raise(SIGKILL);
 }
 
 /* ---------------------------------------------------------------- atomic files
@@ -140,14 +152,17 @@ static np_status ck_write(ck_out *o, const void *p, size_t n, np_error *err) {
 }
 
 /* Appends the trailer (the hash of everything before it) when `trailer`, then fsync and
- * rename. *hash gets the content's hash, *bytes the file's size. */
-static np_status ck_commit(ck_out *o, int trailer, uint64_t *hash, uint64_t *bytes, np_error *err) {
+ * rename. *hash gets the content's hash, *bytes the file's size. `step` and `phase` name the
+ * moment for the test hook. */
+static np_status ck_commit(ck_out *o, int trailer, uint64_t *hash, uint64_t *bytes, long step,
+                           const char *phase, np_error *err) {
     uint64_t h = XXH3_64bits_digest(o->h);
     unsigned char t[8];
     le64(t, h);
     np_status st = trailer ? ck_raw(o, t, 8, err) : NP_OK;
     if (!st && fsync(o->fd))
         st = np_err(err, NP_STATUS_IO, "checkpoint %s: fsync failed: %s", o->path, strerror(errno));
+    if (!st) test_kill(step, phase);
     if (!st) {
         int e = close(o->fd) ? errno : 0;
         o->fd = -1;
@@ -314,7 +329,7 @@ static np_status write_shard(const np_config *cfg, const np_model_t *m, const ch
         ck_abandon(&o);
         return st;
     }
-    return ck_commit(&o, 1, hash, bytes, err);
+    return ck_commit(&o, 1, hash, bytes, step, "shard", err);
 }
 
 static np_status write_dense(const np_model_t *m, const char *dir, long step, uint64_t fp,
@@ -334,7 +349,7 @@ static np_status write_dense(const np_model_t *m, const char *dir, long step, ui
         ck_abandon(&o);
         return st;
     }
-    return ck_commit(&o, 1, hash, bytes, err);
+    return ck_commit(&o, 1, hash, bytes, step, "dense", err);
 }
 
 /* "ckpt-<digits>" -> its step, else -1. */
@@ -354,6 +369,22 @@ static int is_whole(const char *base, const char *name) {
     return !fit(p, sizeof p, "%s/%s/" CK_MANIFEST, base, name) && !stat(p, &sb) && S_ISREG(sb.st_mode);
 }
 
+/* A temporary name of ck_open's ("." NAME ".tmp-XXXXXX"): left behind by a killed writer. */
+static int is_temp(const char *n) {
+    return n[0] == '.' && strstr(n, ".tmp-") != NULL;
+}
+
+/* Removes what a killed earlier attempt at this checkpoint left in its folder. */
+static void remove_temps(const char *dir) {
+    char p[CK_PATH + 256];
+    DIR *dh = opendir(dir);
+    if (!dh) return;
+    struct dirent *de;
+    while ((de = readdir(dh)))
+        if (is_temp(de->d_name) && !fit(p, sizeof p, "%s/%s", dir, de->d_name)) unlink(p);
+    closedir(dh);
+}
+
 /* Removes a checkpoint folder: the manifest first (so it is never seen whole but broken),
  * then the files nestpipe writes there; anything else keeps the folder. */
 static void remove_ckpt(const char *base, const char *name) {
@@ -366,8 +397,7 @@ static void remove_ckpt(const char *base, const char *name) {
     struct dirent *de;
     while ((de = readdir(dh))) {
         const char *n = de->d_name;
-        if (!strcmp(n, "dense") || !strncmp(n, "shard-", 6) || !strncmp(n, ".dense.tmp-", 11) ||
-            !strncmp(n, ".shard-", 7) || !strncmp(n, "." CK_MANIFEST ".tmp-", 14)) {
+        if (!strcmp(n, "dense") || !strncmp(n, "shard-", 6) || is_temp(n)) {
             snprintf(p, sizeof p, "%s/%s", dir, n);
             unlink(p);
         }
@@ -454,7 +484,7 @@ static np_status write_manifest(const np_config *cfg, const char *dir, const np_
     np_status st = b.oom ? np_err(err, NP_STATUS_NO_MEMORY, "checkpoint: out of memory")
                          : ck_open(&o, dir, CK_MANIFEST, err);
     if (!st && (st = ck_write(&o, b.p, b.n, err))) ck_abandon(&o);
-    if (!st) st = ck_commit(&o, 0, &h, &n, err);
+    if (!st) st = ck_commit(&o, 0, &h, &n, s->step, "manifest", err);
     free(b.p);
     return st;
 }
@@ -486,6 +516,7 @@ np_status np_ckpt_save(np_dist_t *d, const np_config *cfg, np_trainer_t *tr, np_
         if (!st && unlink(p) && errno != ENOENT)
             st = np_err(err, NP_STATUS_IO, "checkpoint %s: cannot remove the old manifest: %s", p,
                         strerror(errno));
+        if (!st) remove_temps(dir);
         if (!st) st = fsync_dir(dir, err);
         if (!st) st = fsync_dir(cfg->checkpoint_dir, err);
     }
