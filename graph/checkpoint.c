@@ -366,7 +366,8 @@ static long parse_step(const char *name) {
 static int is_whole(const char *base, const char *name) {
     char p[CK_PATH];
     struct stat sb;
-    return !fit(p, sizeof p, "%s/%s/" CK_MANIFEST, base, name) && !stat(p, &sb) && S_ISREG(sb.st_mode);
+    return !fit(p, sizeof p, "%s/%s/" CK_MANIFEST, base, name) && !stat(p, &sb) &&
+           S_ISREG(sb.st_mode);
 }
 
 /* A temporary name of ck_open's ("." NAME ".tmp-XXXXXX"): left behind by a killed writer. */
@@ -453,7 +454,8 @@ static np_status agree(np_dist_t *d, const np_config *cfg, np_status mine, const
     if (np_comm_allreduce_i64(d, NP_CHAN_CTL, &v, 1))
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed during %s", cfg->rank, what);
     if (mine) return mine;
-    if (v) return np_err(err, NP_STATUS_IO, "another rank failed during %s (see its message)", what);
+    if (v)
+        return np_err(err, NP_STATUS_IO, "another rank failed during %s (see its message)", what);
     return NP_OK;
 }
 
@@ -462,8 +464,8 @@ static np_status write_manifest(const np_config *cfg, const char *dir, const np_
                                 np_error *err) {
     sbuf b = {0};
     sb_printf(&b, "nestpipe checkpoint %d\nstep %ld\nranks %d\n", CK_VERSION, s->step, cfg->ranks);
-    sb_printf(&b, "data_delivered %" PRIu64 "\ndata_next_index %" PRIu64 "\ndata_skipped %" PRId64
-                  "\n",
+    sb_printf(&b,
+              "data_delivered %" PRIu64 "\ndata_next_index %" PRIu64 "\ndata_skipped %" PRId64 "\n",
               s->data.delivered, s->data.next_index, s->data.skipped);
     sb_printf(&b, "loss_first %a\nlosses %d", s->loss_first, s->n_losses);
     for (int i = 0; i < s->n_losses; i++)
@@ -532,8 +534,8 @@ np_status np_ckpt_save(np_dist_t *d, const np_config *cfg, np_trainer_t *tr, np_
     np_trainer_release(tr);
     /* rank 0 learns every file's size and hash (and checks the ranks agree on the data) */
     int R = cfg->ranks;
-    int64_t mine[6] = {st ? 1 : 0, (int64_t)sb, (int64_t)sh, (int64_t)db, (int64_t)dh,
-                       (int64_t)s->data.delivered};
+    int64_t mine[6] = {st ? 1 : 0,  (int64_t)sb, (int64_t)sh,
+                       (int64_t)db, (int64_t)dh, (int64_t)s->data.delivered};
     int64_t *all = calloc((size_t)R * 6, sizeof *all);
     if (!all) {
         free(text.p);
@@ -552,14 +554,14 @@ np_status np_ckpt_save(np_dist_t *d, const np_config *cfg, np_trainer_t *tr, np_
         bytes += (double)all[6 * r + 1] + (double)all[6 * r + 3];
     }
     if (!st && failed)
-        st = np_err(err, NP_STATUS_IO, "another rank failed writing checkpoint %s (see its message)",
-                    dir);
+        st = np_err(err, NP_STATUS_IO,
+                    "another rank failed writing checkpoint %s (see its message)", dir);
     if (!st && cfg->rank == 0) {
         for (int r = 1; r < R && !st; r++)
             if (all[6 * r + 5] != all[5])
                 st = np_err(err, NP_STATUS_INTERNAL,
-                            "checkpoint %s: rank %d read %" PRId64 " records, rank 0 %" PRId64,
-                            dir, r, all[6 * r + 5], all[5]);
+                            "checkpoint %s: rank %d read %" PRId64 " records, rank 0 %" PRId64, dir,
+                            r, all[6 * r + 5], all[5]);
         if (!st) st = fsync_dir(dir, err);
         if (!st) st = write_manifest(cfg, dir, s, fp, &text, all, err);
         if (!st) st = fsync_dir(dir, err);
@@ -638,7 +640,9 @@ static np_status read_manifest(const char *base, manifest *mf, np_error *err) {
         fit(mf->path, sizeof mf->path, "%s/" CK_MANIFEST, mf->dir))
         return np_err(err, NP_STATUS_BAD_INPUT, "resume %s: the path is too long", base);
     FILE *f = fopen(mf->path, "rb");
-    if (!f) return np_err(err, NP_STATUS_IO, "checkpoint %s: cannot open: %s", mf->path, strerror(errno));
+    if (!f)
+        return np_err(err, NP_STATUS_IO, "checkpoint %s: cannot open: %s", mf->path,
+                      strerror(errno));
     size_t cap = 1 << 16;
     mf->text = malloc(cap + 1);
     size_t k;
@@ -673,7 +677,8 @@ static np_status read_manifest(const char *base, manifest *mf, np_error *err) {
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "checkpoint %s: not a whole manifest (no header or no checksum line)",
                       mf->path);
-    uint64_t want = strtoull(cs + 9, NULL, 16), got = XXH3_64bits(mf->text, (size_t)(cs - mf->text));
+    uint64_t want = strtoull(cs + 9, NULL, 16),
+             got = XXH3_64bits(mf->text, (size_t)(cs - mf->text));
     if (want != got)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "checkpoint %s: checksum %016" PRIx64 " but the file says %016" PRIx64
@@ -686,8 +691,8 @@ static np_status read_manifest(const char *base, manifest *mf, np_error *err) {
                       mf->path, ver, CK_VERSION);
     const char *v;
     char *end;
-#define NEED(key) \
-    if (!(v = mf_line(mf, key))) \
+#define NEED(key)                                                                                  \
+    if (!(v = mf_line(mf, key)))                                                                   \
         return np_err(err, NP_STATUS_BAD_INPUT, "checkpoint %s: no '%s' line", mf->path, key);
     NEED("step");
     mf->step = strtol(v, NULL, 10);
@@ -828,7 +833,8 @@ static np_status load_dense(const manifest *mf, np_model_t *m, uint64_t fp, doub
     unsigned char h[40];
     if (!(st = ck_read(&in, h, sizeof h, err))) {
         if (memcmp(h, CK_DENSE_MAGIC, 8) || rd32(h + 8) != CK_VERSION)
-            st = np_err(err, NP_STATUS_BAD_INPUT, "checkpoint %s: not a dense-parameter file", path);
+            st =
+                np_err(err, NP_STATUS_BAD_INPUT, "checkpoint %s: not a dense-parameter file", path);
         else if (rd64(h + 16) != (uint64_t)mf->step || rd64(h + 24) != fp ||
                  rd64(h + 32) != (uint64_t)m->n_dense)
             st = np_err(err, NP_STATUS_BAD_INPUT,

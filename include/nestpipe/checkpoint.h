@@ -50,9 +50,9 @@ typedef struct np_ckpt_state {
 } np_ckpt_state;
 
 typedef struct np_ckpt_stats {
-    double seconds;          /* wall time of the save or load (on this rank, collective for save) */
-    double bytes;            /* bytes of all files written (save) or read on this rank (load) */
-    char path[NP_PATH_MAX];  /* the checkpoint folder */
+    double seconds;         /* wall time of the save or load (on this rank, collective for save) */
+    double bytes;           /* bytes of all files written (save) or read on this rank (load) */
+    char path[NP_PATH_MAX]; /* the checkpoint folder */
 } np_ckpt_stats;
 
 /* Collective: writes checkpoint `s->step` under cfg->checkpoint_dir: every rank its shard
