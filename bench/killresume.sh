@@ -22,6 +22,15 @@ SM=(--rows 20000 --tables 4 --hot 2 --dim 16 --bottom 13-16-16 --top 16-1 --batc
 lines=()
 all_ok=1
 
+torn_list() { # step folders without a manifest and writers' temporary files, one a line
+  local d
+  for d in "$D"/ckpt-*; do
+    [[ -d $d ]] || continue
+    [[ -f $d/manifest ]] || echo "$d"
+    compgen -G "$d/.*.tmp-*" || true
+  done | sort
+}
+
 start() { # R flags...: starts a run in the background; sets JOB
   local R=$1
   shift
@@ -48,6 +57,7 @@ for R in 1 2; do
       while ((kills < KILLS)); do
         resume=()
         ls "$D"/ckpt-*/manifest >/dev/null 2>&1 && resume=(--resume "$D")
+        torn_before=$(torn_list)
         start "$R" "${F[@]}" "${CK[@]}" "${resume[@]}"
         # a random moment within the first ~1.5 s (set-up included)
         sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
@@ -58,12 +68,9 @@ for R in 1 2; do
         st=$?
         if [[ $st -eq 0 ]]; then finished_early=1; break; fi
         kills=$((kills + 1))
-        # torn: a step folder without a manifest, or a writer's temporary file
-        if compgen -G "$D/ckpt-*/.*.tmp-*" >/dev/null; then
+        # inside a write: this kill left a torn folder or a temporary file not there before
+        [[ $(torn_list) != "$torn_before" && -n $(comm -13 <(echo "$torn_before") <(torn_list)) ]] &&
           in_write=$((in_write + 1))
-        else
-          for d in "$D"/ckpt-*; do [[ -f $d/manifest ]] || { in_write=$((in_write + 1)); break; }; done
-        fi
       done
       resume=()
       ls "$D"/ckpt-*/manifest >/dev/null 2>&1 && resume=(--resume "$D")
@@ -89,7 +96,7 @@ report() {
   echo "a random moment 0-1.5 s after each start (set-up included), $KILLS times, then resumed to"
   echo "the end. R = 2: the SIGKILL goes to one rank; mpirun ends the other. Seed ${SEED:-1}."
   echo
-  echo "| R | pipeline | sparse optim | kills | kills that left a torn checkpoint (inside a write) | final dump vs uninterrupted | uninterrupted run s |"
+  echo "| R | pipeline | sparse optim | kills | kills inside a write (left a torn folder or temp file) | final dump vs uninterrupted | uninterrupted run s |"
   echo "|---|---|---|---|---|---|---|"
   printf '%s\n' "${lines[@]}"
   echo
