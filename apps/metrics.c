@@ -94,6 +94,17 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     json_object_set_new(o, "dense_flop_per_sample_fwd", json_real(r->dense_flop_fwd));
     json_object_set_new(o, "dense_kernels", json_string(np_dense_kernels()));
     json_object_set_new(o, "placement", r->placement[0] ? json_string(r->placement) : json_null());
+    json_object_set_new(o, "resumed_step", json_integer(r->resumed_step));
+    json_object_set_new(o, "resume_seconds", json_real(r->resume_seconds));
+    json_object_set_new(o, "resume_mb_per_s",
+                        r->resume_seconds > 0 ? json_real(r->resume_bytes / 1e6 / r->resume_seconds)
+                                              : json_null());
+    json_object_set_new(o, "checkpoints", json_integer(r->ckpt_count));
+    json_object_set_new(o, "checkpoint_seconds", json_real(r->ckpt_seconds));
+    json_object_set_new(o, "checkpoint_mb", json_real(r->ckpt_bytes / 1e6));
+    json_object_set_new(o, "checkpoint_mb_per_s",
+                        r->ckpt_seconds > 0 ? json_real(r->ckpt_bytes / 1e6 / r->ckpt_seconds)
+                                            : json_null());
     if (r->traced) { /* the overlap figures of `nestpipe trace report`, overall */
         const np_trace_summary *t = &r->trace_overall;
         json_t *tj = json_object();

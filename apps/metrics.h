@@ -25,6 +25,10 @@ typedef struct np_run_metrics {
     uint64_t rows_synced;                       /* dual-buffer sync, summed over ranks (dbp) */
     double dense_flop_fwd, dense_flop_bwd;      /* per sample, from the layers' flop counts */
     int traced; /* 1: trace_overall holds the overlap report of --trace */
+    long resumed_step;                 /* --resume: the checkpoint's step (0: not resumed) */
+    double resume_seconds, resume_bytes; /* rank 0's checkpoint load */
+    long ckpt_count;                   /* checkpoints written */
+    double ckpt_seconds, ckpt_bytes;   /* their wall time (not in seconds) and bytes, all files */
     np_trace_summary trace_overall;
 } np_run_metrics;
 

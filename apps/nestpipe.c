@@ -16,6 +16,7 @@
 #include "compare.h"
 #include "metrics.h"
 #include "trace_cmd.h"
+#include "nestpipe/checkpoint.h"
 #include "nestpipe/dist.h"
 #include "nestpipe/nestpipe.h"
 #include "nestpipe/trace.h"
@@ -173,8 +174,8 @@ static void progress(const np_config *cfg, int tty, long step, long total, doubl
     if (total > 0) snprintf(tot, sizeof tot, "/%ld", total);
     if (final)
         snprintf(eta, sizeof eta, "  took %.1fs", elapsed);
-    else if (total > 0 && step > 0)
-        snprintf(eta, sizeof eta, "  ETA %.0fs", elapsed / (double)step * (double)(total - step));
+    else if (total > 0 && step > 0 && sps > 0) /* from the rate: a resumed run started late */
+        snprintf(eta, sizeof eta, "  ETA %.0fs", (double)(total - step) * (double)cfg->batch / sps);
     if (tty) {
         fprintf(stderr, "\rstep %ld%s  %s %.5f  %.0f samples/s%s   ", step, tot,
                 final ? "train_loss" : "loss", loss, sps, eta);
@@ -210,6 +211,25 @@ static int log_line(FILE *f, long step, double loss, double sps, double seconds,
     }
     fputs("}\n", f);
     return fflush(f) || ferror(f) ? -1 : 0;
+}
+
+/* SIGINT/SIGTERM: the step in flight finishes, the ranks agree to stop after it (the step's
+ * outcome reduction carries the flag), a checkpoint is written when a folder is set, and
+ * the run exits 128 + the signal. A second signal kills at once (SA_RESETHAND). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) {
+    stop_signal = sig;
+}
+
+static void catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 /* Rank r's message: prefixed with the rank when there are several. */
@@ -250,6 +270,7 @@ typedef struct reader {
     long lo, local_n; /* this rank's slice */
     np_run_metrics *r;
     np_trainer_t *tr; /* a traced run records the reads as the driver's "data" tasks */
+    np_data_pos pos[NP_RING]; /* the source's position after each batch in the ring */
     long loaded;  /* batches read so far */
     int ended;    /* the data has no further full batch */
     np_status st; /* a failure, with err */
@@ -277,6 +298,7 @@ static int read_ahead(reader *rd, long upto) {
             rd->st = NP_OK;
             rd->ended = 1;
         } else {
+            np_source_tell(rd->src, &rd->pos[rd->loaded % NP_RING]);
             rd->loaded++;
         }
     }
@@ -314,6 +336,30 @@ static np_status check_output(const char *flag, const char *path, np_error *err)
     return NP_OK;
 }
 
+/* --checkpoint-dir: a writable folder, or one rank 0 can create (its parent exists). */
+static np_status check_ckpt_dir(const char *path, np_error *err) {
+    struct stat sb;
+    if (!path[0]) return NP_OK;
+    if (!stat(path, &sb)) {
+        if (!S_ISDIR(sb.st_mode))
+            return np_error_set(err, NP_STATUS_IO, "--checkpoint-dir %s: not a folder", path);
+        if (access(path, W_OK))
+            return np_error_set(err, NP_STATUS_IO, "--checkpoint-dir %s: the folder is not writable",
+                                path);
+        return NP_OK;
+    }
+    return check_output("checkpoint-dir", path, err); /* not there yet: its parent's checks */
+}
+
+/* The losses a checkpoint keeps (the window train_loss averages), oldest first. */
+static void keep_losses(np_ckpt_state *cs, const double *losses, long window, long steps) {
+    long n = steps < window ? steps : window;
+    if (n > NP_CKPT_LOSSES) n = NP_CKPT_LOSSES;
+    cs->n_losses = (int)n;
+    for (long i = 0; i < n; i++)
+        cs->losses[i] = losses[(steps - n + i) % window];
+}
+
 static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_config cfg;
     np_config_defaults(&cfg);
@@ -349,6 +395,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     /* rank 0 writes the outputs: it checks them, and every rank stops if one is bad */
     if (lead && ((st = check_output("metrics-json", cfg.metrics_json, &err)) ||
                  (st = check_output("dump-params", cfg.dump_params, &err)) ||
+                 (st = check_ckpt_dir(cfg.checkpoint_dir, &err)) ||
                  (st = check_output("trace", cfg.trace, &err)) ||
                  (st = check_output("log-json", cfg.log_json, &err))))
         fail(st, &err);
@@ -361,6 +408,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_batch ring[NP_RING] = {{0}};
     np_run_metrics r = {.global_batch = cfg.batch, .train_loss = NAN, .train_loss_first = NAN};
     double *losses = NULL;
+    np_ckpt_state *cs = NULL; /* the driver's state a checkpoint holds */
+    long s0 = 0;              /* the first step this process runs (resumed: the checkpoint's) */
     long local_n = cfg.batch / cfg.ranks, lo = local_n * cfg.rank;
     /* placement first: the driver's binding decides where the tables are first touched */
     if (cfg.engine == NP_ENGINE_STARPU) {
@@ -387,16 +436,53 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     if ((st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err)) ||
         (lead && (st = np_source_open(&ecfg, esplit, &eval, &err))) ||
         (st = np_model_create(&cfg, &model, &err)) ||
-        (cfg.init_params[0] && (st = np_model_load(model, cfg.init_params, &err))) ||
-        (st = np_trainer_create(&cfg, model, &tr, &err)))
+        (cfg.init_params[0] && !cfg.resume[0] &&
+         (st = np_model_load(model, cfg.init_params, &err))))
         goto setup_failed;
 
     long window = cfg.steps / 10 > 1 ? cfg.steps / 10 : 1; /* steps averaged in train_loss */
     losses = calloc((size_t)window, sizeof *losses);
-    if (!losses) {
+    cs = calloc(1, sizeof *cs);
+    if (!losses || !cs) {
         st = np_error_set(&err, NP_STATUS_NO_MEMORY, "out of memory");
         goto setup_failed;
     }
+    if (cfg.resume[0]) {
+        /* every rank loads what it owns now (resharding when the rank count changed); a rank
+         * that fails says why, and all stop alike */
+        np_ckpt_stats ls;
+        st = np_ckpt_load(&cfg, model, cs, &ls, &err);
+        if (!st) st = np_source_seek(train, cfg.batch, &cs->data, &err);
+        if (st) fail_rank(&cfg, st, &err);
+        int64_t v = st ? 1 : 0, hi = cs->step, lo = -cs->step;
+        if (np_dist_max_i64(dist, &v, NULL) || v) {
+            rc = st ? (st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO ? EXIT_BAD_INPUT : 1)
+                    : EXIT_BAD_INPUT;
+            goto cleanup;
+        }
+        if (np_dist_max_i64(dist, &hi, NULL) || np_dist_max_i64(dist, &lo, NULL) || hi != -lo) {
+            st = np_error_set(&err, NP_STATUS_BAD_INPUT,
+                              "resume %s: the ranks found different newest checkpoints (steps "
+                              "%lld and %lld); is a run still writing there?",
+                              cfg.resume, (long long)-lo, (long long)hi);
+            goto setup_failed;
+        }
+        s0 = cs->step;
+        r.steps = s0;
+        r.train_loss_first = cs->loss_first;
+        for (int i = 0; i < cs->n_losses; i++) {
+            long k = s0 - cs->n_losses + i;
+            if (k >= s0 - window) losses[k % window] = cs->losses[i];
+        }
+        r.resumed_step = s0;
+        r.resume_seconds = ls.seconds;
+        r.resume_bytes = ls.bytes;
+        if (lead && !cfg.quiet)
+            printf("resumed from %s: step %ld, %.1f MB read in %.3f s (%.0f MB/s)\n", ls.path, s0,
+                   ls.bytes / 1e6, ls.seconds, ls.seconds > 0 ? ls.bytes / 1e6 / ls.seconds : 0);
+    }
+    if ((st = np_trainer_create(&cfg, model, &tr, &err))) goto setup_failed;
+    catch_stop_signals();
     int tty = lead && isatty(fileno(stderr));
     double t0 = now_s(), last_print = 0, recent = 0;
     long recent_n = 0;
@@ -412,8 +498,9 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
                  .lo = lo,
                  .local_n = local_n,
                  .r = &r,
-                 .tr = tr};
-    for (long s = 0; cfg.steps == 0 || s < cfg.steps; s++) {
+                 .tr = tr,
+                 .loaded = s0};
+    for (long s = s0; cfg.steps == 0 || s < cfg.steps; s++) {
         int injected = maybe_die(&cfg, s);
         if (read_ahead(&rd, s + ahead)) {
             st = rd.st;
@@ -443,7 +530,11 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
             }
             goto step_failed;
         }
-        if (agree(dist, st ? 2 : 0)) goto step_failed;
+        /* the step's outcome, and whether any rank was asked to stop (the same step on
+         * every rank): a failure (1000) outranks a signal number */
+        int64_t outcome = st ? 1000 : stop_signal;
+        if (np_dist_max_i64(dist, &outcome, NULL) || outcome >= 1000) goto step_failed;
+        int stop = (int)outcome;
         if (np_dist_sum_f64(dist, &loss, 1, NULL)) {
             st = np_error_set(&err, NP_STATUS_INTERNAL, "MPI failed summing the loss");
             goto step_failed;
@@ -459,7 +550,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         r.steps = s + 1;
         recent += loss;
         recent_n++;
-        double el = now_s() - t0;
+        double el = now_s() - t0 - r.ckpt_seconds;
         if (log && log_line(log, r.steps, loss, r.steps * (double)cfg.batch / el, el, NULL)) {
             st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: write error: %s",
                               cfg.log_json, strerror(errno));
@@ -469,17 +560,50 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         if (!tty ? (r.steps % cfg.log_every == 0 && r.steps != cfg.steps)
                  : (el - last_print > 0.2)) {
             progress(&cfg, tty, r.steps, cfg.steps, recent / recent_n,
-                     r.steps * (double)cfg.batch / el, el, 0);
+                     (double)(r.steps - s0) * (double)cfg.batch / el, el, 0);
             last_print = el;
             recent = 0;
             recent_n = 0;
         }
+        /* a checkpoint after this step's update, before the next step's submits write the
+         * model: taken at a step boundary, so the pipeline continues afterwards as if none
+         * was taken (the later batches' read-only stages overlap the write) */
+        if (cfg.checkpoint_dir[0] &&
+            (stop || (cfg.checkpoint_every && r.steps % cfg.checkpoint_every == 0))) {
+            np_ckpt_stats cst;
+            cs->step = r.steps;
+            cs->data = rd.pos[s % NP_RING];
+            cs->loss_first = r.train_loss_first;
+            keep_losses(cs, losses, window, r.steps);
+            if ((st = np_ckpt_save(dist, &cfg, tr, model, cs, &cst, &err))) goto step_failed;
+            r.ckpt_count++;
+            r.ckpt_seconds += cst.seconds;
+            r.ckpt_bytes += cst.bytes;
+            if (lead && !cfg.quiet) {
+                if (tty) fputc('\n', stderr);
+                printf("checkpoint step %ld: %.1f MB in %.3f s (%.0f MB/s) -> %s\n", r.steps,
+                       cst.bytes / 1e6, cst.seconds,
+                       cst.seconds > 0 ? cst.bytes / 1e6 / cst.seconds : 0, cst.path);
+                fflush(stdout);
+            }
+        }
+        if (stop) {
+            if (lead)
+                fprintf(stderr, "nestpipe: %s: stopped after step %ld%s\n",
+                        stop == SIGINT ? "SIGINT" : stop == SIGTERM ? "SIGTERM" : "signal", r.steps,
+                        cfg.checkpoint_dir[0] ? "; resume with --resume and the checkpoint folder"
+                                              : " (no --checkpoint-dir: nothing saved)");
+            rc = 128 + stop;
+            goto cleanup;
+        }
     }
     if ((st = np_trainer_finish(tr, &err)) || agree(dist, st ? 2 : 0)) goto step_failed;
-    r.seconds = now_s() - t0;
-    r.samples_per_s = r.seconds > 0 ? r.steps * (double)cfg.batch / r.seconds : 0;
-    r.samples_per_s_compute =
-        r.seconds > r.data_seconds ? r.steps * (double)cfg.batch / (r.seconds - r.data_seconds) : 0;
+    r.seconds = now_s() - t0 - r.ckpt_seconds; /* training time: checkpoints apart */
+    {
+        double n = (double)(r.steps - s0) * (double)cfg.batch; /* samples this process trained */
+        r.samples_per_s = r.seconds > 0 ? n / r.seconds : 0;
+        r.samples_per_s_compute = r.seconds > r.data_seconds ? n / (r.seconds - r.data_seconds) : 0;
+    }
     np_trainer_bytes(tr, r.bytes);
     {
         int64_t v = (int64_t)np_trainer_synced_rows(tr);
@@ -547,7 +671,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
                 printf("skipped %ld malformed lines (--skip-bad-lines)\n", r.skipped_lines);
             if (np_config_pipeline(&cfg) == NP_PIPELINE_DBP)
                 printf("dual-buffer sync: %.1f rows per step%s\n",
-                       (double)r.rows_synced / (double)r.steps,
+                       (double)r.rows_synced / (double)(r.steps - s0 > 0 ? r.steps - s0 : 1),
                        r.traced ? "" : " (sync time: run with --trace)");
             const np_trace_kind_time *sync = np_trace_summary_kind(&r.trace_overall, "sync");
             if (r.traced && sync && np_config_pipeline(&cfg) == NP_PIPELINE_DBP)
@@ -582,6 +706,7 @@ done:
 cleanup:
     if (log) fclose(log);
     free(losses);
+    free(cs);
     np_trainer_free(tr); /* first: it waits for tasks that may read the ring */
     for (int k = 0; k < NP_RING; k++)
         np_batch_free(&ring[k]);

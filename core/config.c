@@ -422,6 +422,17 @@ static const key_def keys[] = {
              "one JSON line per step (step, loss, samples/s) and the eval", log_json),
     INT_KEY("log-every", "output", "N", "50", "steps between progress lines when not on a terminal",
             NULL, log_every, 1, LONG_MAX, "an integer >= 1"),
+    PATH_KEY("checkpoint-dir", "output", "DIR",
+             "write checkpoints under DIR (every rank its shard, in parallel)", checkpoint_dir),
+    INT_KEY("checkpoint-every", "output", "N", "0",
+            "steps between checkpoints; 0 = only on SIGINT/SIGTERM", NULL, checkpoint_every, 0,
+            LONG_MAX, "an integer >= 0 (0: only on SIGINT/SIGTERM)"),
+    INT_KEY("keep-checkpoints", "output", "K", "2", "whole checkpoints kept, older ones removed",
+            NULL, keep_checkpoints, 1, 1000000, "an integer >= 1"),
+    PATH_KEY("resume", "output", "DIR",
+             "continue from the newest whole checkpoint in DIR, at any rank\n"
+             "count; SIGINT/SIGTERM finish the step, checkpoint, exit 130/143",
+             resume),
     BOOL_KEY("quiet", "output", "print only errors and warnings (StarPU's notices silenced)", NULL,
              quiet),
     BOOL_KEY("explain-placement", "output",
@@ -670,6 +681,10 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "data criteo:%s: Criteo records have 13 dense and 26 categorical "
                       "features, but bottom starts with %d and tables is %d",
                       c->data_path, c->bottom[0], c->tables);
+    if (c->checkpoint_every > 0 && !c->checkpoint_dir[0])
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "checkpoint-every: %ld steps, but no checkpoint-dir to write them to",
+                      c->checkpoint_every);
     if (c->eval_data == NP_DATA_CRITEO && (c->tables != 26 || c->bottom[0] != 13))
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "eval-data criteo:%s: Criteo records have 13 dense and 26 categorical "

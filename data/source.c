@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "data/data.h"
+#include "nestpipe/checkpoint.h"
 
 struct np_source {
     np_data_kind kind;
@@ -355,4 +356,41 @@ np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_bat
     np_status st = np_source_next_batch(src, g, &src->whole, err);
     if (st) return st;
     return np_batch_slice(&src->whole, lo, n, b, err);
+}
+
+/* ---------------------------------------------------------------- checkpoints */
+
+void np_source_tell(const np_source_t *src, np_data_pos *pos) {
+    pos->delivered = src->delivered;
+    pos->next_index = src->next_index;
+    pos->skipped = src->skipped;
+}
+
+/* Files are read up to the position again (their records are checked on the way): a
+ * reader that could seek would make this O(1), but the replay also proves that the file
+ * is the one the checkpoint read. */
+np_status np_source_seek(np_source_t *src, long g, const np_data_pos *pos, np_error *err) {
+    if (src->split != NP_SPLIT_TRAIN || src->delivered != 0)
+        return np_err(err, NP_STATUS_INTERNAL, "np_source_seek: only a fresh training source");
+    if (src->syn) {
+        src->delivered = pos->delivered;
+        return NP_OK;
+    }
+    np_batch scratch = {0};
+    np_status st = NP_OK;
+    while (src->delivered < pos->delivered && !st)
+        st = np_source_next_batch(src, g, &scratch, err);
+    np_batch_free(&scratch);
+    if (st == NP_STATUS_END_OF_DATA || (!st && (src->delivered != pos->delivered ||
+                                                src->next_index != pos->next_index ||
+                                                src->skipped != pos->skipped)))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "data %s: the checkpoint stopped after %llu training records (stream "
+                      "index %llu, %lld bad lines skipped), but this file gives %llu (index "
+                      "%llu, %ld skipped): not the data the checkpoint was trained on",
+                      src->tsv ? np_tsv_path(src->tsv) : "(binary file)",
+                      (unsigned long long)pos->delivered, (unsigned long long)pos->next_index,
+                      (long long)pos->skipped, (unsigned long long)src->delivered,
+                      (unsigned long long)src->next_index, src->skipped);
+    return st;
 }

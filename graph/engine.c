@@ -126,6 +126,19 @@ static unsigned idle_yield(void *arg) {
     return 0;
 }
 
+void np_engine_hold(np_sp_engine *e) {
+    /* R mode waits for the writers submitted before (update(t), write-back(t)) only */
+    starpu_data_acquire(e->params, STARPU_R);
+    starpu_data_acquire(e->tables, STARPU_R);
+    if (e->state) starpu_data_acquire(e->state, STARPU_R);
+}
+
+void np_engine_release(np_sp_engine *e) {
+    if (e->state) starpu_data_release(e->state);
+    starpu_data_release(e->tables);
+    starpu_data_release(e->params);
+}
+
 void np_engine_free(np_sp_engine *e) {
     if (!e) return;
     starpu_task_wait_for_all();

@@ -40,6 +40,17 @@ const np_trace *np_engine_trace(const np_sp_engine *e);
 double np_engine_clock_us(const np_sp_engine *e);
 void np_engine_trace_data(np_sp_engine *e, long batch, double start_us, double end_us);
 
+/* Checkpoints: hold waits until every submitted task that writes the model's dense
+ * parameters, tables or optimizer state has run and keeps them readable in main memory
+ * (tasks already submitted that only read them, such as retrieve(t+1), keep running);
+ * release lets the next step's updates write them again. Between a wait and the next
+ * submit only. */
+void np_engine_hold(np_sp_engine *e);
+void np_engine_release(np_sp_engine *e);
+/* The same through the trainer (no-ops for the reference engine, which has no tasks). */
+void np_trainer_hold(np_trainer_t *tr);
+void np_trainer_release(np_trainer_t *tr);
+
 /* Unregisters everything (the model memory stays with the model) and stops StarPU. */
 void np_engine_free(np_sp_engine *e);
 

@@ -83,6 +83,14 @@ const np_trace *np_trainer_trace(const np_trainer_t *tr) {
     return tr->sp ? np_engine_trace(tr->sp) : NULL;
 }
 
+void np_trainer_hold(np_trainer_t *tr) {
+    if (tr && tr->sp) np_engine_hold(tr->sp);
+}
+
+void np_trainer_release(np_trainer_t *tr) {
+    if (tr && tr->sp) np_engine_release(tr->sp);
+}
+
 void np_trainer_free(np_trainer_t *tr) {
     if (!tr) return;
     np_reference_free(tr->ref);

@@ -176,6 +176,13 @@ typedef struct np_config {
     np_data_kind eval_data;           /* key "eval-data": criteo:PATH | bin:PATH | none; */
     char eval_data_path[NP_PATH_MAX]; /* synthetic = none: evaluate on the held-out split */
     char log_json[NP_PATH_MAX];       /* key "log-json": one JSON line per step */
+    /* checkpoints (docs/formats.md "Checkpoints"), added in 0.3 */
+    char checkpoint_dir[NP_PATH_MAX]; /* key "checkpoint-dir": where checkpoints are written */
+    long checkpoint_every;            /* key "checkpoint-every": steps between checkpoints;
+                                         0 = only when stopped by SIGINT/SIGTERM */
+    int keep_checkpoints;             /* key "keep-checkpoints": whole checkpoints kept (>= 1) */
+    char resume[NP_PATH_MAX];         /* key "resume": continue from the newest whole
+                                         checkpoint in this folder */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
