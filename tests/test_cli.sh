@@ -252,5 +252,34 @@ expect_fail "init-params: a truncated dump" 2 "is truncated" -- \
 expect_fail "init-params: a missing file" 2 "cannot open" -- \
   "$NP" train --steps 1 "${SMALL[@]}" --init-params "$W/none.params"
 
+# ---- robust inputs (issue 14 part 4): each check fails on the code before its fix
+R=(--engine reference --steps 2 "${SMALL[@]}")
+leftovers() { compgen -G "$1.??????" >/dev/null || [[ -e $1.tmp && ! -d $1.tmp ]]; }
+# D10: outputs go through unique temporaries: another run's PATH.tmp (here a folder in the
+# way) does not stop a write, and nothing is left beside the output
+for f in d10.params d10.json d10.bin d10.trace d10.svg d10.paje; do mkdir "$W/$f.tmp"; done
+expect_ok "D10: dump and metrics beside a foreign PATH.tmp" "$NP" train "${R[@]}" \
+  --dump-params "$W/d10.params" --metrics-json "$W/d10.json"
+expect_ok "D10: convert beside a foreign PATH.tmp" "$NP" convert "$W/good.tsv" "$W/d10.bin"
+expect_ok "D10: trace beside a foreign PATH.tmp" "$NP" train --steps 2 "${SMALL[@]}" --trace "$W/d10.trace"
+expect_ok "D10: trace svg beside a foreign PATH.tmp" "$NP" trace svg "$W/d10.trace" "$W/d10.svg"
+expect_ok "D10: trace paje beside a foreign PATH.tmp" "$NP" trace paje "$W/d10.trace" "$W/d10.paje"
+n=0
+for f in d10.params d10.json d10.bin d10.trace d10.svg d10.paje; do
+  [[ -s $W/$f ]] && ! leftovers "$W/$f" && n=$((n + 1))
+done
+((n == 6)) && ok "D10: all six outputs written, no temporary left" || bad "D10: $n of 6 outputs clean"
+cmp -s "$W/d10.bin" "$W/good.bin" && ok "D10: convert's bytes unchanged" || bad "D10: convert differs"
+[[ $(stat -c %a "$W/d10.params") == $(printf '%o' $((0666 & ~$(umask)))) ]] &&
+  ok "D10: the output has fopen's mode, not mkstemp's 0600" || bad "D10: mode $(stat -c %a "$W/d10.params")"
+# D9: --metrics-json on a full disk (a 1 KiB file size limit) fails and leaves the old file
+echo '{"old": 1}' >"$W/d9.json"
+(trap '' XFSZ; ulimit -f 1; "$NP" train "${R[@]}" --metrics-json "$W/d9.json") >"$W/out" 2>"$W/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "metrics-json: cannot write $W/d9.json" "$W/err" &&
+  [[ $(cat "$W/d9.json") == '{"old": 1}' ]] && ! leftovers "$W/d9.json" &&
+  ok "D9: a failed metrics write keeps the old file whole" ||
+  bad "D9: exit $rc, file '$(head -c 80 "$W/d9.json")', $(cat "$W/err")"
+
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]

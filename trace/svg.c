@@ -511,17 +511,13 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
     size_t n = np_trace_count(tr);
     task *ts = np_alloc(n ? n : 1, sizeof *ts, "svg tasks", err);
     batch_start *bs = np_alloc(n ? n : 1, sizeof *bs, "svg batch starts", err);
-    size_t len = strlen(path);
-    char *tmp = np_alloc(len + 5, 1, "svg path", err);
     np_trace_report rep;
     memset(&rep, 0, sizeof rep);
     np_status st = NP_OK;
-    if (!ts || !bs || !tmp) {
+    if (!ts || !bs) {
         st = NP_STATUS_NO_MEMORY;
         goto out;
     }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
 
     /* Times relative to the earliest start; a time that is not finite is placed at 0 and a
      * task ending before it starts is drawn as a hairline, as in the Chrome export. */
@@ -576,25 +572,20 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
         st = NP_OK;
     }
 
-    /* Through a temporary and rename, so a viewer never opens half a picture. */
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        st = np_err(err, NP_STATUS_IO, "trace: cannot create %s (SVG of %s): %s", tmp, path,
-                    strerror(errno));
-        goto out;
-    }
+    /* Through a unique temporary and rename, so a viewer never opens half a picture. */
+    np_outfile o;
+    if ((st = np_outfile_open(&o, path, "trace svg", err))) goto out;
     errno = 0;
     if (n == 0) {
-        emit_empty(f);
+        emit_empty(o.f);
     } else {
-        picture p = {f, tr, ts, n, bs, span, analyzed ? &rep : NULL, aerr.msg, n_lanes, n_ranks};
+        picture p = {o.f, tr, ts, n, bs, span, analyzed ? &rep : NULL, aerr.msg, n_lanes, n_ranks};
         emit(&p);
     }
-    st = np_trace_commit_file(f, 0, tmp, path, "SVG", err);
+    st = np_outfile_commit(&o, 0, err);
 out:
     np_trace_report_free(&rep); /* zeroed when analyze did not run */
     free(ts);
     free(bs);
-    free(tmp);
     return st;
 }
