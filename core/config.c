@@ -92,7 +92,9 @@ int64_t np_config_rows(const np_config *cfg, int t) {
 
 static np_status bad(np_error *err, const char *where, const char *key, const char *value,
                      const char *expect) {
-    return np_err(err, NP_STATUS_BAD_INPUT, "%s: bad value '%s' for %s: expected %s", where, value,
+    char shown[256]; /* a value from a file: control bytes escaped, long ones cut */
+    np_escape(value, strlen(value), shown, sizeof shown);
+    return np_err(err, NP_STATUS_BAD_INPUT, "%s: bad value '%s' for %s: expected %s", where, shown,
                   key, expect);
 }
 
@@ -375,7 +377,7 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         c.log_every = (long)i;
     } else {
         return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (see nestpipe train --help)",
-                      where, key);
+                      where, np_escape(key, strlen(key), (char[128]){0}, 128));
     }
     *cfg = c;
     return NP_OK;
@@ -395,7 +397,8 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
     if (ctx->failed) return 0;
     if (section[0] && strcmp(section, "nestpipe")) {
         np_err(&ctx->first, NP_STATUS_BAD_INPUT,
-               "unknown section [%s] (keys go at the top or under [nestpipe])", section);
+               "unknown section [%s] (keys go at the top or under [nestpipe])",
+               np_escape(section, strlen(section), (char[128]){0}, 128));
         ctx->failed = 1;
         return 0;
     }

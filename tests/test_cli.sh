@@ -280,6 +280,33 @@ rc=$?
   [[ $(cat "$W/d9.json") == '{"old": 1}' ]] && ! leftovers "$W/d9.json" &&
   ok "D9: a failed metrics write keeps the old file whole" ||
   bad "D9: exit $rc, file '$(head -c 80 "$W/d9.json")', $(cat "$W/err")"
+# D1: compare checks every size from the file: a dim of 2^62+1 (4 x that wraps to 4 bytes)
+# and dims whose product overflows are one line each, exit 2, not a read past the buffer
+hdr='NPPARAMS\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00w'
+printf "$hdr"'\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x40\x00\x00\x80\x3f' >"$W/d1a.params"
+printf "$hdr"'\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x80\x3f' >"$W/d1b.params"
+expect_fail "D1: compare, a dim larger than the file" 2 "$W/d1a.params: tensor 0: dims larger than the data left" \
+  -- "$NP" compare "$W/d1a.params" "$W/d1a.params"
+expect_fail "D1: compare, dims whose product overflows" 2 "$W/d1b.params: tensor 0: dims whose product overflows" \
+  -- "$NP" compare "$W/d1b.params" "$W/d1b.params"
+# D12: names from a file reach the terminal escaped (here ESC [ 3 1 m)
+printf 'NPPARAMS\x01\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x1b[31m\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x3f' >"$W/esc.params"
+expect_ok "D12: compare a tensor named with a control byte" "$NP" compare "$W/esc.params" "$W/esc.params"
+grep -qF '\x1b[31m' "$W/out" && ! grep -q $'\x1b' "$W/out" && ok "D12: compare escapes control bytes" ||
+  bad "D12: compare printed $(od -c "$W/out" | head -n 2)"
+head -n 1 "$W/good.tsv" | awk -F'\t' -v OFS='\t' '{ $2 = "1\033[2J"; print }' >"$W/esc.tsv"
+expect_fail "D12: a Criteo field with a control byte" 2 "esc.tsv:1:3: field I1 (integer): '1\x1b[2J' is not" \
+  -- "$NP" train --data "criteo:$W/esc.tsv" "${R[@]}"
+! grep -q $'\x1b' "$W/err" && ok "D12: no raw control byte in the message" || bad "D12: raw ESC in $(od -c "$W/err" | head -n 2)"
+# D2: a trace whose span is 1e-320 us draws (the axis loop used to run forever), bounded by timeout
+ev='"ph":"X","name":"t","pid":0,"tid":0,"args":{"kind":"fwd","batch":0,"window":-1,"bytes":0}'
+echo "{\"traceEvents\":[{$ev,\"ts\":0,\"dur\":1e-320}]}" >"$W/tiny.json"
+expect_ok "D2: trace svg of a 1e-320 us span ends" timeout 20 "$NP" trace svg "$W/tiny.json" "$W/tiny.svg"
+(($(stat -c %s "$W/tiny.svg") < 100000)) && ok "D2: and writes a small picture" || bad "D2: svg is $(stat -c %s "$W/tiny.svg") bytes"
+# D12: times past 1e15 us are bad input (the report printed 300-digit or inf step times)
+echo "{\"traceEvents\":[{$ev,\"ts\":1e300,\"dur\":1e300}]}" >"$W/huge.json"
+expect_fail "D12: a trace with huge times" 2 'traceEvents[0] ("ph":"X", kind '"'fwd'"'): "ts" or "dur" beyond 1e15' \
+  -- "$NP" trace report "$W/huge.json"
 
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]

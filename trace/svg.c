@@ -135,10 +135,13 @@ static const char *text_on(np_node_kind k, int node) {
     return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] > 150 ? "#000" : "#fff";
 }
 
-/* A 1-2-5 step near span/10, so the axis has about ten labelled ticks. */
+/* A 1-2-5 step near span/10, so the axis has about ten labelled ticks. A span so small
+ * (or large) that the step is not a normal positive number gets the span itself as its
+ * step: two ticks, 0 and the end. */
 static double tick_step(double span) {
     double raw = span / 10, mag = pow(10, floor(log10(raw))), f = raw / mag;
-    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+    double step = (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+    return isnormal(step) && step > 0 && span / step <= 20 ? step : span;
 }
 
 typedef struct {
@@ -280,13 +283,16 @@ static void put_axis(const picture *p, double y, double y_end) {
     FILE *f = p->f;
     double span_ms = p->span / 1000, step = tick_step(span_ms);
     int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    if (!(dec >= 0 && dec <= 17)) dec = 17; /* a subnormal span: as many digits as a double has */
     fprintf(f,
             "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\" "
             "stroke-width=\"1\"/>\n",
             LABEL_W, y, LABEL_W + PLOT_W, y);
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">ms</text>\n",
             LABEL_W - 16, y - 6);
-    for (long i = 0; i * step <= span_ms * (1 + 1e-9); i++) {
+    /* at most 21 ticks whatever the span (tick_step's bound), so a degenerate trace cannot
+     * make the loop run on */
+    for (long i = 0; i <= 20 && i * step <= span_ms * (1 + 1e-9); i++) {
         double x = x_of(p, i * step * 1000);
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
