@@ -2,6 +2,7 @@
  * which writes it from a Criteo TSV through the TSV parser. Byte layout: docs/data.md.
  * Not here: the split or batching (source.c). */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,14 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "%s: record %llu (byte %llu): label %g is not 0 or 1", r->path,
                       (unsigned long long)rec, (unsigned long long)at, (double)*label);
+    /* a NaN or inf feature would poison the model without a word: refuse it here */
+    for (uint32_t j = 0; j < r->n_dense; j++)
+        if (!isfinite(dense[j]))
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "%s: record %llu (byte %llu): dense feature %u is %g, not a finite "
+                          "number",
+                          r->path, (unsigned long long)rec, (unsigned long long)at, j,
+                          (double)dense[j]);
     uint64_t nk = 0;
     for (uint32_t t = 0; t < r->n_tables; t++) {
         nk += count[t];

@@ -307,6 +307,14 @@ expect_ok "D2: trace svg of a 1e-320 us span ends" timeout 20 "$NP" trace svg "$
 echo "{\"traceEvents\":[{$ev,\"ts\":1e300,\"dur\":1e300}]}" >"$W/huge.json"
 expect_fail "D12: a trace with huge times" 2 'traceEvents[0] ("ph":"X", kind '"'fwd'"'): "ts" or "dur" beyond 1e15' \
   -- "$NP" trace report "$W/huge.json"
+# D5: a NaN or inf dense feature in binary data is bad input naming the record (the run
+# used to end 0 with NaN parameters); in a TSV "nan" is not an integer and never was
+cp "$W/good.bin" "$W/nan.bin"
+printf '\x00\x00\xc0\x7f' | dd of="$W/nan.bin" bs=1 seek=$((40 + 368 * 2 + 4 + 4 * 3)) conv=notrunc status=none
+expect_fail "D5: NaN in binary dense features" 2 "$W/nan.bin: record 2 (byte 776): dense feature 3 is nan, not a finite number" \
+  -- "$NP" train --data "bin:$W/nan.bin" --steps 0 "${SMALL[@]}" --engine reference
+head -n 1 "$W/good.tsv" | awk -F'\t' -v OFS='\t' '{ $3 = "nan"; print }' >"$W/nan.tsv"
+expect_fail "D5: nan in a Criteo TSV" 2 "nan.tsv:1:" -- "$NP" train --data "criteo:$W/nan.tsv" "${R[@]}"
 
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]
