@@ -315,6 +315,13 @@ expect_fail "D5: NaN in binary dense features" 2 "$W/nan.bin: record 2 (byte 776
   -- "$NP" train --data "bin:$W/nan.bin" --steps 0 "${SMALL[@]}" --engine reference
 head -n 1 "$W/good.tsv" | awk -F'\t' -v OFS='\t' '{ $3 = "nan"; print }' >"$W/nan.tsv"
 expect_fail "D5: nan in a Criteo TSV" 2 "nan.tsv:1:" -- "$NP" train --data "criteo:$W/nan.tsv" "${R[@]}"
+# D7: a config line longer than libinih's buffer is refused with file:line (its tail used to
+# be read as a line of its own: here 'steps = 1')
+{ echo "steps = 2"; printf '#'; printf 'x%.0s' {1..250}; echo " steps = 1"; } >"$W/long.ini"
+expect_fail "D7: an over-long config line" 2 "$W/long.ini:2: line of 261 bytes; config lines may have at most 198" \
+  -- "$NP" train --config "$W/long.ini" "${R[@]}"
+# D8: --config naming a folder is refused (it read as an empty file)
+expect_fail "D8: --config naming a folder" 2 "config file $W is a folder" -- "$NP" train --config "$W" "${R[@]}"
 
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]
