@@ -1,6 +1,7 @@
 /* The `nestpipe` command: `train` (config + flags -> training run -> report) and
  * `convert` (Criteo TSV -> binary). Exit codes: 0 ok, 2 bad input of any kind, 1 other
  * failures. All parsing of values is np_config_set's; this file only maps flags to keys. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -565,6 +566,13 @@ int main(int argc, char **argv) {
     np_status st = np_dist_init(&argc, &argv, &dist, &err);
     if (st) return fail(st, &err);
     int rc = run(dist, argc, argv);
+    /* a report that could not be written (a full disk, a closed pipe) is a failure, not a
+     * silent success */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        np_error_set(&err, NP_STATUS_IO, "cannot write to standard output: %s", strerror(errno));
+        int wrc = fail(NP_STATUS_IO, &err);
+        if (!rc) rc = wrc;
+    }
     np_dist_free(dist);
     return rc;
 }

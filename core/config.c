@@ -503,6 +503,28 @@ np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
 
 /* ---------------------------------------------------------------- cross-field checks */
 
+/* Parameters of an MLP from `in` through sizes[0..n) (weights and biases), in double: the
+ * sizes may multiply past any integer type. */
+static double mlp_params(double in, const int *sizes, int n) {
+    double p = 0;
+    for (int i = 0; i < n; i++) {
+        p += in * sizes[i] + sizes[i];
+        in = sizes[i];
+    }
+    return p;
+}
+
+/* The dense parameters of the config's model graph (model/graph.c builds the same). */
+static double dense_params(const np_config *c) {
+    double p = mlp_params(c->bottom[0], c->bottom + 1, c->n_bottom - 1);
+    if (c->model == NP_MODEL_DCNV2) {
+        double d = (double)(c->tables + 1) * c->dim;
+        double cross = c->cross_rank ? 2.0 * d * c->cross_rank + d : d * d + d;
+        p += c->cross_layers * cross + mlp_params(d, c->deep, c->n_deep);
+    }
+    return p + mlp_params(np_config_top_input(c), c->top, c->n_top);
+}
+
 np_status np_config_check(const np_config *cfg, np_error *err) {
     const np_config *c = cfg;
     int last_bottom = c->bottom[c->n_bottom - 1];
@@ -585,5 +607,15 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "rows/dim: the embedding tables need %.1f GiB but this machine has %.1f "
                       "GiB of memory; reduce rows or dim",
                       bytes / (1 << 30), (double)pages * page / (1 << 30));
+    /* the dense layers: weights and their gradients at least (were an allocation failure,
+     * exit 1, after the tables were built) */
+    double dense = dense_params(c) * 8.0;
+    if (pages > 0 && page > 0 && dense + bytes > (double)pages * (double)page * 0.9)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "model: the dense layers hold %.3g parameters, %.1f GiB with their "
+                      "gradients, and the tables %.1f GiB, but this machine has %.1f GiB of "
+                      "memory; reduce the layer sizes (bottom, top, deep, cross-rank)",
+                      dense / 8.0, dense / (1 << 30), bytes / (1 << 30),
+                      (double)pages * page / (1 << 30));
     return NP_OK;
 }

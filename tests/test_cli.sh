@@ -322,6 +322,13 @@ expect_fail "D7: an over-long config line" 2 "$W/long.ini:2: line of 261 bytes; 
   -- "$NP" train --config "$W/long.ini" "${R[@]}"
 # D8: --config naming a folder is refused (it read as an empty file)
 expect_fail "D8: --config naming a folder" 2 "config file $W is a folder" -- "$NP" train --config "$W" "${R[@]}"
+# D12: dense layers that cannot fit in memory are bad input before anything is allocated
+# (exit 1, out of memory, after the tables were built)
+expect_fail "D12: dense layers too large" 2 "model: the dense layers hold 3.01e+12 parameters" \
+  -- "$NP" train --model dcnv2 --tables 1000 --dim 1000 --bottom 13-1000 --rows 100 --batch 64 --steps 1
+# D12: a write error on stdout is an error (--version to a full device exited 0)
+expect_fail "D12: stdout on a full device" 2 "cannot write to standard output: No space left on device" \
+  -- bash -c '"$0" --version >/dev/full' "$NP"
 
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]
