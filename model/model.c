@@ -207,6 +207,13 @@ void np_model_free(np_model_t *m) {
     free(m);
 }
 
+np_status np_model_diverged(const np_model_t *m, long step, const char *what, np_error *err) {
+    return np_err(err, NP_STATUS_BAD_INPUT,
+                  "training diverged: the update of step %ld left a NaN or inf in %s; lower --lr "
+                  "(now %g)",
+                  step, what, m->cfg.lr);
+}
+
 /* ---------------------------------------------------------------- NPPARAMS dump */
 
 static int put_u32(FILE *f, uint32_t v) {

@@ -329,6 +329,12 @@ expect_fail "D12: dense layers too large" 2 "model: the dense layers hold 3.01e+
 # D12: a write error on stdout is an error (--version to a full device exited 0)
 expect_fail "D12: stdout on a full device" 2 "cannot write to standard output: No space left on device" \
   -- bash -c '"$0" --version >/dev/full' "$NP"
+# D6: divergence that leaves NaN parameters (the loss stayed finite: exit 0 with 35% of the
+# model NaN) stops at the update that made them, naming step and tensor, on both engines
+for e in reference starpu; do
+  expect_fail "D6: --lr 1e3 diverges ($e)" 2 "training diverged: the update of step 4 left a NaN or inf in" \
+    -- "$NP" train --engine $e --steps 20 "${SMALL[@]}" --lr 1e3
+done
 
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]
