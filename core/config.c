@@ -57,6 +57,7 @@ void np_config_defaults(np_config *cfg) {
     cfg->local_ranks = cfg->nodes = 1;
     cfg->quiet = 0;
     cfg->log_every = 50;
+    cfg->rank_timeout = 300;
 }
 
 int np_config_top_input(const np_config *cfg) {
@@ -377,6 +378,10 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         if (parse_i64(value, 1, LONG_MAX, &i))
             return bad(err, where, key, value, "an integer >= 1");
         c.log_every = (long)i;
+    } else if (!strcmp(key, "rank-timeout")) {
+        if (parse_f64(value, 0, 1e6, &f))
+            return bad(err, where, key, value, "seconds, a number from 0 (off) to 1e6");
+        c.rank_timeout = f;
     } else {
         return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (see nestpipe train --help)",
                       where, np_escape(key, strlen(key), (char[128]){0}, 128));

@@ -200,6 +200,7 @@ typedef struct np_config {
     int quiet;       /* key "quiet": 0|1 */
     int explain_placement; /* key "explain-placement": 0|1, each rank prints its placement */
     long log_every;  /* key "log-every": steps between plain progress lines */
+    double rank_timeout; /* key "rank-timeout": seconds a rank may stall the others; 0 off */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
