@@ -386,10 +386,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     if (!st && cfg.init_params[0]) st = np_model_load(model, cfg.init_params, &err);
     if ((rc = setup_agree(dist, &cfg, st, &err))) goto cleanup;
     /* a rank that fails inside this collective set-up stops the whole job */
-    if ((st = np_trainer_create(&cfg, model, &tr, &err))) {
-        if (cfg.ranks == 1) goto setup_failed;
-        goto step_failed;
-    }
+    if ((st = np_trainer_create(&cfg, model, &tr, &err))) goto step_failed;
     /* from here every step is collective: a rank that stalls the others is named */
     if ((st = np_dist_watchdog_start(dist, cfg.rank_timeout, &wd, &err))) goto step_failed;
 
@@ -397,7 +394,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     losses = calloc((size_t)window, sizeof *losses);
     if (!losses) {
         st = np_error_set(&err, NP_STATUS_NO_MEMORY, "out of memory");
-        goto setup_failed;
+        goto step_failed; /* this rank only: the job stops */
     }
     int tty = lead && isatty(fileno(stderr));
     double t0 = now_s(), last_print = 0, recent = 0;
