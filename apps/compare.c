@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "nestpipe/nestpipe.h"
 
 typedef struct dump {
     unsigned char *buf;
@@ -38,23 +39,30 @@ static int rd(dump *d, void *out, size_t n) {
     return 0;
 }
 
-/* Reads one tensor header; data pointer and element count out. */
-static int next_tensor(dump *d, char *name, size_t name_cap, const float **data, size_t *count) {
+/* Reads one tensor header; data pointer and element count out. Every size from the file is
+ * checked before use: the element count must not overflow and its bytes must be in the
+ * file. On failure returns what is wrong. */
+static const char *next_tensor(dump *d, char *name, size_t name_cap, const float **data,
+                               size_t *count) {
     uint32_t len, nd;
-    if (rd(d, &len, 4) || len >= name_cap || rd(d, name, len)) return -1;
+    if (rd(d, &len, 4)) return "the file ends before the tensor's name";
+    if (len >= name_cap) return "a name longer than 255 bytes";
+    if (rd(d, name, len)) return "the file ends in the tensor's name";
     name[len] = 0;
-    if (rd(d, &nd, 4) || nd > 8) return -1;
+    if (rd(d, &nd, 4)) return "the file ends before the tensor's dims";
+    if (nd > 8) return "more than 8 dims";
     size_t cnt = 1;
     for (uint32_t i = 0; i < nd; i++) {
         uint64_t dim;
-        if (rd(d, &dim, 8)) return -1;
-        cnt *= dim;
+        if (rd(d, &dim, 8)) return "the file ends in the tensor's dims";
+        if (dim > SIZE_MAX || (dim && cnt > SIZE_MAX / dim)) return "dims whose product overflows";
+        cnt *= (size_t)dim;
     }
-    if (d->pos + cnt * 4 > d->len) return -1;
+    if (cnt > (d->len - d->pos) / 4) return "dims larger than the data left in the file";
     *data = (const float *)(d->buf + d->pos);
     *count = cnt;
     d->pos += cnt * 4;
-    return 0;
+    return NULL;
 }
 
 int np_cmd_compare(int argc, char **argv) {
@@ -124,14 +132,20 @@ int np_cmd_compare(int argc, char **argv) {
         char name_a[256], name_b[256];
         const float *xa, *xb;
         size_t ca, cb;
-        if (next_tensor(&a, name_a, sizeof name_a, &xa, &ca) ||
-            next_tensor(&b, name_b, sizeof name_b, &xb, &cb)) {
-            fprintf(stderr, "nestpipe: %s or %s: truncated tensor %u\n", pa, pb, k);
+        const char *why_a = next_tensor(&a, name_a, sizeof name_a, &xa, &ca);
+        const char *why_b = why_a ? NULL : next_tensor(&b, name_b, sizeof name_b, &xb, &cb);
+        if (why_a || why_b) {
+            fprintf(stderr, "nestpipe: compare: %s: tensor %u: %s\n", why_a ? pa : pb, k,
+                    why_a ? why_a : why_b);
             rc = 2;
             break;
         }
+        /* names come from the files: no raw control bytes on the terminal */
+        char show_a[1100], show_b[1100];
+        np_escape(name_a, strlen(name_a), show_a, sizeof show_a);
+        np_escape(name_b, strlen(name_b), show_b, sizeof show_b);
         if (strcmp(name_a, name_b) || ca != cb) {
-            printf("%s (%zu) vs %s (%zu): names or shapes differ\n", name_a, ca, name_b, cb);
+            printf("%s (%zu) vs %s (%zu): names or shapes differ\n", show_a, ca, show_b, cb);
             rc = 1;
             continue;
         }
@@ -149,7 +163,7 @@ int np_cmd_compare(int argc, char **argv) {
                 at = i;
             }
         }
-        printf("%-18s %10zu elems  max |a-b| %.3g at %zu (%.3g of tolerance)%s\n", name_a, ca,
+        printf("%-18s %10zu elems  max |a-b| %.3g at %zu (%.3g of tolerance)%s\n", show_a, ca,
                worst_abs, at, worst, bad ? "  OUT OF TOLERANCE" : "");
         bad_total += bad;
     }

@@ -130,12 +130,15 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
         json_object_set_new(tj, "kinds", kinds);
         json_object_set_new(o, "trace", tj);
     }
-    int rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS);
-    json_decref(o);
-    if (rc) {
-        snprintf(err->msg, sizeof err->msg, "metrics-json: cannot write %s: %s", path,
-                 strerror(errno));
-        return -1;
+    /* through a unique temporary, fsync and rename: a full disk or a crash leaves the old
+     * file (or none), never a cut one */
+    np_outfile out;
+    np_status st = np_outfile_open(&out, path, "metrics-json", err);
+    if (!st) {
+        int failed = json_dumpf(o, out.f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
+                     fputc('\n', out.f) == EOF;
+        st = np_outfile_commit(&out, failed, err);
     }
-    return 0;
+    json_decref(o);
+    return st ? -1 : 0;
 }

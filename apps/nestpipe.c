@@ -244,18 +244,55 @@ static int fail_rank(const np_config *cfg, np_status st, const np_error *err) {
 
 /* All ranks agree on a step's outcome: 0 ok, 1 end of data, 2 failed somewhere. A rank
  * that failed says why; the others learn that one did. */
-static int agree(np_dist_t *dist, int mine) {
+static int agree(np_dist_t *dist, np_dist_watchdog_t *wd, int mine) {
     int64_t v = mine;
-    if (np_dist_max_i64(dist, &v, NULL)) return 2;
-    return (int)v;
+    np_dist_watchdog_progress(wd, -1, 1); /* waits for the other ranks */
+    int failed = np_dist_max_i64(dist, &v, NULL) != NP_OK;
+    np_dist_watchdog_progress(wd, -1, 0);
+    return failed ? 2 : (int)v;
+}
+
+/* A set-up outcome, agreed by every rank before anything collective follows, so that a
+ * failure on one rank (a file missing on one host) cannot leave the others waiting in the
+ * next collective. A failure on every rank (the same flags and files everywhere) is
+ * reported once, by rank 0; a failure on some ranks only by each of them, with its rank,
+ * and rank 0 says that another rank failed. Returns 0 when every rank succeeded, else the
+ * worst exit code, the same on every rank. */
+static int setup_agree(np_dist_t *dist, const np_config *cfg, np_status st, const np_error *err) {
+    int code = !st ? 0
+               : st == NP_STATUS_BAD_INPUT || st == NP_STATUS_IO || st == NP_STATUS_UNSUPPORTED
+                   ? EXIT_BAD_INPUT
+                   : 1;
+    int64_t failed = st != NP_OK, worst = code;
+    if (np_dist_sum_i64(dist, &failed, NULL) || np_dist_max_i64(dist, &worst, NULL)) {
+        fprintf(stderr, "nestpipe: rank %d: MPI failed while the ranks agreed on set-up\n",
+                cfg->rank);
+        np_dist_abort(dist, 1);
+    }
+    if (!failed) return 0;
+    if (failed == cfg->ranks) {
+        if (cfg->rank == 0) fail(st, err);
+    } else if (st) {
+        fail_rank(cfg, st, err);
+    } else if (cfg->rank == 0) {
+        fprintf(stderr, "nestpipe: %lld of %d ranks failed to set up; stopping (see their "
+                        "messages)\n",
+                (long long)failed, cfg->ranks);
+    }
+    return (int)worst;
 }
 
 /* Fault injection for the MPI tests: NP_TEST_KILL_RANK / NP_TEST_KILL_STEP make that rank
  * die (SIGKILL) before that step, as a crashed node would; NP_TEST_FAIL_RANK /
- * NP_TEST_FAIL_STEP make its step fail with an error instead. Returns 1 for the latter. */
+ * NP_TEST_FAIL_STEP make its step fail with an error instead, and NP_TEST_STALL_RANK /
+ * NP_TEST_STALL_STEP make its driver sleep there for an hour, as a hung node would (for
+ * the --rank-timeout watchdog). Returns 1 for a failure. */
 static int maybe_die(const np_config *cfg, long step) {
     const char *r = getenv("NP_TEST_KILL_RANK"), *s = getenv("NP_TEST_KILL_STEP");
     if (r && s && atoi(r) == cfg->rank && atol(s) == step) raise(SIGKILL);
+    r = getenv("NP_TEST_STALL_RANK");
+    s = getenv("NP_TEST_STALL_STEP");
+    if (r && s && atoi(r) == cfg->rank && atol(s) == step) sleep(3600);
     r = getenv("NP_TEST_FAIL_RANK");
     s = getenv("NP_TEST_FAIL_STEP");
     return r && s && atoi(r) == cfg->rank && atol(s) == step;
@@ -270,6 +307,7 @@ typedef struct reader {
     long lo, local_n; /* this rank's slice */
     np_run_metrics *r;
     np_trainer_t *tr; /* a traced run records the reads as the driver's "data" tasks */
+    np_dist_watchdog_t *wd; /* told when the reads wait for the other ranks */
     np_data_pos pos[NP_RING]; /* the source's position after each batch in the ring */
     long loaded;  /* batches read so far */
     int ended;    /* the data has no further full batch */
@@ -287,7 +325,7 @@ static int read_ahead(reader *rd, long upto) {
         rd->st = np_source_next_slice(rd->src, cfg->batch, rd->lo, rd->local_n, l, &rd->err);
         rd->r->data_seconds += now_s() - td;
         if (!rd->st) np_trainer_trace_data(rd->tr, rd->loaded, c0, np_trainer_clock_us(rd->tr));
-        int outcome = agree(rd->dist, rd->st == NP_OK                   ? 0
+        int outcome = agree(rd->dist, rd->wd, rd->st == NP_OK                   ? 0
                                       : rd->st == NP_STATUS_END_OF_DATA ? 1
                                                                         : 2);
         if (outcome == 2) {
@@ -369,7 +407,16 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     int lead = cfg.rank == 0; /* rank 0 prints, evaluates and writes the outputs */
     int help = 0, print = 0;
     int rc = np_cli_parse_train_args(argc, argv, &cfg, &help, &print);
-    /* parsing is the same on every rank: only rank 0 says what is wrong */
+    /* the same flags on every rank, but a config file may differ (or be missing) on one
+     * host: every rank learns whether parsing failed anywhere (each failed rank said why) */
+    if (cfg.ranks > 1) {
+        int64_t v = rc;
+        if (np_dist_max_i64(dist, &v, NULL)) np_dist_abort(dist, 1);
+        if (v && !rc && lead)
+            fprintf(stderr, "nestpipe: another rank failed to read its flags; stopping (see "
+                            "its message)\n");
+        rc = (int)v;
+    }
     if (rc) return rc;
     if (help) {
         if (lead) train_help(stdout);
@@ -380,26 +427,25 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     /* StarPU lets STARPU_SCHED override the policy a program asks for (the help and docs say
      * so); check it like --sched and use it everywhere (the compute context too), so the
      * metrics name the policy that ran */
+    np_status st = NP_OK;
     const char *env_sched = getenv("STARPU_SCHED");
     if (env_sched && *env_sched && strcmp(env_sched, cfg.sched) && strcmp(env_sched, "help") &&
-        cfg.engine == NP_ENGINE_STARPU) {
-        if (np_config_set(&cfg, "sched", env_sched, "STARPU_SCHED", &err))
-            return lead ? fail(NP_STATUS_BAD_INPUT, &err) : EXIT_BAD_INPUT;
-    }
-    np_status st = np_config_check(&cfg, &err);
-    if (st) return lead ? fail(st, &err) : (st == NP_STATUS_BAD_INPUT ? EXIT_BAD_INPUT : 1);
-    if (print) {
+        cfg.engine == NP_ENGINE_STARPU)
+        st = np_config_set(&cfg, "sched", env_sched, "STARPU_SCHED", &err);
+    if (!st) st = np_config_check(&cfg, &err);
+    if (!st && print) {
         if (lead) print_config(&cfg, stdout);
         return 0;
     }
     /* rank 0 writes the outputs: it checks them, and every rank stops if one is bad */
-    if (lead && ((st = check_output("metrics-json", cfg.metrics_json, &err)) ||
-                 (st = check_output("dump-params", cfg.dump_params, &err)) ||
-                 (st = check_ckpt_dir(cfg.checkpoint_dir, &err)) ||
-                 (st = check_output("trace", cfg.trace, &err)) ||
-                 (st = check_output("log-json", cfg.log_json, &err))))
-        fail(st, &err);
-    if (agree(dist, st ? 2 : 0)) return EXIT_BAD_INPUT;
+    const char *outputs[4][2] = {{"metrics-json", cfg.metrics_json},
+                                 {"dump-params", cfg.dump_params},
+                                 {"trace", cfg.trace},
+                                 {"log-json", cfg.log_json}};
+    for (int k = 0; k < 4 && !st && lead; k++)
+        st = check_output(outputs[k][0], outputs[k][1], &err);
+    if (!st && lead) st = check_ckpt_dir(cfg.checkpoint_dir, &err);
+    if ((rc = setup_agree(dist, &cfg, st, &err))) return rc;
 
     np_source_t *train = NULL, *eval = NULL;
     FILE *log = NULL; /* --log-json, rank 0 */
@@ -409,14 +455,14 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_run_metrics r = {.global_batch = cfg.batch, .train_loss = NAN, .train_loss_first = NAN};
     double *losses = NULL;
     np_ckpt_state *cs = NULL; /* the driver's state a checkpoint holds */
+    np_dist_watchdog_t *wd = NULL;
     long s0 = 0;              /* the first step this process runs (resumed: the checkpoint's) */
     long local_n = cfg.batch / cfg.ranks, lo = local_n * cfg.rank;
     /* placement first: the driver's binding decides where the tables are first touched */
-    if (cfg.engine == NP_ENGINE_STARPU) {
-        if ((st = np_placement_explain(&cfg, 1, r.placement, sizeof r.placement, &err)))
-            goto setup_failed;
-        if (cfg.explain_placement) fprintf(stderr, "nestpipe: placement: %s\n", r.placement);
-    }
+    if (cfg.engine == NP_ENGINE_STARPU &&
+        !(st = np_placement_explain(&cfg, 1, r.placement, sizeof r.placement, &err)) &&
+        cfg.explain_placement)
+        fprintf(stderr, "nestpipe: placement: %s\n", r.placement);
     /* --eval-data: every record of that file is evaluated, and every training record
      * trains (no held-out split) */
     np_config ecfg = cfg;
@@ -427,25 +473,24 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         memcpy(ecfg.data_path, cfg.eval_data_path, sizeof ecfg.data_path);
         esplit = NP_SPLIT_ALL;
     }
-    if (lead && cfg.log_json[0] && !(log = fopen(cfg.log_json, "w"))) {
+    if (!st && lead && cfg.log_json[0] && !(log = fopen(cfg.log_json, "w")))
         st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: cannot create it: %s",
                           cfg.log_json, strerror(errno));
-        goto setup_failed;
-    }
-    /* the same files and sizes on every rank: set-up fails alike everywhere, or not at all */
-    if ((st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err)) ||
-        (lead && (st = np_source_open(&ecfg, esplit, &eval, &err))) ||
-        (st = np_model_create(&cfg, &model, &err)) ||
-        (cfg.init_params[0] && !cfg.resume[0] &&
-         (st = np_model_load(model, cfg.init_params, &err))))
-        goto setup_failed;
+    /* files and memory may fail on one rank only (a file missing on one host): every rank
+     * agrees on the outcome before the trainer, whose creation is collective */
+    if (!st) st = np_source_open(&cfg, NP_SPLIT_TRAIN, &train, &err);
+    if (!st && lead) st = np_source_open(&ecfg, esplit, &eval, &err);
+    if (!st) st = np_model_create(&cfg, &model, &err);
+    if (!st && cfg.init_params[0] && !cfg.resume[0])
+        st = np_model_load(model, cfg.init_params, &err);
+    if ((rc = setup_agree(dist, &cfg, st, &err))) goto cleanup;
 
     long window = cfg.steps / 10 > 1 ? cfg.steps / 10 : 1; /* steps averaged in train_loss */
     losses = calloc((size_t)window, sizeof *losses);
     cs = calloc(1, sizeof *cs);
     if (!losses || !cs) {
         st = np_error_set(&err, NP_STATUS_NO_MEMORY, "out of memory");
-        goto setup_failed;
+        goto step_failed; /* this rank only: the job stops */
     }
     if (cfg.resume[0]) {
         /* every rank loads what it owns now (resharding when the rank count changed); a rank
@@ -481,7 +526,10 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
             printf("resumed from %s: step %ld, %.1f MB read in %.3f s (%.0f MB/s)\n", ls.path, s0,
                    ls.bytes / 1e6, ls.seconds, ls.seconds > 0 ? ls.bytes / 1e6 / ls.seconds : 0);
     }
-    if ((st = np_trainer_create(&cfg, model, &tr, &err))) goto setup_failed;
+    /* a rank that fails inside this collective set-up stops the whole job */
+    if ((st = np_trainer_create(&cfg, model, &tr, &err))) goto step_failed;
+    /* from here every step is collective: a rank that stalls the others is named */
+    if ((st = np_dist_watchdog_start(dist, cfg.rank_timeout, &wd, &err))) goto step_failed;
     catch_stop_signals();
     int tty = lead && isatty(fileno(stderr));
     double t0 = now_s(), last_print = 0, recent = 0;
@@ -499,8 +547,10 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
                  .local_n = local_n,
                  .r = &r,
                  .tr = tr,
-                 .loaded = s0};
+                 .loaded = s0,
+                 .wd = wd};
     for (long s = s0; cfg.steps == 0 || s < cfg.steps; s++) {
+        np_dist_watchdog_progress(wd, s, 0);
         int injected = maybe_die(&cfg, s);
         if (read_ahead(&rd, s + ahead)) {
             st = rd.st;
@@ -516,12 +566,15 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         for (long k = s; k < rd.loaded && nwin <= ahead; k++)
             win[nwin++] = &rd.local[k % NP_RING];
         double loss = 0;
+        /* submitting may wait for earlier steps' tasks, which wait for the other ranks */
+        np_dist_watchdog_progress(wd, s, 1);
         st = injected
                  ? np_error_set(&err, NP_STATUS_INTERNAL, "injected failure at step %ld", s + 1)
                  : np_trainer_submit(tr, win, nwin, &err);
         /* read the batch the next step will want while this one trains (the prefetch
          * stage's data), in every mode: batch generation stays off the critical path */
         int read_failed = !st && read_ahead(&rd, s + 1 + ahead);
+        np_dist_watchdog_progress(wd, s, 1); /* the step's tasks need the other ranks */
         if (!st) st = np_trainer_wait(tr, &loss, &err);
         if (read_failed) {
             if (!st) {
@@ -533,7 +586,10 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         /* the step's outcome, and whether any rank was asked to stop (the same step on
          * every rank): a failure (1000) outranks a signal number */
         int64_t outcome = st ? 1000 : stop_signal;
-        if (np_dist_max_i64(dist, &outcome, NULL) || outcome >= 1000) goto step_failed;
+        np_dist_watchdog_progress(wd, -1, 1); /* waits for the other ranks */
+        int mpi_failed = np_dist_max_i64(dist, &outcome, NULL) != NP_OK;
+        np_dist_watchdog_progress(wd, -1, 0);
+        if (mpi_failed || outcome >= 1000) goto step_failed;
         int stop = (int)outcome;
         if (np_dist_sum_f64(dist, &loss, 1, NULL)) {
             st = np_error_set(&err, NP_STATUS_INTERNAL, "MPI failed summing the loss");
@@ -597,7 +653,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
             goto cleanup;
         }
     }
-    if ((st = np_trainer_finish(tr, &err)) || agree(dist, st ? 2 : 0)) goto step_failed;
+    if ((st = np_trainer_finish(tr, &err)) || agree(dist, wd, st ? 2 : 0)) goto step_failed;
     r.seconds = now_s() - t0 - r.ckpt_seconds; /* training time: checkpoints apart */
     {
         double n = (double)(r.steps - s0) * (double)cfg.batch; /* samples this process trained */
@@ -645,6 +701,9 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     if (cfg.ranks > 1) {
         if ((st = np_dist_gather_model(dist, model, &full, &err))) goto step_failed;
     }
+    /* the last collective: rank 0 evaluates and writes alone from here */
+    np_dist_watchdog_stop(wd);
+    wd = NULL;
     if (lead && np_trainer_trace(tr)) { /* a traced run reports its overlap figures too */
         if ((st = np_trace_summarize(np_trainer_trace(tr), &r.trace_overall, &err)))
             goto local_failed;
@@ -704,6 +763,7 @@ local_failed: /* rank 0's own output failed after training */
 done:
     rc = 0;
 cleanup:
+    np_dist_watchdog_stop(wd); /* every rank comes here (a failed step aborts the job) */
     if (log) fclose(log);
     free(losses);
     free(cs);
@@ -758,6 +818,13 @@ int main(int argc, char **argv) {
     np_status st = np_dist_init(&argc, &argv, &dist, &err);
     if (st) return fail(st, &err);
     int rc = run(dist, argc, argv);
+    /* a report that could not be written (a full disk, a closed pipe) is a failure, not a
+     * silent success */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        np_error_set(&err, NP_STATUS_IO, "cannot write to standard output: %s", strerror(errno));
+        int wrc = fail(NP_STATUS_IO, &err);
+        if (!rc) rc = wrc;
+    }
     np_dist_free(dist);
     return rc;
 }

@@ -92,6 +92,7 @@ typedef struct np_cl_report {
     uint64_t bytes; /* bytes this task sent */
     uint64_t count; /* rows it copied (sync) */
     int32_t fail;   /* 1: a bad key, an overflow, no memory or an MPI error */
+    int32_t nonfinite; /* 1: an update left a NaN or inf parameter (training diverged) */
 } np_cl_report;
 
 /* Route, exchanges and the all-reduce (codelets/exchange.c). `comm` is NULL on one rank
@@ -149,6 +150,7 @@ extern struct starpu_codelet np_cl_gather, np_cl_scatter;
 
 /* sparse_update buffers: E RW, gE R, meta R, [Es RW] */
 typedef struct np_cl_sparse_args {
+    np_cl_report out; /* FIRST field: out.nonfinite when the updated rows are not finite */
     int d;
     int adagrad;
     float lr, eps;
@@ -157,6 +159,7 @@ extern struct starpu_codelet np_cl_sparse_update;
 
 /* dense_update buffers: params RW, gdense R (one layer's: n floats from params + off) */
 typedef struct np_cl_dense_args {
+    np_cl_report out; /* FIRST field: out.nonfinite when the updated layer is not finite */
     size_t n;   /* floats of the layer */
     size_t off; /* where the layer starts in params */
     float lr;

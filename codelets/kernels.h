@@ -84,6 +84,9 @@ void np_sigmoid_bce_bwd(const float *z, const float *y, float scale, float *dz, 
 /* ---- optimizers */
 /* w -= lr * g, elementwise. */
 void np_sgd_dense(float *w, const float *g, size_t n, float lr);
+/* 1 when every x[i] (n) is finite: the updates check what they wrote, so divergence stops
+ * the run at the step and tensor where it happened (one pass over data just written). */
+int np_all_finite(const float *x, size_t n);
 /* Row-wise SGD on U gathered rows. */
 void np_sparse_sgd(float *rows, const float *g, long U, int d, float lr); /* (U,d), (U,d) */
 /* Row-wise Adagrad: state[u] += mean_j g[u,j]^2; rows[u,:] -= lr*g[u,:]/(sqrt(state[u])+eps). */

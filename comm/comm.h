@@ -22,6 +22,18 @@ void np_comm_free(np_comm *c);
  * it simply exits. Only apps/ call it. */
 void np_comm_abort(np_comm *c, int code);
 
+/* Watchdog (--rank-timeout): a thread per rank trading heartbeats with rank 0; a rank
+ * silent, or busy without progress while the others wait, for timeout_s seconds is named on
+ * stderr and the job aborted. *out is NULL (and every call a no-op) without MPI, on one
+ * rank or with timeout_s <= 0. Start and stop are collective: every rank calls them at
+ * the same point; stop waits for the other ranks to stop theirs. */
+typedef struct np_watchdog np_watchdog;
+NP_NODISCARD np_status np_comm_watchdog_start(np_comm *c, double timeout_s, np_watchdog **out,
+                                              np_error *err);
+/* The driver's step (< 0: unchanged) and whether it is waiting for the other ranks now. */
+void np_comm_watchdog_progress(np_watchdog *w, long step, int waiting);
+void np_comm_watchdog_stop(np_watchdog *w);
+
 /* The comm np_comm_init created (NULL before it or after np_comm_free): MPI is one per
  * process, and the engine finds it here. */
 np_comm *np_comm_world(void);

@@ -2,11 +2,14 @@
  * on an oversubscribed machine a blocking collective busy-polls and starves the ranks it
  * waits for. Not here: what is exchanged (codelets/exchange.c) or when (graph/). */
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm/comm.h"
 #include "core/util.h"
@@ -257,4 +260,188 @@ int np_comm_barrier(np_comm *c, np_channel ch) {
     MPI_Request req;
     if (MPI_Ibarrier(c->chan[ch], &req) != MPI_SUCCESS) return -1;
     return wait_yield(&req);
+}
+
+/* ---------------------------------------------------------------- watchdog
+ * A rank that stops making progress (a stalled or stopped process, a node gone quiet)
+ * would leave every other rank polling its collectives forever. Each rank runs a thread
+ * that exchanges heartbeats with rank 0 on a communicator of its own: the driver's step
+ * and whether it is waiting for the others. Rank 0 hears every rank, the others hear rank
+ * 0. A rank that sends nothing for `timeout` seconds, or that is busy at the same step for
+ * `timeout` seconds while this rank waits, is named and the job aborted. Stopping is a
+ * handshake (each side's last message is a "bye"), so no message is left unmatched. */
+
+enum { WD_TAG = 7411 };
+
+typedef struct wd_peer {
+    int64_t msg[3];    /* received: step, waiting, bye */
+    int64_t out[3];    /* being sent to it */
+    MPI_Request sreq;  /* the send in flight, MPI_REQUEST_NULL when none */
+    double heard;      /* when its last message came */
+    double changed;    /* when its step or waiting last changed */
+    int64_t step;      /* as last heard */
+    int waiting, bye;  /* as last heard; bye: it stopped its watchdog */
+} wd_peer;
+
+struct np_watchdog {
+    np_comm *c;
+    MPI_Comm comm;
+    double timeout, tick;
+    pthread_t th;
+    int stop;          /* atomic: the driver asks the thread to finish */
+    int64_t step;      /* atomic: the driver's step */
+    int waiting;       /* atomic: the driver waits for the other ranks */
+    wd_peer *peer;     /* (size) */
+};
+
+static double wd_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sends this rank's state to peer p unless the previous send is still in flight. */
+static void wd_send(struct np_watchdog *w, int p, int bye) {
+    wd_peer *q = &w->peer[p];
+    int done = 1;
+    if (q->sreq != MPI_REQUEST_NULL) MPI_Test(&q->sreq, &done, MPI_STATUS_IGNORE);
+    while (bye && !done) { /* the bye must go: the last heartbeat is matched soon */
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        MPI_Test(&q->sreq, &done, MPI_STATUS_IGNORE);
+    }
+    if (!done) return;
+    q->out[0] = __atomic_load_n(&w->step, __ATOMIC_RELAXED);
+    q->out[1] = __atomic_load_n(&w->waiting, __ATOMIC_RELAXED);
+    q->out[2] = bye;
+    MPI_Isend(q->out, 3, MPI_INT64_T, p, WD_TAG, w->comm, &q->sreq);
+}
+
+static void wd_receive(struct np_watchdog *w, double now) {
+    for (;;) {
+        int flag = 0;
+        MPI_Status s;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, WD_TAG, w->comm, &flag, &s) != MPI_SUCCESS || !flag) return;
+        wd_peer *q = &w->peer[s.MPI_SOURCE];
+        MPI_Recv(q->msg, 3, MPI_INT64_T, s.MPI_SOURCE, WD_TAG, w->comm, MPI_STATUS_IGNORE);
+        q->heard = now;
+        if (q->msg[0] != q->step || (int)q->msg[1] != q->waiting) q->changed = now;
+        q->step = q->msg[0];
+        q->waiting = (int)q->msg[1];
+        q->bye |= q->msg[2] != 0;
+    }
+}
+
+/* Names a silent peer and ends the job; returns when every peer is alive. */
+static void wd_diagnose(struct np_watchdog *w, double now, double my_wait_since) {
+    np_comm *c = w->c;
+    for (int p = 0; p < c->size; p++) {
+        if (p == c->rank || (c->rank != 0 && p != 0)) continue;
+        wd_peer *q = &w->peer[p];
+        if (q->bye) continue;
+        const char *why = NULL;
+        if (now - q->heard > w->timeout)
+            why = "has sent no heartbeat for %.0f s (its process is stopped or its node "
+                  "unreachable), last at step %lld";
+        else if (!q->waiting && now - q->changed > w->timeout && my_wait_since > 0 &&
+                 now - my_wait_since > w->timeout)
+            why = "has made no progress for %.0f s at step %lld while the others wait for it";
+        if (!why) continue;
+        char what[160];
+        snprintf(what, sizeof what, why, now - (now - q->heard > w->timeout ? q->heard : q->changed),
+                 (long long)q->step + 1);
+        fprintf(stderr, "nestpipe: rank %d: rank %d %s; stopping the job (--rank-timeout %g)\n",
+                c->rank, p, what, w->timeout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+static void *wd_main(void *arg) {
+    struct np_watchdog *w = arg;
+    np_comm *c = w->c;
+    double start = wd_now(), wait_since = 0;
+    for (int p = 0; p < c->size; p++)
+        w->peer[p].heard = w->peer[p].changed = start;
+    int said_bye = 0;
+    for (;;) {
+        double now = wd_now();
+        int stop = __atomic_load_n(&w->stop, __ATOMIC_SEQ_CST);
+        int waiting = __atomic_load_n(&w->waiting, __ATOMIC_RELAXED);
+        wait_since = waiting ? (wait_since > 0 ? wait_since : now) : 0;
+        wd_receive(w, now);
+        /* stop: the other ranks first say bye to rank 0, which answers when all have */
+        int all_bye = 1;
+        for (int p = 1; p < c->size && c->rank == 0; p++)
+            all_bye &= w->peer[p].bye;
+        if (c->rank == 0) {
+            if (stop && all_bye && !said_bye) {
+                for (int p = 1; p < c->size; p++)
+                    wd_send(w, p, 1);
+                said_bye = 1;
+            } else if (!said_bye) {
+                for (int p = 1; p < c->size; p++)
+                    wd_send(w, p, 0);
+            }
+        } else if (!said_bye) {
+            wd_send(w, 0, stop);
+            said_bye = stop;
+        }
+        if (said_bye && (c->rank == 0 || w->peer[0].bye)) break;
+        /* while stopping this rank waits for the others: it counts as waiting */
+        wd_diagnose(w, now, stop ? (wait_since > 0 ? wait_since : now) : wait_since);
+        double t = w->tick;
+        struct timespec ts = {(time_t)t, (long)((t - floor(t)) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    for (int p = 0; p < c->size; p++)
+        if (w->peer[p].sreq != MPI_REQUEST_NULL) MPI_Wait(&w->peer[p].sreq, MPI_STATUS_IGNORE);
+    return NULL;
+}
+
+np_status np_comm_watchdog_start(np_comm *c, double timeout_s, np_watchdog **out,
+                                 np_error *err) {
+    *out = NULL;
+    if (!c || !c->mpi || c->size < 2 || !(timeout_s > 0)) return NP_OK;
+    struct np_watchdog *w = calloc(1, sizeof *w);
+    if (w) w->peer = calloc((size_t)c->size, sizeof *w->peer);
+    if (!w || !w->peer) {
+        if (w) free(w->peer);
+        free(w);
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (watchdog)");
+    }
+    w->c = c;
+    w->timeout = timeout_s;
+    w->tick = timeout_s / 4 < 0.5 ? timeout_s / 4 : 0.5;
+    for (int p = 0; p < c->size; p++)
+        w->peer[p].sreq = MPI_REQUEST_NULL;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &w->comm) != MPI_SUCCESS) {
+        free(w->peer);
+        free(w);
+        return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI_Comm_dup failed (watchdog)", c->rank);
+    }
+    if (pthread_create(&w->th, NULL, wd_main, w)) {
+        MPI_Comm_free(&w->comm);
+        free(w->peer);
+        free(w);
+        return np_err(err, NP_STATUS_INTERNAL, "rank %d: cannot start the watchdog thread",
+                      c->rank);
+    }
+    *out = w;
+    return NP_OK;
+}
+
+void np_comm_watchdog_progress(np_watchdog *w, long step, int waiting) {
+    if (!w) return;
+    if (step >= 0) __atomic_store_n(&w->step, (int64_t)step, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->waiting, waiting, __ATOMIC_RELAXED);
+}
+
+void np_comm_watchdog_stop(np_watchdog *w) {
+    if (!w) return;
+    __atomic_store_n(&w->stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(w->th, NULL);
+    MPI_Comm_free(&w->comm);
+    free(w->peer);
+    free(w);
 }

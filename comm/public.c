@@ -29,6 +29,19 @@ int np_dist_size(const np_dist_t *d) {
     return np_comm_size(d);
 }
 
+np_status np_dist_watchdog_start(np_dist_t *d, double timeout_s, np_dist_watchdog_t **out,
+                                 np_error *err) {
+    return np_comm_watchdog_start(d, timeout_s, out, err);
+}
+
+void np_dist_watchdog_progress(np_dist_watchdog_t *w, long step, int waiting) {
+    np_comm_watchdog_progress(w, step, waiting);
+}
+
+void np_dist_watchdog_stop(np_dist_watchdog_t *w) {
+    np_comm_watchdog_stop(w);
+}
+
 static np_status mpi_failed(np_error *err, const char *what) {
     return np_err(err, NP_STATUS_INTERNAL, "MPI failed in the %s over ranks", what);
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -49,7 +51,9 @@ int64_t np_config_rows(const np_config *cfg, int t) {
 
 static np_status bad(np_error *err, const char *where, const char *key, const char *value,
                      const char *expect) {
-    return np_err(err, NP_STATUS_BAD_INPUT, "%s: bad value '%s' for %s: expected %s", where, value,
+    char shown[256]; /* a value from a file: control bytes escaped, long ones cut */
+    np_escape(value, strlen(value), shown, sizeof shown);
+    return np_err(err, NP_STATUS_BAD_INPUT, "%s: bad value '%s' for %s: expected %s", where, shown,
                   key, expect);
 }
 
@@ -422,6 +426,10 @@ static const key_def keys[] = {
              "one JSON line per step (step, loss, samples/s) and the eval", log_json),
     INT_KEY("log-every", "output", "N", "50", "steps between progress lines when not on a terminal",
             NULL, log_every, 1, LONG_MAX, "an integer >= 1"),
+    REAL_KEY("rank-timeout", "training", "S", "300",
+             "seconds a rank may fall silent before the job ends, naming it;\n"
+             "0 = wait forever",
+             NULL, rank_timeout, 0.0, 1e6, 0, "seconds, a number from 0 (off) to 1e6"),
     PATH_KEY("checkpoint-dir", "output", "DIR",
              "write checkpoints under DIR (every rank its shard, in parallel)", checkpoint_dir),
     INT_KEY("checkpoint-every", "output", "N", "0",
@@ -511,7 +519,7 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
     const key_def *d = find_key(key);
     if (!d)
         return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (see nestpipe train --help)",
-                      where, key);
+                      where, np_escape(key, strlen(key), (char[128]){0}, 128));
     np_config c = *cfg; /* work on a copy so cfg is unchanged on failure */
     if (set_value(&c, d, value)) {
         char expect[256];
@@ -606,7 +614,8 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
     if (ctx->failed) return 0;
     if (section[0] && strcmp(section, "nestpipe")) {
         np_err(&ctx->first, NP_STATUS_BAD_INPUT,
-               "unknown section [%s] (keys go at the top or under [nestpipe])", section);
+               "unknown section [%s] (keys go at the top or under [nestpipe])",
+               np_escape(section, strlen(section), (char[128]){0}, 128));
         ctx->failed = 1;
         return 0;
     }
@@ -631,12 +640,62 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
     return 1;
 }
 
+/* libinih reads lines of at most its INI_MAX_LINE bytes (200 in Debian's build, which
+ * cannot be changed from here) and parses the rest of a longer line as a line of its own:
+ * the tail of a long comment became a setting. So lines come through this reader, which
+ * sees the library's buffer size and stops at the first line that does not fit. */
+typedef struct line_reader {
+    FILE *f;
+    char *line; /* getline's buffer */
+    size_t cap;
+    int line_no;  /* of the last line read */
+    int too_long; /* line_no's length, when it did not fit; 0 otherwise */
+    int max_len;  /* the longest line that fits, without its newline */
+    int failed;   /* a read error (errno in err_no) */
+    int err_no;
+} line_reader;
+
+static char *read_line(char *str, int num, void *stream) {
+    line_reader *r = stream;
+    errno = 0;
+    ssize_t n = getline(&r->line, &r->cap, r->f);
+    if (n < 0) {
+        if (ferror(r->f)) {
+            r->failed = 1;
+            r->err_no = errno;
+        }
+        return NULL;
+    }
+    r->line_no++;
+    size_t len = (size_t)n;
+    while (len && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
+        len--;
+    if (len + 2 > (size_t)num) { /* the text, a newline and the NUL must fit */
+        r->too_long = (int)(len < INT_MAX ? len : INT_MAX);
+        r->max_len = num - 2;
+        return NULL;
+    }
+    memcpy(str, r->line, len);
+    str[len] = '\n';
+    str[len + 1] = 0;
+    return str;
+}
+
 np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
     np_config c = *cfg;
     load_ctx ctx = {.cfg = &c, .path = path};
-    int rc = ini_parse(path, ini_handler_fn, &ctx);
-    if (rc == -1)
+    line_reader lr = {.f = fopen(path, "r")};
+    if (!lr.f)
         return np_err(err, NP_STATUS_IO, "cannot open config file %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(lr.f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(lr.f);
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "config file %s is a folder; give the path of an INI file", path);
+    }
+    int rc = ini_parse_stream(read_line, &lr, ini_handler_fn, &ctx);
+    fclose(lr.f);
+    free(lr.line);
     if (rc == -2) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory reading %s", path);
     if (rc > 0) {
         if (ctx.failed)
@@ -645,11 +704,41 @@ np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
                       "%s:%d: syntax error: expected 'key = value', '[nestpipe]' or a comment",
                       path, rc);
     }
+    if (lr.failed)
+        return np_err(err, NP_STATUS_IO, "%s:%d: cannot read: %s", path, lr.line_no + 1,
+                      strerror(lr.err_no));
+    if (lr.too_long)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s:%d: line of %d bytes; config lines may have at most %d (split the "
+                      "line or shorten the comment)",
+                      path, lr.line_no, lr.too_long, lr.max_len);
     *cfg = c;
     return NP_OK;
 }
 
 /* ---------------------------------------------------------------- cross-field checks */
+
+/* Parameters of an MLP from `in` through sizes[0..n) (weights and biases), in double: the
+ * sizes may multiply past any integer type. */
+static double mlp_params(double in, const int *sizes, int n) {
+    double p = 0;
+    for (int i = 0; i < n; i++) {
+        p += in * sizes[i] + sizes[i];
+        in = sizes[i];
+    }
+    return p;
+}
+
+/* The dense parameters of the config's model graph (model/graph.c builds the same). */
+static double dense_params(const np_config *c) {
+    double p = mlp_params(c->bottom[0], c->bottom + 1, c->n_bottom - 1);
+    if (c->model == NP_MODEL_DCNV2) {
+        double d = (double)(c->tables + 1) * c->dim;
+        double cross = c->cross_rank ? 2.0 * d * c->cross_rank + d : d * d + d;
+        p += c->cross_layers * cross + mlp_params(d, c->deep, c->n_deep);
+    }
+    return p + mlp_params(np_config_top_input(c), c->top, c->n_top);
+}
 
 np_status np_config_check(const np_config *cfg, np_error *err) {
     const np_config *c = cfg;
@@ -742,5 +831,15 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "rows/dim: the embedding tables need %.1f GiB but this machine has %.1f "
                       "GiB of memory; reduce rows or dim",
                       bytes / (1 << 30), (double)pages * page / (1 << 30));
+    /* the dense layers: weights and their gradients at least (were an allocation failure,
+     * exit 1, after the tables were built) */
+    double dense = dense_params(c) * 8.0;
+    if (pages > 0 && page > 0 && dense + bytes > (double)pages * (double)page * 0.9)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "model: the dense layers hold %.3g parameters, %.1f GiB with their "
+                      "gradients, and the tables %.1f GiB, but this machine has %.1f GiB of "
+                      "memory; reduce the layer sizes (bottom, top, deep, cross-rank)",
+                      dense / 8.0, dense / (1 << 30), bytes / (1 << 30),
+                      (double)pages * page / (1 << 30));
     return NP_OK;
 }

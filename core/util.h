@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "nestpipe/nestpipe.h"
 
@@ -24,6 +25,9 @@ void *np_alloc(size_t n, size_t size, const char *what, np_error *err);
 void *np_zalloc(size_t n, size_t size, const char *what, np_error *err);
 /* Grows *p to hold at least n elements of size; keeps contents. *cap in elements. */
 np_status np_grow(void **p, size_t *cap, size_t n, size_t size, const char *what, np_error *err);
+
+/* np_outfile_* (output files written whole or not at all) and np_escape are public
+ * (nestpipe.h): the command writes its metrics and quotes file content with them too. */
 
 /* ---- counter-based RNG (docs/formats.md "Random numbers")
  * Every random value is a pure function of (seed, stream, counter), so any sample or

@@ -2,6 +2,7 @@
  * which writes it from a Criteo TSV through the TSV parser. Byte layout: docs/data.md.
  * Not here: the split or batching (source.c). */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,14 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "%s: record %llu (byte %llu): label %g is not 0 or 1", r->path,
                       (unsigned long long)rec, (unsigned long long)at, (double)*label);
+    /* a NaN or inf feature would poison the model without a word: refuse it here */
+    for (uint32_t j = 0; j < r->n_dense; j++)
+        if (!isfinite(dense[j]))
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "%s: record %llu (byte %llu): dense feature %u is %g, not a finite "
+                          "number",
+                          r->path, (unsigned long long)rec, (unsigned long long)at, j,
+                          (double)dense[j]);
     uint64_t nk = 0;
     for (uint32_t t = 0; t < r->n_tables; t++) {
         nk += count[t];
@@ -246,25 +255,15 @@ np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip
                             long *n_written, long *n_skipped, np_error *err) {
     long written = 0, skipped = 0;
     np_tsv_reader *in = NULL;
+    np_outfile o = {0};
     FILE *f = NULL;
-    char *tmp = NULL;
-    int created = 0; /* tmp exists and is ours to remove */
     np_status st = need_little_endian(err);
     if (st) goto done;
     if ((st = np_tsv_open(tsv_path, &in, err))) goto done;
-    /* write beside the target and rename at the end: a failed convert leaves no half file */
-    size_t blen = strlen(bin_path);
-    if (!(tmp = np_alloc(blen + 5, 1, "temporary file name", err))) {
-        st = NP_STATUS_NO_MEMORY;
-        goto done;
-    }
-    memcpy(tmp, bin_path, blen);
-    memcpy(tmp + blen, ".tmp", 5);
-    if (!(f = fopen(tmp, "wb"))) {
-        st = np_err(err, NP_STATUS_IO, "%s: cannot create: %s", tmp, strerror(errno));
-        goto done;
-    }
-    created = 1;
+    /* write beside the target under a unique name and rename at the end: a failed convert
+     * leaves no half file, and two converts to one target never share a temporary */
+    if ((st = np_outfile_open(&o, bin_path, "convert", err))) goto done;
+    f = o.f;
     setvbuf(f, NULL, _IOFBF, BIN_IO_CHUNK);
     unsigned char h[NP_BIN_HEADER_BYTES];
     encode_header(h, 0, 0); /* placeholder; counts are patched at the end */
@@ -298,23 +297,13 @@ np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip
     }
     st = NP_OK;
     encode_header(h, (uint64_t)written, (uint64_t)written * NP_CRITEO_TABLES);
-    if (fseek(f, 0, SEEK_SET) || fwrite(h, 1, sizeof h, f) != sizeof h) goto write_fail;
-    int rc = fclose(f);
-    f = NULL;
-    if (rc) goto write_fail;
-    if (rename(tmp, bin_path)) {
-        st = np_err(err, NP_STATUS_IO, "%s: cannot rename to %s: %s", tmp, bin_path,
-                    strerror(errno));
-        goto done;
-    }
-    created = 0;
+    int failed = fseek(f, 0, SEEK_SET) || fwrite(h, 1, sizeof h, f) != sizeof h;
+    st = np_outfile_commit(&o, failed, err);
     goto done;
 write_fail:
-    st = np_err(err, NP_STATUS_IO, "%s: cannot write: %s", tmp, strerror(errno));
+    st = np_err(err, NP_STATUS_IO, "%s: cannot write: %s", bin_path, strerror(errno));
 done:
-    if (f) fclose(f);
-    if (created) remove(tmp); /* only on failure: success renamed it */
-    free(tmp);
+    np_outfile_discard(&o); /* after a commit: nothing left to remove */
     np_tsv_close(in);
     if (n_written) *n_written = written;
     if (n_skipped) *n_skipped = skipped;

@@ -84,9 +84,10 @@ void np_tsv_close(np_tsv_reader *r) {
 
 static np_status field_err(np_error *err, const char *path, long line_no, size_t col,
                            const char *what, const char *p, size_t n, const char *why) {
-    int shown = (int)(n > SHOW_MAX ? SHOW_MAX : n);
-    return np_err(err, NP_STATUS_BAD_INPUT, "%s:%ld:%zu: %s: '%.*s%s' %s", path, line_no, col, what,
-                  shown, p, n > SHOW_MAX ? "..." : "", why);
+    char shown[4 * SHOW_MAX + 1]; /* control bytes escaped: \\xHH */
+    np_escape(p, n > SHOW_MAX ? SHOW_MAX : n, shown, sizeof shown);
+    return np_err(err, NP_STATUS_BAD_INPUT, "%s:%ld:%zu: %s: '%s%s' %s", path, line_no, col, what,
+                  shown, n > SHOW_MAX ? "..." : "", why);
 }
 
 /* Optional '-', then decimal digits, within int64. 0 ok, -1 not a number, -2 out of range. */

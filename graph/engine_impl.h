@@ -131,6 +131,8 @@ typedef struct np_batch_args {
 } np_batch_args;
 
 void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b);
+/* NP_OK, or the divergence error when an update task reported a NaN or inf (sink). */
+NP_NODISCARD np_status np_engine_check_finite(np_sp_engine *e, np_error *err);
 /* Room for cap requester-side keys, cap_recv owner-side rows and cap_win rows a window
  * (grows only; keeps contents). Only when no task is in flight. */
 NP_NODISCARD np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv,

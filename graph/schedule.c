@@ -3,6 +3,7 @@
  * chunks' forward/backward, the updates and the write-back, submitted in the order whose
  * access modes encode the dependencies (docs/pipeline.md); the driver's submit and wait.
  * Not here: a chunk's layer tasks (chunk.c) or buffers (engine.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,6 +246,20 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     return st;
 }
 
+np_status np_engine_check_finite(np_sp_engine *e, np_error *err) {
+    uint64_t v = __atomic_load_n(&e->sink.nonfinite, __ATOMIC_SEQ_CST);
+    if (!v) return NP_OK;
+    long batch = (long)(v >> 20) - 1;
+    int node = (int)(v & 0xFFFFF) - 1;
+    const np_graph_t *g = e->m->graph;
+    char what[96];
+    if (node >= 0 && node < g->n)
+        snprintf(what, sizeof what, "%s (weight or bias)", g->node[node].name);
+    else
+        snprintf(what, sizeof what, "the embedding rows it updated (rank %d)", e->cfg.rank);
+    return np_model_diverged(e->m, batch + 1, what, err);
+}
+
 np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err) {
     long t = e->step;
     if (!e->pending) return np_err(err, NP_STATUS_INTERNAL, "wait without a submitted step");
@@ -263,6 +278,8 @@ np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err) {
                       "rank %d, step %ld: a key was out of its table's range, memory ran out "
                       "or an exchange failed",
                       e->cfg.rank, t + 1);
+    np_status st = np_engine_check_finite(e, err);
+    if (st) return st;
     double sum = 0;
     for (int c = 0; c < e->W * e->C; c++)
         sum += *(double *)e->ch[c].loss.mem; /* fixed order */

@@ -123,6 +123,8 @@ np_status np_engine_finish(np_sp_engine *e, np_error *err) {
                       "rank %d: a key was out of its table's range, memory ran out or an "
                       "exchange failed",
                       e->cfg.rank);
+    np_status fst = np_engine_check_finite(e, err); /* the last steps' updates */
+    if (fst) return fst;
     if (!e->trace) return NP_OK;
     if (np_trace_dropped(e->trace))
         return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",

@@ -207,6 +207,13 @@ void np_model_free(np_model_t *m) {
     free(m);
 }
 
+np_status np_model_diverged(const np_model_t *m, long step, const char *what, np_error *err) {
+    return np_err(err, NP_STATUS_BAD_INPUT,
+                  "training diverged: the update of step %ld left a NaN or inf in %s; lower --lr "
+                  "(now %g)",
+                  step, what, m->cfg.lr);
+}
+
 /* ---------------------------------------------------------------- NPPARAMS dump */
 
 static int put_u32(FILE *f, uint32_t v) {
@@ -219,11 +226,22 @@ static int put_u64(FILE *f, uint64_t v) {
 }
 
 static int put_floats(FILE *f, const float *x, size_t n) {
-    /* floats as little-endian IEEE-754 bytes, portable to big-endian hosts too */
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        if (put_u32(f, u)) return -1;
+    /* floats as little-endian IEEE-754 bytes, portable to big-endian hosts too; in blocks,
+     * since one fwrite per float ran at about 45 MB/s */
+    unsigned char buf[16384];
+    while (n) {
+        size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
+        for (size_t i = 0; i < k; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            buf[4 * i] = (unsigned char)u;
+            buf[4 * i + 1] = (unsigned char)(u >> 8);
+            buf[4 * i + 2] = (unsigned char)(u >> 16);
+            buf[4 * i + 3] = (unsigned char)(u >> 24);
+        }
+        if (fwrite(buf, 4, k, f) != k) return -1;
+        x += k;
+        n -= k;
     }
     return 0;
 }
@@ -243,11 +261,10 @@ np_status np_model_dump(const np_model_t *m, const char *path, np_error *err) {
     if (m->cfg.ranks > 1)
         return np_err(err, NP_STATUS_INTERNAL,
                       "dump-params: rank %d holds a shard; gather the model first", m->cfg.rank);
-    char tmp[NP_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return np_err(err, NP_STATUS_IO, "dump-params: cannot create %s: %s", tmp, strerror(errno));
+    np_outfile o;
+    np_status st = np_outfile_open(&o, path, "dump-params", err);
+    if (st) return st;
+    FILE *f = o.f;
     int bad = fwrite("NPPARAMS", 1, 8, f) != 8 || put_u32(f, 1) ||
               put_u32(f, (uint32_t)(np_model_n_dense_tensors(m) + m->T));
     char name[64];
@@ -266,10 +283,5 @@ np_status np_model_dump(const np_model_t *m, const char *path, np_error *err) {
         snprintf(name, sizeof name, "emb.%d", t);
         bad |= put_tensor(f, name, 2, dims, m->table[t]);
     }
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return np_err(err, NP_STATUS_IO, "dump-params: cannot write %s: %s", path, strerror(errno));
-    }
-    return NP_OK;
+    return np_outfile_commit(&o, bad, err);
 }

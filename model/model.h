@@ -53,6 +53,11 @@ NP_NODISCARD np_status np_reference_backward_full(const np_model_t *m, np_fwd_ws
                                                   float **gtable, np_error *err);
 
 /* Reference trainer, the oracle (model/reference.c): one step on a global batch. */
+/* The error of a run whose update of `step` (1-based) left a NaN or inf in `what` (a tensor
+ * or layer name): NP_STATUS_BAD_INPUT, like a loss that is not finite. */
+NP_NODISCARD np_status np_model_diverged(const np_model_t *m, long step, const char *what,
+                                         np_error *err);
+
 typedef struct np_reference np_reference;
 NP_NODISCARD np_status np_reference_create(const np_config *cfg, np_model_t *m, np_reference **out,
                                            np_error *err);

@@ -4,6 +4,7 @@
  * model's layer graph calling the layers' CPU kernels directly: no StarPU, no MPI.
  * One step: dedup keys per table -> gather rows -> forward -> backward -> sparse update of
  * the gathered rows -> write them back -> dense SGD. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +208,7 @@ struct np_reference {
     float *grows;  /* (cap_nnz, d) their gradients */
     float *st;     /* (cap_nnz) gathered Adagrad state */
     size_t cap_nnz;
+    long steps; /* steps taken, for messages */
 };
 
 void np_reference_free(np_reference *r) {
@@ -311,6 +313,24 @@ np_status np_reference_step(np_reference *r, const np_batch *b, double *loss, np
         np_rows_scatter(rows, keys, (long)U[t], d, m->table[t]);
     }
     np_sgd_dense(m->dense, r->gdense, m->n_dense, lr);
+    r->steps++;
+    /* divergence stops the run here, naming the tensor, rather than ending with NaN
+     * parameters: the rows just updated, then every dense tensor */
+    char what[96];
+    for (int t = 0; t < m->T; t++)
+        if (!np_all_finite(r->rows + base[t] * d, U[t] * d)) {
+            snprintf(what, sizeof what, "emb.%d", t);
+            return np_model_diverged(m, r->steps, what, err);
+        }
+    const np_graph_t *g = m->graph;
+    for (int v = 0; v < g->n; v++)
+        for (int p = 0; p < g->node[v].shape.n_params; p++)
+            if (!np_all_finite(m->dense + g->node[v].poff[p],
+                               np_param_count(&g->node[v].shape.param[p]))) {
+                snprintf(what, sizeof what, "%s.%s", g->node[v].name,
+                         g->node[v].shape.param[p].name);
+                return np_model_diverged(m, r->steps, what, err);
+            }
     *loss = loss_sum / (double)n;
     return NP_OK;
 }

@@ -34,6 +34,11 @@ static void task_done(void *arg) {
     if (rep) {
         int slot = bytes_slot(ti->ev.kind);
         if (rep->fail) __atomic_store_n(&ti->sink->fail, 1, __ATOMIC_SEQ_CST);
+        if (rep->nonfinite) {
+            uint64_t none = 0, v = (uint64_t)(ti->ev.batch + 1) << 20 | (uint64_t)(ti->ev.node + 1);
+            __atomic_compare_exchange_n(&ti->sink->nonfinite, &none, v, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
+        }
         if (slot >= 0) __atomic_fetch_add(&ti->sink->bytes[slot], rep->bytes, __ATOMIC_RELAXED);
         if (rep->count) __atomic_fetch_add(&ti->sink->synced, rep->count, __ATOMIC_RELAXED);
         ti->ev.bytes = rep->bytes;

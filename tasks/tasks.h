@@ -19,6 +19,10 @@ typedef struct np_task_sink {
     uint64_t bytes[4]; /* sent: keys (and counts), rows, row gradients, dense all-reduce */
     uint64_t synced;   /* rows copied by dual-buffer syncs */
     int fail;          /* a task failed: a bad key, an overflow, no memory, an MPI error */
+    /* the first update that left a non-finite parameter: (batch + 1) << 20 | (node + 1),
+     * node -1 for the embedding rows; 0 while every update was finite. One word, so the
+     * driver reads batch and node together. */
+    uint64_t nonfinite;
 } np_task_sink;
 
 /* What every task of a batch shares: its place in the graph and the trace to record in. */

@@ -307,6 +307,89 @@ expect_fail "eval-data: not a file spec" 2 "expected criteo:PATH, bin:PATH or no
   "$NP" train --eval-data "$W/eval.tsv"
 expect_fail "log-json: a missing folder, before training" 2 "--log-json $W/no/l.jsonl: the folder" -- \
   "$NP" train "${SMALL[@]}" --steps 2 --log-json "$W/no/l.jsonl"
+# ---- robust inputs (issue 14 part 4): each check fails on the code before its fix
+R=(--engine reference --steps 2 "${SMALL[@]}")
+leftovers() { compgen -G "$1.??????" >/dev/null || [[ -e $1.tmp && ! -d $1.tmp ]]; }
+# D10: outputs go through unique temporaries: another run's PATH.tmp (here a folder in the
+# way) does not stop a write, and nothing is left beside the output
+for f in d10.params d10.json d10.bin d10.trace d10.svg d10.paje; do mkdir "$W/$f.tmp"; done
+expect_ok "D10: dump and metrics beside a foreign PATH.tmp" "$NP" train "${R[@]}" \
+  --dump-params "$W/d10.params" --metrics-json "$W/d10.json"
+expect_ok "D10: convert beside a foreign PATH.tmp" "$NP" convert "$W/good.tsv" "$W/d10.bin"
+expect_ok "D10: trace beside a foreign PATH.tmp" "$NP" train --steps 2 "${SMALL[@]}" --trace "$W/d10.trace"
+expect_ok "D10: trace svg beside a foreign PATH.tmp" "$NP" trace svg "$W/d10.trace" "$W/d10.svg"
+expect_ok "D10: trace paje beside a foreign PATH.tmp" "$NP" trace paje "$W/d10.trace" "$W/d10.paje"
+n=0
+for f in d10.params d10.json d10.bin d10.trace d10.svg d10.paje; do
+  [[ -s $W/$f ]] && ! leftovers "$W/$f" && n=$((n + 1))
+done
+((n == 6)) && ok "D10: all six outputs written, no temporary left" || bad "D10: $n of 6 outputs clean"
+cmp -s "$W/d10.bin" "$W/good.bin" && ok "D10: convert's bytes unchanged" || bad "D10: convert differs"
+[[ $(stat -c %a "$W/d10.params") == $(printf '%o' $((0666 & ~$(umask)))) ]] &&
+  ok "D10: the output has fopen's mode, not mkstemp's 0600" || bad "D10: mode $(stat -c %a "$W/d10.params")"
+# D9: --metrics-json on a full disk (a 1 KiB file size limit) fails and leaves the old file
+echo '{"old": 1}' >"$W/d9.json"
+(trap '' XFSZ; ulimit -f 1; "$NP" train "${R[@]}" --metrics-json "$W/d9.json") >"$W/out" 2>"$W/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "metrics-json: cannot write $W/d9.json" "$W/err" &&
+  [[ $(cat "$W/d9.json") == '{"old": 1}' ]] && ! leftovers "$W/d9.json" &&
+  ok "D9: a failed metrics write keeps the old file whole" ||
+  bad "D9: exit $rc, file '$(head -c 80 "$W/d9.json")', $(cat "$W/err")"
+# D1: compare checks every size from the file: a dim of 2^62+1 (4 x that wraps to 4 bytes)
+# and dims whose product overflows are one line each, exit 2, not a read past the buffer
+hdr='NPPARAMS\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00w'
+printf "$hdr"'\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x40\x00\x00\x80\x3f' >"$W/d1a.params"
+printf "$hdr"'\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x80\x3f' >"$W/d1b.params"
+expect_fail "D1: compare, a dim larger than the file" 2 "$W/d1a.params: tensor 0: dims larger than the data left" \
+  -- "$NP" compare "$W/d1a.params" "$W/d1a.params"
+expect_fail "D1: compare, dims whose product overflows" 2 "$W/d1b.params: tensor 0: dims whose product overflows" \
+  -- "$NP" compare "$W/d1b.params" "$W/d1b.params"
+# D12: names from a file reach the terminal escaped (here ESC [ 3 1 m)
+printf 'NPPARAMS\x01\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x1b[31m\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x3f' >"$W/esc.params"
+expect_ok "D12: compare a tensor named with a control byte" "$NP" compare "$W/esc.params" "$W/esc.params"
+grep -qF '\x1b[31m' "$W/out" && ! grep -q $'\x1b' "$W/out" && ok "D12: compare escapes control bytes" ||
+  bad "D12: compare printed $(od -c "$W/out" | head -n 2)"
+head -n 1 "$W/good.tsv" | awk -F'\t' -v OFS='\t' '{ $2 = "1\033[2J"; print }' >"$W/esc.tsv"
+expect_fail "D12: a Criteo field with a control byte" 2 "esc.tsv:1:3: field I1 (integer): '1\x1b[2J' is not" \
+  -- "$NP" train --data "criteo:$W/esc.tsv" "${R[@]}"
+! grep -q $'\x1b' "$W/err" && ok "D12: no raw control byte in the message" || bad "D12: raw ESC in $(od -c "$W/err" | head -n 2)"
+# D2: a trace whose span is 1e-320 us draws (the axis loop used to run forever), bounded by timeout
+ev='"ph":"X","name":"t","pid":0,"tid":0,"args":{"kind":"fwd","batch":0,"window":-1,"bytes":0}'
+echo "{\"traceEvents\":[{$ev,\"ts\":0,\"dur\":1e-320}]}" >"$W/tiny.json"
+expect_ok "D2: trace svg of a 1e-320 us span ends" timeout 20 "$NP" trace svg "$W/tiny.json" "$W/tiny.svg"
+(($(stat -c %s "$W/tiny.svg") < 100000)) && ok "D2: and writes a small picture" || bad "D2: svg is $(stat -c %s "$W/tiny.svg") bytes"
+# D12: times past 1e15 us are bad input (the report printed 300-digit or inf step times)
+echo "{\"traceEvents\":[{$ev,\"ts\":1e300,\"dur\":1e300}]}" >"$W/huge.json"
+expect_fail "D12: a trace with huge times" 2 'traceEvents[0] ("ph":"X", kind '"'fwd'"'): "ts" or "dur" beyond 1e15' \
+  -- "$NP" trace report "$W/huge.json"
+# D5: a NaN or inf dense feature in binary data is bad input naming the record (the run
+# used to end 0 with NaN parameters); in a TSV "nan" is not an integer and never was
+cp "$W/good.bin" "$W/nan.bin"
+printf '\x00\x00\xc0\x7f' | dd of="$W/nan.bin" bs=1 seek=$((40 + 368 * 2 + 4 + 4 * 3)) conv=notrunc status=none
+expect_fail "D5: NaN in binary dense features" 2 "$W/nan.bin: record 2 (byte 776): dense feature 3 is nan, not a finite number" \
+  -- "$NP" train --data "bin:$W/nan.bin" --steps 0 "${SMALL[@]}" --engine reference
+head -n 1 "$W/good.tsv" | awk -F'\t' -v OFS='\t' '{ $3 = "nan"; print }' >"$W/nan.tsv"
+expect_fail "D5: nan in a Criteo TSV" 2 "nan.tsv:1:" -- "$NP" train --data "criteo:$W/nan.tsv" "${R[@]}"
+# D7: a config line longer than libinih's buffer is refused with file:line (its tail used to
+# be read as a line of its own: here 'steps = 1')
+{ echo "steps = 2"; printf '#'; printf 'x%.0s' {1..250}; echo " steps = 1"; } >"$W/long.ini"
+expect_fail "D7: an over-long config line" 2 "$W/long.ini:2: line of 261 bytes; config lines may have at most 198" \
+  -- "$NP" train --config "$W/long.ini" "${R[@]}"
+# D8: --config naming a folder is refused (it read as an empty file)
+expect_fail "D8: --config naming a folder" 2 "config file $W is a folder" -- "$NP" train --config "$W" "${R[@]}"
+# D12: dense layers that cannot fit in memory are bad input before anything is allocated
+# (exit 1, out of memory, after the tables were built)
+expect_fail "D12: dense layers too large" 2 "model: the dense layers hold 3.01e+12 parameters" \
+  -- "$NP" train --model dcnv2 --tables 1000 --dim 1000 --bottom 13-1000 --rows 100 --batch 64 --steps 1
+# D12: a write error on stdout is an error (--version to a full device exited 0)
+expect_fail "D12: stdout on a full device" 2 "cannot write to standard output: No space left on device" \
+  -- bash -c '"$0" --version >/dev/full' "$NP"
+# D6: divergence that leaves NaN parameters (the loss stayed finite: exit 0 with 35% of the
+# model NaN) stops at the update that made them, naming step and tensor, on both engines
+for e in reference starpu; do
+  expect_fail "D6: --lr 1e3 diverges ($e)" 2 "training diverged: the update of step 4 left a NaN or inf in" \
+    -- "$NP" train --engine $e --steps 20 "${SMALL[@]}" --lr 1e3
+done
 
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -2,8 +2,9 @@
 # MPI tests of `nestpipe train` under mpirun (oversubscribed, sizes kept small for a
 # two-core machine): R = 1..4 ranks match the reference trainer for row- and table-wise
 # sharding and both sparse optimizers; repeated runs give the same bytes; tables shrink
-# ~1/R per rank; data that ends mid-batch, a killed rank, a failing rank and bad R/batch
-# combinations all end cleanly and quickly.
+# ~1/R per rank; data that ends mid-batch, a killed rank, a failing rank, set-up that fails
+# on one rank only, a stalled rank (--rank-timeout) and bad R/batch combinations all end
+# cleanly and quickly.
 # usage: test_mpi.sh PATH/TO/nestpipe
 set -u
 NP=$1
@@ -202,6 +203,47 @@ if [[ $rc != 0 && $rc != 124 && $took -le 30 ]] && grep -q "nestpipe: rank 2: in
   ok "failing rank 2: job exits $rc after ${took}s with rank 2's message"
 else
   bad "failing rank: exit $rc after ${took}s: $(tail -n 5 "$W/out")"
+fi
+
+# set-up that fails on one rank only (here rank 1's data file is missing, as on a host
+# without it; MPMD gives the ranks different flags): every rank ends, in time, with rank
+# 1's message (rank 1 used to exit alone while rank 0 waited in the trainer's barrier)
+start=$SECONDS
+timeout 60 "${MPIRUN[@]}" -np 1 "$NP" train "${SM[@]}" : -np 1 "$NP" train "${SM[@]}" \
+  --data "bin:$W/missing.bin" --tables 26 --bottom 13-16-16 --rows 100 >"$W/out" 2>&1
+rc=$?
+took=$((SECONDS - start))
+if [[ $rc == 2 && $took -le 30 ]] && grep -q "nestpipe: rank 1: $W/missing.bin: cannot open" "$W/out" &&
+  grep -q "nestpipe: 1 of 2 ranks failed to set up" "$W/out"; then
+  ok "set-up failing on rank 1 only: exit 2 after ${took}s with rank 1's message"
+else
+  bad "set-up failing on one rank: exit $rc after ${took}s: $(tail -n 5 "$W/out")"
+fi
+# the same for a config file that only rank 0 can read
+printf 'steps = 2\n' >"$W/ok.ini"
+start=$SECONDS
+timeout 60 "${MPIRUN[@]}" -np 1 "$NP" train "${SM[@]}" --config "$W/ok.ini" : -np 1 "$NP" train \
+  "${SM[@]}" --config "$W/none.ini" >"$W/out" 2>&1
+rc=$?
+took=$((SECONDS - start))
+if [[ $rc == 2 && $took -le 30 ]] && grep -q "cannot open config file $W/none.ini" "$W/out"; then
+  ok "config missing on rank 1 only: exit 2 after ${took}s"
+else
+  bad "config missing on one rank: exit $rc after ${took}s: $(tail -n 5 "$W/out")"
+fi
+
+# a stalled rank (NP_TEST_STALL_RANK/STEP: its driver sleeps for an hour, as a hung node
+# would): the --rank-timeout watchdog names it and ends the job within seconds
+start=$SECONDS
+timeout 60 env NP_TEST_STALL_RANK=1 NP_TEST_STALL_STEP=3 "${MPIRUN[@]}" -x NP_TEST_STALL_RANK \
+  -x NP_TEST_STALL_STEP -np 2 "$NP" train "${SM[@]}" --steps 1000 --rank-timeout 2 >"$W/out" 2>&1
+rc=$?
+took=$((SECONDS - start))
+if [[ $rc == 1 && $took -le 30 ]] &&
+  grep -q "nestpipe: rank 0: rank 1 has made no progress for [0-9]* s at step 4 while the others wait for it; stopping the job (--rank-timeout 2)" "$W/out"; then
+  ok "stalled rank 1: the watchdog names it, exit 1 after ${took}s"
+else
+  bad "stalled rank: exit $rc after ${took}s: $(grep -v '^$' "$W/out" | head -n 3)"
 fi
 
 # a 2-rank traced run: one merged trace that loads, a report in which sequential mode

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "trace/trace.h"
+#include "testutil.h"
 
 static char tmpdir[64];
 
@@ -203,9 +204,7 @@ static void test_export_fields(void **state) {
     np_trace_set_node_name(tr, NP_TRACE_MAX_NODE + 1, "ignored");
     const char *path = tmp_path("trace.json");
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
-    char tmp[300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    assert_int_equal(access(tmp, F_OK), -1); /* renamed away */
+    assert_int_equal(tu_leftovers(path), 0); /* renamed away */
 
     json_t *root = load(path);
     assert_int_equal(json_object_size(root), 3);
@@ -342,9 +341,7 @@ static void test_export_unwritable(void **state) {
     memset(&e, 0, sizeof e);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_STATUS_IO);
     if (!strstr(e.msg, path)) fail_msg("message '%s' does not name %s", e.msg, path);
-    char tmp[300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(tu_leftovers(path), 0);
     assert_int_equal(rmdir(path), 0);
     np_trace_free(tr);
     np_trace_free(NULL); /* no-op */

@@ -3,8 +3,10 @@
 #ifndef NP_TESTS_TESTUTIL_H
 #define NP_TESTS_TESTUTIL_H
 
+#include <glob.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +59,21 @@ static inline np_batch tu_batch(const np_config *cfg, long n, int max_bag, uint6
     b.cap_n = n;
     b.cap_nnz = (size_t)(T * n * max_bag + 1);
     return b;
+}
+
+/* Temporaries left beside path by an output writer (np_outfile: PATH.XXXXXX), or the old
+ * fixed PATH.tmp: how many there are. */
+static inline int tu_leftovers(const char *path) {
+    char pat[1100];
+    glob_t g;
+    int n = 0;
+    snprintf(pat, sizeof pat, "%s.??????", path);
+    if (glob(pat, 0, NULL, &g) == 0) n += (int)g.gl_pathc;
+    globfree(&g);
+    snprintf(pat, sizeof pat, "%s.tmp", path);
+    if (glob(pat, 0, NULL, &g) == 0) n += (int)g.gl_pathc;
+    globfree(&g);
+    return n;
 }
 
 #endif

@@ -195,15 +195,11 @@ np_status np_trace_write_paje(const np_trace *tr, const char *path, np_error *er
     size_t n = np_trace_count(tr);
     task *ts = np_alloc(n ? n : 1, sizeof *ts, "paje tasks", err);
     change *ch = np_alloc(n ? 2 * n : 1, sizeof *ch, "paje state changes", err);
-    size_t len = strlen(path);
-    char *tmp = np_alloc(len + 5, 1, "paje path", err);
     np_status st = NP_OK;
-    if (!ts || !ch || !tmp) {
+    if (!ts || !ch) {
         st = NP_STATUS_NO_MEMORY;
         goto out;
     }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
 
     /* Paje times are seconds; the earliest start is 0 so ViTE's axis starts at the run. A
      * time that is not finite is placed at 0, and a task ending before it starts is empty. */
@@ -226,19 +222,14 @@ np_status np_trace_write_paje(const np_trace *tr, const char *path, np_error *er
     }
     qsort(ts, n, sizeof *ts, cmp_task);
 
-    /* Through a temporary and rename, so a viewer never opens half a trace. */
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        st = np_err(err, NP_STATUS_IO, "trace: cannot create %s (Paje trace %s): %s", tmp, path,
-                    strerror(errno));
-        goto out;
-    }
+    /* Through a unique temporary and rename, so a viewer never opens half a trace. */
+    np_outfile o;
+    if ((st = np_outfile_open(&o, path, "trace paje", err))) goto out;
     errno = 0;
-    emit(f, tr, ts, n, ch);
-    st = np_trace_commit_file(f, 0, tmp, path, "Paje trace", err);
+    emit(o.f, tr, ts, n, ch);
+    st = np_outfile_commit(&o, 0, err);
 out:
     free(ts);
     free(ch);
-    free(tmp);
     return st;
 }

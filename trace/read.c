@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,7 @@ out:
 /* Worker ids that may carry a name: StarPU has a few dozen workers; a larger id in a file
  * is not ours and would make the name array (one slot per id) huge. */
 enum { MAX_NAMED_WORKER = 65535 };
+#define MAX_TIME_US 1e15
 
 static int kind_of(const char *s, np_node_kind *k) {
     for (int i = 0; i < NP_NODE_KIND_COUNT; i++)
@@ -120,6 +122,11 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
         return *what = "no integer \"tid\" (worker) >= 0", NP_STATUS_BAD_INPUT;
     if (get_num(e, "ts", &ts) || get_num(e, "dur", &dur) || !(dur >= 0))
         return *what = "no number \"ts\" or \"dur\" >= 0", NP_STATUS_BAD_INPUT;
+    /* times past 10^15 us (31 years) are not a run's; they would turn spans and
+     * per-step figures into inf */
+    if (!(fabs(ts) <= MAX_TIME_US) || !(dur <= MAX_TIME_US))
+        return *what = "\"ts\" or \"dur\" beyond 1e15 microseconds (31 years)",
+               NP_STATUS_BAD_INPUT;
     if (get_int(args, "batch", LONG_MIN, LONG_MAX, &batch))
         return *what = "no integer \"args.batch\"", NP_STATUS_BAD_INPUT;
     if (get_int(args, "window", INT_MIN, INT_MAX, &window))
@@ -220,6 +227,8 @@ np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) 
             if ((st = read_task(e, &ev, &what))) {
                 const char *k =
                     json_string_value(json_object_get(json_object_get(e, "args"), "kind"));
+                char shown[128]; /* the file's text: control bytes escaped */
+                if (k) k = np_escape(k, strlen(k), shown, sizeof shown);
                 st = np_err(err, st, "trace: %s: traceEvents[%zu] (\"ph\":\"X\"%s%s%s): %s", path,
                             i, k ? ", kind '" : "", k ? k : "", k ? "'" : "", what);
                 goto done;

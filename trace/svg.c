@@ -136,10 +136,13 @@ static const char *text_on(np_node_kind k, int node) {
     return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] > 150 ? "#000" : "#fff";
 }
 
-/* A 1-2-5 step near span/10, so the axis has about ten labelled ticks. */
+/* A 1-2-5 step near span/10, so the axis has about ten labelled ticks. A span so small
+ * (or large) that the step is not a normal positive number gets the span itself as its
+ * step: two ticks, 0 and the end. */
 static double tick_step(double span) {
     double raw = span / 10, mag = pow(10, floor(log10(raw))), f = raw / mag;
-    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+    double step = (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+    return isnormal(step) && step > 0 && span / step <= 20 ? step : span;
 }
 
 typedef struct {
@@ -289,13 +292,16 @@ static void put_axis(const picture *p, double y, double y_end) {
     FILE *f = p->f;
     double span_ms = p->span / 1000, step = tick_step(span_ms);
     int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    if (!(dec >= 0 && dec <= 17)) dec = 17; /* a subnormal span: as many digits as a double has */
     fprintf(f,
             "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\" "
             "stroke-width=\"1\"/>\n",
             LABEL_W, y, LABEL_W + PLOT_W, y);
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">ms</text>\n",
             LABEL_W - 16, y - 6);
-    for (long i = 0; i * step <= span_ms * (1 + 1e-9); i++) {
+    /* at most 21 ticks whatever the span (tick_step's bound), so a degenerate trace cannot
+     * make the loop run on */
+    for (long i = 0; i <= 20 && i * step <= span_ms * (1 + 1e-9); i++) {
         double x = x_of(p, i * step * 1000);
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
@@ -531,17 +537,13 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
     size_t n = np_trace_count(tr);
     task *ts = np_alloc(n ? n : 1, sizeof *ts, "svg tasks", err);
     batch_start *bs = np_alloc(n ? n : 1, sizeof *bs, "svg batch starts", err);
-    size_t len = strlen(path);
-    char *tmp = np_alloc(len + 5, 1, "svg path", err);
     np_trace_report rep;
     memset(&rep, 0, sizeof rep);
     np_status st = NP_OK;
-    if (!ts || !bs || !tmp) {
+    if (!ts || !bs) {
         st = NP_STATUS_NO_MEMORY;
         goto out;
     }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
 
     /* Times relative to the earliest start; a time that is not finite is placed at 0 and a
      * task ending before it starts is drawn as a hairline, as in the Chrome export. */
@@ -601,25 +603,20 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
         st = NP_OK;
     }
 
-    /* Through a temporary and rename, so a viewer never opens half a picture. */
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        st = np_err(err, NP_STATUS_IO, "trace: cannot create %s (SVG of %s): %s", tmp, path,
-                    strerror(errno));
-        goto out;
-    }
+    /* Through a unique temporary and rename, so a viewer never opens half a picture. */
+    np_outfile o;
+    if ((st = np_outfile_open(&o, path, "trace svg", err))) goto out;
     errno = 0;
     if (n == 0) {
-        emit_empty(f);
+        emit_empty(o.f);
     } else {
-        picture p = {f, tr, ts, n, bs, span, analyzed ? &rep : NULL, aerr.msg, n_lanes, n_ranks};
+        picture p = {o.f, tr, ts, n, bs, span, analyzed ? &rep : NULL, aerr.msg, n_lanes, n_ranks};
         emit(&p);
     }
-    st = np_trace_commit_file(f, 0, tmp, path, "SVG", err);
+    st = np_outfile_commit(&o, 0, err);
 out:
     np_trace_report_free(&rep); /* zeroed when analyze did not run */
     free(ts);
     free(bs);
-    free(tmp);
     return st;
 }

@@ -448,29 +448,18 @@ np_status np_trace_write_chrome(const np_trace *tr, const char *path, np_error *
                       "name that is not UTF-8)",
                       path);
 
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 5);
-    if (!tmp) {
+    /* Through a unique temporary and rename, so a reader never sees half a trace and a
+     * failed export leaves an earlier file of the same name intact. */
+    np_outfile o;
+    np_status st = np_outfile_open(&o, path, "trace", err);
+    if (st) {
         json_decref(root);
-        return np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory writing %s", path);
-    }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-
-    /* Through a temporary and rename, so a reader never sees half a trace and a failed
-     * export leaves an earlier file of the same name intact. */
-    np_status st = NP_OK;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        st = np_err(err, NP_STATUS_IO, "trace: cannot create %s: %s", tmp, strerror(errno));
-        goto out;
+        return st;
     }
     errno = 0;
-    int failed =
-        json_dumpf(root, f, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 || fputc('\n', f) == EOF;
-    st = np_trace_commit_file(f, failed, tmp, path, "", err);
-out:
-    free(tmp);
+    int failed = json_dumpf(root, o.f, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 ||
+                 fputc('\n', o.f) == EOF;
+    st = np_outfile_commit(&o, failed, err);
     json_decref(root);
     return st;
 }
@@ -491,24 +480,6 @@ const char *np_trace_node_name(const np_trace *tr, int node) {
     if (node >= 0 && (size_t)node < tr->n_node_names) name = tr->node_name[node];
     pthread_mutex_unlock(lock_of(tr));
     return name;
-}
-
-np_status np_trace_commit_file(FILE *f, int failed, const char *tmp, const char *path,
-                               const char *what, np_error *err) {
-    int bad = failed || fflush(f) != 0 || ferror(f);
-    int saved = bad ? errno : 0;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        saved = errno;
-    }
-    if (!bad) return NP_OK;
-    remove(tmp);
-    return np_err(err, NP_STATUS_IO, "trace: cannot write %s%s%s: %s", what, *what ? " " : "", path,
-                  saved ? strerror(saved) : "write error");
 }
 
 np_status np_trace_batches(const np_trace *tr, long from, long to, np_trace **out,

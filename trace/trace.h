@@ -203,10 +203,4 @@ NP_NODISCARD np_status np_trace_report_print(const np_trace_report *r, FILE *f, 
  * labelled, each task's tooltip naming its layer and chunk), a bar chart of exposed vs
  * hidden time per node kind and one of compute time per layer. Self-contained, no scripts. */
 
-/* Finishes a file written to `tmp` through f: flush, close, rename to `path`; on any failure
- * (or `failed`, an earlier write error) removes tmp and returns NP_STATUS_IO naming `what`
- * and the path. For the exports' PATH.tmp + rename pattern. */
-NP_NODISCARD np_status np_trace_commit_file(FILE *f, int failed, const char *tmp, const char *path,
-                                            const char *what, np_error *err);
-
 #endif

@@ -63,6 +63,21 @@ NP_NODISCARD NP_API np_status np_dist_sum_i64(np_dist_t *d, int64_t *inout, np_e
 NP_NODISCARD NP_API np_status np_dist_max_i64(np_dist_t *d, int64_t *inout, np_error *err);
 NP_NODISCARD NP_API np_status np_dist_sum_f64(np_dist_t *d, double *inout, int n, np_error *err);
 
+/* Watchdog (the train command's --rank-timeout): a thread on every rank trades heartbeats
+ * with rank 0. A rank that sends nothing, or stays busy at one step while this rank waits
+ * for it, for timeout_s seconds is named on stderr ("nestpipe: rank 0: rank 1 has made no
+ * progress ...") and the whole job is aborted (exit 1): a stalled rank no longer leaves
+ * the others polling forever. Start and stop are collective (every rank, at the same
+ * point of the run); stop waits until every rank has stopped its watchdog. *out is NULL,
+ * and the other calls no-ops, without MPI, on one rank or when timeout_s <= 0; stop is
+ * NULL-safe. np_dist_watchdog_progress says where the driver is: its step (< 0: unchanged),
+ * and whether it is waiting for the other ranks (in a collective, or for a step's tasks). */
+typedef struct np_watchdog np_dist_watchdog_t;
+NP_NODISCARD NP_API np_status np_dist_watchdog_start(np_dist_t *d, double timeout_s,
+                                                     np_dist_watchdog_t **out, np_error *err);
+NP_API void np_dist_watchdog_progress(np_dist_watchdog_t *w, long step, int waiting);
+NP_API void np_dist_watchdog_stop(np_dist_watchdog_t *w);
+
 /* Collective: rank 0 gets in *full a one-rank model holding every table row where a
  * single-process run has it and the dense parameters (of rank 0's replica): what
  * np_model_dump and np_evaluate want. Other ranks get NULL; with one rank *full is a copy.

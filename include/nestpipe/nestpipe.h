@@ -82,6 +82,34 @@ NP_API const char *np_status_name(np_status s);
 NP_API np_status np_error_set(np_error *err, np_status status, const char *fmt, ...)
     NP_FORMAT_PRINTF(3, 4);
 
+/* ---------------------------------------------------------------- output files
+ *
+ * np_outfile_open creates a temporary with a unique name (mkstemp: PATH.XXXXXX, beside
+ * PATH, so the rename stays on one file system) and opens it for writing; two runs that
+ * write the same PATH never share a temporary. np_outfile_commit flushes, fsyncs and
+ * renames it to PATH, or on any failure (also `failed` != 0: the caller's own write
+ * failed) removes it and fills err with "WHAT: cannot write PATH: <reason>"; either way the
+ * file is closed and `o` is cleared. np_outfile_discard removes the temporary (a NULL or
+ * cleared `o` is a no-op). The file gets the mode a plain fopen would give (0666 & ~umask),
+ * not mkstemp's 0600. A PATH that exists and is not a regular file (/dev/stdout, a FIFO) is
+ * written in place: it cannot be replaced by a rename, and must not be. `what` names the output in messages ("dump-params") and must outlive
+ * `o`. */
+typedef struct np_outfile {
+    FILE *f;          /* write here */
+    char *tmp;        /* the temporary's name (owned); NULL when PATH is written in place */
+    const char *path; /* the final name (borrowed) */
+    const char *what; /* borrowed */
+} np_outfile;
+NP_NODISCARD NP_API np_status np_outfile_open(np_outfile *o, const char *path,
+                                              const char *what, np_error *err);
+NP_NODISCARD NP_API np_status np_outfile_commit(np_outfile *o, int failed, np_error *err);
+NP_API void np_outfile_discard(np_outfile *o);
+
+/* Copies s into out (cap bytes, always NUL-terminated) with bytes that would garble a
+ * one-line message escaped: control bytes and DEL as \xHH, a backslash as \\. Text from input
+ * files goes through it before it reaches an error message. Returns out. */
+NP_API char *np_escape(const char *s, size_t len, char *out, size_t cap);
+
 /* ---------------------------------------------------------------- configuration */
 
 #define NP_MAX_LAYERS 16
@@ -183,6 +211,7 @@ typedef struct np_config {
     int keep_checkpoints;             /* key "keep-checkpoints": whole checkpoints kept (>= 1) */
     char resume[NP_PATH_MAX];         /* key "resume": continue from the newest whole
                                          checkpoint in this folder */
+    double rank_timeout; /* key "rank-timeout": seconds a rank may stall the others; 0 off */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
