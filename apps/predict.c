@@ -2,12 +2,10 @@
  * --dump-params file), one probability per line in record order, and reports the log loss
  * and AUC against the file's labels. The model's shape comes from the same flags or config
  * file that trained it. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 
@@ -77,42 +75,24 @@ int np_cmd_predict(np_dist_t *dist, int argc, char **argv) {
 
     np_model_t *model = NULL;
     np_source_t *src = NULL;
-    FILE *f = NULL;
-    char tmp[NP_PATH_MAX + 16] = "";
+    np_outfile o = {0};
     np_eval_result res;
     int to_stdout = !strcmp(out, "-");
     if ((st = np_model_create(&cfg, &model, &err)) || (st = np_model_load(model, params, &err)) ||
         (st = np_source_open(&cfg, NP_SPLIT_ALL, &src, &err)))
         goto done;
+    /* a file goes through a unique temporary and a rename: a failed run leaves no half file */
+    if (!to_stdout && (st = np_outfile_open(&o, out, "predict --out", &err))) goto done;
+    st = np_predict(model, src, to_stdout ? stdout : o.f, &res, &err);
     if (to_stdout) {
-        f = stdout;
-    } else { /* through a unique temporary and a rename: a failed run leaves no half file */
-        snprintf(tmp, sizeof tmp, "%s.XXXXXX", out);
-        int fd = mkstemp(tmp);
-        if (fd < 0 || !(f = fdopen(fd, "w"))) {
-            st = np_error_set(&err, NP_STATUS_IO, "predict: cannot create a file next to %s: %s",
-                              out, strerror(errno));
-            if (fd >= 0) close(fd);
-            tmp[0] = 0;
-            goto done;
-        }
+        if (!st && (fflush(stdout) || ferror(stdout)))
+            st = np_error_set(&err, NP_STATUS_IO, "predict: cannot write the scores to stdout");
+    } else if (st) {
+        np_outfile_discard(&o);
+    } else {
+        st = np_outfile_commit(&o, 0, &err);
     }
-    if ((st = np_predict(model, src, f, &res, &err))) goto done;
-    if (fflush(f) || ferror(f) || (!to_stdout && fsync(fileno(f)))) {
-        st = np_error_set(&err, NP_STATUS_IO, "predict: cannot write %s: %s", out,
-                          strerror(errno));
-        goto done;
-    }
-    if (!to_stdout) {
-        int bad = fclose(f);
-        f = NULL;
-        if (bad || rename(tmp, out)) {
-            st = np_error_set(&err, NP_STATUS_IO, "predict: cannot write %s: %s", out,
-                              strerror(errno));
-            goto done;
-        }
-        tmp[0] = 0;
-    }
+    if (st) goto done;
     /* nine digits: the figures train's --log-json gives its evaluation */
     fprintf(stderr, "predict: %ld records  logloss %.9g  auc %.9g\n", res.n, res.logloss,
             res.auc);
@@ -122,8 +102,7 @@ done:
         memcpy(msg, err.msg, sizeof msg);
         np_error_set(&err, st, "predict --params %.480s", msg + 12);
     }
-    if (f && !to_stdout) fclose(f);
-    if (tmp[0]) remove(tmp);
+    np_outfile_discard(&o);
     np_source_free(src);
     np_model_free(model);
     return st ? np_cli_fail(st, &err) : 0;
