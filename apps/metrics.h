@@ -28,6 +28,8 @@ typedef struct np_run_metrics {
     long resumed_step;                 /* --resume: the checkpoint's step (0: not resumed) */
     double resume_seconds, resume_bytes; /* rank 0's checkpoint load */
     long ckpt_count;                   /* checkpoints written */
+    double eval_seconds; /* evaluations during training (--eval-interval; not in seconds) */
+    long evals;          /* how many */
     double ckpt_seconds, ckpt_bytes;   /* their wall time (not in seconds) and bytes, all files */
     np_trace_summary trace_overall;
 } np_run_metrics;

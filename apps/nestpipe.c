@@ -201,9 +201,11 @@ static void json_num(FILE *f, const char *key, double x) {
 static int log_line(FILE *f, long step, double loss, double sps, double seconds,
                     const np_eval_result *ev) {
     fprintf(f, "{\"step\": %ld", step);
-    json_num(f, ev ? "train_loss" : "loss", loss);
-    json_num(f, "samples_per_s", sps);
-    json_num(f, "seconds", seconds);
+    if (!ev || !isnan(seconds)) { /* an evaluation during training has only its figures */
+        json_num(f, ev ? "train_loss" : "loss", loss);
+        json_num(f, "samples_per_s", sps);
+        json_num(f, "seconds", seconds);
+    }
     if (ev) {
         fprintf(f, ", \"eval_samples\": %ld", ev->n);
         json_num(f, "eval_logloss", ev->logloss);
@@ -230,6 +232,25 @@ static void catch_stop_signals(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+/* --eval-interval: the model after the step just waited for, held (no update writes it)
+ * while rank 0 evaluates it on a fresh eval source: gathered first when there are several
+ * ranks (collective). Every rank returns the same status; ev is rank 0's. */
+static np_status eval_now(np_dist_t *dist, const np_config *cfg, const np_config *ecfg,
+                          np_split esplit, np_trainer_t *tr, np_model_t *model,
+                          np_eval_result *ev, np_error *err) {
+    np_model_t *full = NULL;
+    np_source_t *src = NULL;
+    memset(ev, 0, sizeof *ev);
+    np_trainer_hold(tr);
+    np_status st = cfg->ranks > 1 ? np_dist_gather_model(dist, model, &full, err) : NP_OK;
+    if (!st && cfg->rank == 0 && !(st = np_source_open(ecfg, esplit, &src, err)))
+        st = np_evaluate(full ? full : model, src, cfg, ev, err);
+    np_trainer_release(tr);
+    np_source_free(src);
+    np_model_free(full);
+    return st;
 }
 
 /* Rank r's message: prefixed with the rank when there are several. */
@@ -606,7 +627,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         r.steps = s + 1;
         recent += loss;
         recent_n++;
-        double el = now_s() - t0 - r.ckpt_seconds;
+        double el = now_s() - t0 - r.ckpt_seconds - r.eval_seconds;
         if (log && log_line(log, r.steps, loss, r.steps * (double)cfg.batch / el, el, NULL)) {
             st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: write error: %s",
                               cfg.log_json, strerror(errno));
@@ -643,6 +664,27 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
                 fflush(stdout);
             }
         }
+        /* --eval-interval: the model after this step, evaluated on rank 0 while the ranks'
+         * later read-only stages run; the last step's evaluation is the run's own */
+        if (cfg.eval_interval && r.steps % cfg.eval_interval == 0 && !stop &&
+            !(cfg.steps && r.steps == cfg.steps)) {
+            double te = now_s();
+            np_eval_result ev;
+            if ((st = eval_now(dist, &cfg, &ecfg, esplit, tr, model, &ev, &err))) goto step_failed;
+            r.eval_seconds += now_s() - te;
+            r.evals++;
+            if (lead && !cfg.quiet) {
+                if (tty) fputc('\n', stderr);
+                printf("eval at step %ld: logloss %.5f  auc %.4f  (%ld samples, %.3f s)\n",
+                       r.steps, ev.logloss, ev.auc, ev.n, now_s() - te);
+                fflush(stdout);
+            }
+            if (log && log_line(log, r.steps, NAN, NAN, NAN, &ev)) {
+                st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: write error: %s",
+                                  cfg.log_json, strerror(errno));
+                goto step_failed;
+            }
+        }
         if (stop) {
             if (lead)
                 fprintf(stderr, "nestpipe: %s: stopped after step %ld%s\n",
@@ -654,7 +696,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         }
     }
     if ((st = np_trainer_finish(tr, &err)) || agree(dist, wd, st ? 2 : 0)) goto step_failed;
-    r.seconds = now_s() - t0 - r.ckpt_seconds; /* training time: checkpoints apart */
+    /* training time: checkpoints and evaluations during training apart */
+    r.seconds = now_s() - t0 - r.ckpt_seconds - r.eval_seconds;
     {
         double n = (double)(r.steps - s0) * (double)cfg.batch; /* samples this process trained */
         r.samples_per_s = r.seconds > 0 ? n / r.seconds : 0;

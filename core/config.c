@@ -342,6 +342,9 @@ static const key_def keys[] = {
                "evaluate on this file (every record) instead of a held-out\n"
                "split; all training records then train",
                NULL, NP_KEY_TEXT, eval_data, "criteo:PATH, bin:PATH or none"),
+    INT_KEY("eval-interval", "data", "N", "0",
+            "evaluate every N steps during training too; 0 = at the end only", NULL,
+            eval_interval, 0, LONG_MAX, "an integer >= 0 (0: at the end only)"),
     INT_KEY("eval-samples", "data", "N", "16384", "cap on held-out records evaluated", NULL,
             eval_samples, 0, 1L << 30, "an integer in [0, 2^30]"),
     REAL_KEY("zipf", "data", "A", "1.05", "synthetic key popularity exponent", NULL, zipf, 0.0,

@@ -47,9 +47,7 @@ void np_engine_trace_data(np_sp_engine *e, long batch, double start_us, double e
  * submit only. */
 void np_engine_hold(np_sp_engine *e);
 void np_engine_release(np_sp_engine *e);
-/* The same through the trainer (no-ops for the reference engine, which has no tasks). */
-void np_trainer_hold(np_trainer_t *tr);
-void np_trainer_release(np_trainer_t *tr);
+/* np_trainer_hold / np_trainer_release (public, nestpipe.h) go through these. */
 
 /* Unregisters everything (the model memory stays with the model) and stops StarPU. */
 void np_engine_free(np_sp_engine *e);

@@ -303,6 +303,18 @@ expect_fail "predict: no --params" 2 "predict needs --params" -- \
   "$NP" predict --data "criteo:$W/eval.tsv" --out "$W/s3.txt"
 expect_fail "predict: synthetic data" 2 "needs --data criteo:PATH or bin:PATH" -- \
   "$NP" predict --params "$W/ev.params" --out "$W/s3.txt"
+# --eval-interval: the evaluation after step 4 of an 8-step run is the final one of a 4-step
+# run, bit for bit (JSON lines to 9 digits), and the trained model does not change
+expect_ok "eval-interval, 4 steps" "$NP" train "${SMALL[@]}" --steps 4 --log-json "$W/e4.jsonl"
+expect_ok "eval-interval, 8 steps" "$NP" train "${SMALL[@]}" --steps 8 --eval-interval 4 \
+  --log-json "$W/e8.jsonl" --dump-params "$W/e8.params"
+expect_ok "no eval-interval, 8 steps" "$NP" train "${SMALL[@]}" --steps 8 --dump-params "$W/n8.params"
+a=$(sed -n 's/^{"step": 4, \("eval_samples".*\)}/\1/p' "$W/e8.jsonl")
+b=$(sed -n 's/^{"step": 4, .*\("eval_samples".*\)}/\1/p' "$W/e4.jsonl")
+[[ -n $a && $a == "$b" && $(grep -c eval_auc "$W/e8.jsonl") -eq 2 ]] &&
+  ok "eval-interval: step 4's evaluation is the 4-step run's" || bad "eval-interval: '$a' vs '$b'"
+cmp -s "$W/e8.params" "$W/n8.params" && ok "eval-interval leaves the model alone" ||
+  bad "eval-interval changed the trained model"
 expect_fail "eval-data: not a file spec" 2 "expected criteo:PATH, bin:PATH or none" -- \
   "$NP" train --eval-data "$W/eval.tsv"
 expect_fail "log-json: a missing folder, before training" 2 "--log-json $W/no/l.jsonl: the folder" -- \

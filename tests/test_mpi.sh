@@ -112,9 +112,20 @@ else
 fi
 
 # the comparison can fail: a model trained for fewer steps is told apart
-run_np 2 "$W/short" --steps 3
+run_np 2 "$W/short" --steps 3 --log-json "$W/short.jsonl"
 "$NP" compare "$W/short" "$W/ref_sgd" >/dev/null
 [[ $? == 1 ]] && ok "compare tells a different model apart" || bad "compare missed a difference"
+
+# --eval-interval at R = 2: the evaluation after step 3 of a 6-step run is the final one of
+# the 3-step run (the model gathered between steps), and evaluating does not change training
+evals() { sed -n "s/^{\"step\": $2, .*\(\"eval_samples\".*\)}/\1/p" "$1"; }
+run_np 2 "$W/ei" --steps 6 --eval-interval 3 --log-json "$W/ei.jsonl" &&
+  run_np 2 "$W/noei" --steps 6 || bad "eval-interval runs failed: $(tail -n 3 "$W/err")"
+a=$(evals "$W/ei.jsonl" 3) b=$(evals "$W/short.jsonl" 3)
+[[ -n $a && $a == "$b" ]] && ok "R=2 eval-interval: step 3's evaluation is the 3-step run's ($a)" ||
+  bad "R=2 eval-interval: '$a' vs '$b'"
+cmp -s "$W/ei" "$W/noei" && ok "R=2 eval-interval: the same trained bytes" ||
+  bad "R=2 eval-interval changed the model"
 
 # tables per rank shrink ~1/R (row-wise; memory from --metrics-json)
 t1=$(grep -o '"table_bytes_max_rank": [0-9]*' "$W/m_1_row.json" | grep -o '[0-9]*$')

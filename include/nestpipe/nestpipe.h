@@ -204,6 +204,8 @@ typedef struct np_config {
     np_data_kind eval_data;           /* key "eval-data": criteo:PATH | bin:PATH | none; */
     char eval_data_path[NP_PATH_MAX]; /* synthetic = none: evaluate on the held-out split */
     char log_json[NP_PATH_MAX];       /* key "log-json": one JSON line per step */
+    long eval_interval;               /* key "eval-interval": steps between evaluations
+                                         during training; 0 = at the end only */
     /* checkpoints (docs/formats.md "Checkpoints"), added in 0.3 */
     char checkpoint_dir[NP_PATH_MAX]; /* key "checkpoint-dir": where checkpoints are written */
     long checkpoint_every;            /* key "checkpoint-every": steps between checkpoints;
@@ -397,6 +399,13 @@ NP_API uint64_t np_trainer_synced_rows(const np_trainer_t *tr);
  * gradients, [3] dense all-reduce. All zero for the reference engine. */
 NP_API void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]);
 NP_API void np_trainer_free(np_trainer_t *tr);
+/* A consistent model between steps: after np_trainer_wait (or np_trainer_step), hold waits
+ * until every update of the steps waited for has written the parameters, tables and
+ * optimizer state, and keeps later updates from writing them until release; tasks that
+ * only read them (a later batch's lookup) keep running. Read the model (evaluate it, gather
+ * it, save it) in between; submit nothing. No-ops for the reference engine. */
+NP_API void np_trainer_hold(np_trainer_t *tr);
+NP_API void np_trainer_release(np_trainer_t *tr);
 
 /* Bytes of embedding tables (and optimizer state) this process holds: its shard. */
 NP_API size_t np_model_table_bytes(const np_model_t *m);
