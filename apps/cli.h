@@ -18,6 +18,9 @@ int np_cli_fail(np_status st, const np_error *err);
 int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_help,
                             int *want_print);
 
+/* `nestpipe export` (apps/export.c). */
+int np_cmd_export(int argc, char **argv);
+
 /* `nestpipe predict` (apps/predict.c). */
 int np_cmd_predict(np_dist_t *dist, int argc, char **argv);
 

@@ -81,6 +81,7 @@ static const char *main_help =
     "  train [flags]                        train a model (nestpipe train --help)\n"
     "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
     "  predict --params P --data SPEC --out FILE   score records (nestpipe predict --help)\n"
+    "  export MODEL.params OUT.npz          a --dump-params file as a NumPy archive\n"
     "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"
     "  trace report FILE [--json]           overlap report of a --trace file\n"
     "  trace svg FILE OUT.svg | trace paje FILE OUT.paje   timeline picture, Paje export\n"
@@ -889,6 +890,7 @@ static int run(np_dist_t *dist, int argc, char **argv) {
     if (!strcmp(argv[1], "train")) return cmd_train(dist, argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(argv[1], "predict")) return np_cmd_predict(dist, argc - 2, argv + 2);
+    if (!strcmp(argv[1], "export")) return np_cmd_export(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "trace")) return np_cmd_trace(argc - 2, argv + 2);
     fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);

@@ -125,7 +125,7 @@ grep -q '"sched": "dmda"' "$W/dmda.json" && ok "STARPU_SCHED=dmda runs and is re
 [[ ! -s $W/err && ! -s $W/out ]] && ok "--quiet: nothing printed, StarPU's notices included" ||
   bad "--quiet printed: $(head -c 300 "$W/err")"
 # every command answers --help
-for cmd in train convert compare trace; do
+for cmd in train convert compare trace predict export; do
   expect_ok "$cmd --help" "$NP" $cmd --help
   grep -q "usage" "$W/out" && ok "$cmd --help prints a usage" || bad "$cmd --help: $(head -n 2 "$W/out")"
 done
@@ -315,6 +315,33 @@ b=$(sed -n 's/^{"step": 4, .*\("eval_samples".*\)}/\1/p' "$W/e4.jsonl")
   ok "eval-interval: step 4's evaluation is the 4-step run's" || bad "eval-interval: '$a' vs '$b'"
 cmp -s "$W/e8.params" "$W/n8.params" && ok "eval-interval leaves the model alone" ||
   bad "eval-interval changed the trained model"
+# export: numpy.load reads the archive, every tensor's name, shape and bits as in the dump
+PY=""
+for p in /usr/bin/python3 python3; do "$p" -c 'import numpy' 2>/dev/null && PY=$p && break; done
+expect_ok "export" "$NP" export "$W/ev.params" "$W/ev.npz"
+if [[ -z $PY ]]; then
+  bad "export: no python3 with numpy to check it (.ci/deps installs python3-numpy)"
+else
+  "$PY" - "$W/ev.params" "$W/ev.npz" >"$W/out" 2>&1 <<'PYEOF'
+import struct, sys, numpy as np
+b = open(sys.argv[1], "rb").read(); z = np.load(sys.argv[2])
+n = struct.unpack_from("<I", b, 12)[0]; p = 16; names = []
+for _ in range(n):
+    (L,) = struct.unpack_from("<I", b, p); name = b[p+4:p+4+L].decode(); p += 4 + L
+    (nd,) = struct.unpack_from("<I", b, p); dims = struct.unpack_from("<%dQ" % nd, b, p + 4)
+    p += 4 + 8 * nd; cnt = int(np.prod(dims)); a = np.frombuffer(b, "<f4", cnt, p).reshape(dims)
+    p += 4 * cnt; names.append(name); x = z[name]
+    assert x.dtype == np.float32 and x.shape == tuple(dims), name
+    assert np.array_equal(x.view(np.uint32), a.view(np.uint32)), name
+assert sorted(z.files) == sorted(names)
+print(len(names), "tensors")
+PYEOF
+  [[ $? == 0 ]] && ok "export: numpy.load reads $(cat "$W/out"), the dump's bits" ||
+    bad "export: $(tail -n 3 "$W/out")"
+fi
+expect_fail "export: not a dump" 2 "export: $W/eval.tsv: not a readable NPPARAMS file" -- \
+  "$NP" export "$W/eval.tsv" "$W/x.npz"
+expect_fail "export: a missing folder" 2 "$W/no/x.npz" -- "$NP" export "$W/ev.params" "$W/no/x.npz"
 expect_fail "eval-data: not a file spec" 2 "expected criteo:PATH, bin:PATH or none" -- \
   "$NP" train --eval-data "$W/eval.tsv"
 expect_fail "log-json: a missing folder, before training" 2 "--log-json $W/no/l.jsonl: the folder" -- \
