@@ -342,6 +342,9 @@ static const key_def keys[] = {
                "evaluate on this file (every record) instead of a held-out\n"
                "split; all training records then train",
                NULL, NP_KEY_TEXT, eval_data, "criteo:PATH, bin:PATH or none"),
+    INT_KEY("epochs", "data", "E", "1",
+            "passes over file data; --steps 0 trains until the last one ends", NULL, epochs, 1,
+            1000000, "an integer >= 1"),
     INT_KEY("eval-interval", "data", "N", "0",
             "evaluate every N steps during training too; 0 = at the end only", NULL,
             eval_interval, 0, LONG_MAX, "an integer >= 0 (0: at the end only)"),
@@ -817,6 +820,10 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
     if (c->engine == NP_ENGINE_REFERENCE && c->trace[0])
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "trace: the reference engine runs no tasks to trace; use --engine starpu");
+    if (c->data == NP_DATA_SYNTHETIC && c->epochs > 1)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "epochs: %d passes over synthetic data, which never ends; give --steps",
+                      c->epochs);
     if (c->data == NP_DATA_SYNTHETIC && c->steps == 0)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "steps: 0 means 'until the data ends', but synthetic data never ends; "

@@ -27,6 +27,8 @@ struct np_source {
     np_bin_reader *bin;  /* NP_DATA_BIN */
     uint64_t next_index; /* files: stream index of the next record to read */
     int eof;             /* files: no more records of this split */
+    int epochs, epoch;   /* files, train split: passes over the file, and the current one */
+    char path[NP_PATH_MAX];
 
     /* files: records read but not yet delivered, sample-major; kept across an END_OF_DATA
      * so a partial train batch is not consumed */
@@ -80,6 +82,8 @@ np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out
         s->eval_cap = LONG_MAX;
     }
     s->skip_bad = cfg->skip_bad_lines;
+    s->epochs = split == NP_SPLIT_TRAIN && cfg->epochs > 1 ? cfg->epochs : 1;
+    snprintf(s->path, sizeof s->path, "%s", cfg->data_path);
     s->n_dense = cfg->bottom[0];
     s->T = cfg->tables;
     np_status st;
@@ -195,6 +199,29 @@ static np_status stage(np_source_t *s, uint64_t i, float label, const float *den
     return NP_OK;
 }
 
+/* The file ended: the next pass (epoch) starts from its first record again, with the same
+ * split rule (stream indices restart at 0); after the last pass the split ends. */
+static np_status next_epoch(np_source_t *s, np_error *err) {
+    if (s->epoch + 1 >= s->epochs) {
+        s->eof = 1;
+        return NP_OK;
+    }
+    np_status st;
+    if (s->tsv) {
+        np_tsv_close(s->tsv);
+        s->tsv = NULL;
+        st = np_tsv_open(s->path, &s->tsv, err);
+    } else {
+        np_bin_close(s->bin);
+        s->bin = NULL;
+        st = np_bin_open(s->path, s->n_dense, s->T, &s->bin, err);
+    }
+    if (st) return st;
+    s->epoch++;
+    s->next_index = 0;
+    return NP_OK;
+}
+
 /* Reads records of this split until n are staged or the split ends (sets s->eof). */
 static np_status fill_stage(np_source_t *s, long n, np_error *err) {
     static const uint32_t ones[NP_CRITEO_TABLES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -214,8 +241,8 @@ static np_status fill_stage(np_source_t *s, long n, np_error *err) {
             long line_no;
             st = np_tsv_next_line(s->tsv, &line, &len, &line_no, err);
             if (st == NP_STATUS_END_OF_DATA) {
-                s->eof = 1;
-                break;
+                if ((st = next_epoch(s, err))) return st;
+                continue;
             }
             if (st) return st;
             s->next_index++;
@@ -233,8 +260,8 @@ static np_status fill_stage(np_source_t *s, long n, np_error *err) {
             const uint64_t *keys;
             st = np_bin_next(s->bin, &label, s->rec_dense, s->rec_count, &keys, err);
             if (st == NP_STATUS_END_OF_DATA) {
-                s->eof = 1;
-                break;
+                if ((st = next_epoch(s, err))) return st;
+                continue;
             }
             if (st) return st;
             s->next_index++;

@@ -315,6 +315,19 @@ b=$(sed -n 's/^{"step": 4, .*\("eval_samples".*\)}/\1/p' "$W/e4.jsonl")
   ok "eval-interval: step 4's evaluation is the 4-step run's" || bad "eval-interval: '$a' vs '$b'"
 cmp -s "$W/e8.params" "$W/n8.params" && ok "eval-interval leaves the model alone" ||
   bad "eval-interval changed the trained model"
+# --epochs: 3 passes over a 700-record file train exactly as one pass over the file three
+# times over (the held-out rule restarts with each pass, and 700 is a multiple of 10)
+cat "$W/good.tsv" "$W/good.tsv" "$W/good.tsv" >"$W/good3.tsv"
+expect_ok "epochs 3" "$NP" train "${SMALL[@]}" --data "criteo:$W/good.tsv" --steps 0 --epochs 3 \
+  --dump-params "$W/ep3.params" --metrics-json "$W/ep3.json"
+expect_ok "one pass over the file thrice" "$NP" train "${SMALL[@]}" --data "criteo:$W/good3.tsv" \
+  --steps 0 --dump-params "$W/cat3.params"
+# 630 training records a pass (70 held out): 1890 / 64 = 29 full batches
+cmp -s "$W/ep3.params" "$W/cat3.params" && grep -q '"steps": 29,' "$W/ep3.json" &&
+  ok "--epochs 3: the same bytes as the file three times, 29 steps" ||
+  bad "--epochs 3: $(grep -o '"steps": [0-9]*' "$W/ep3.json")"
+expect_fail "epochs on synthetic data" 2 "epochs: 2 passes over synthetic data" -- \
+  "$NP" train --epochs 2
 # export: numpy.load reads the archive, every tensor's name, shape and bits as in the dump
 PY=""
 for p in /usr/bin/python3 python3; do "$p" -c 'import numpy' 2>/dev/null && PY=$p && break; done

@@ -206,6 +206,7 @@ typedef struct np_config {
     char log_json[NP_PATH_MAX];       /* key "log-json": one JSON line per step */
     long eval_interval;               /* key "eval-interval": steps between evaluations
                                          during training; 0 = at the end only */
+    int epochs;                       /* key "epochs": passes over file data (train split) */
     /* checkpoints (docs/formats.md "Checkpoints"), added in 0.3 */
     char checkpoint_dir[NP_PATH_MAX]; /* key "checkpoint-dir": where checkpoints are written */
     long checkpoint_every;            /* key "checkpoint-every": steps between checkpoints;
