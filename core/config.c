@@ -345,6 +345,10 @@ static const key_def keys[] = {
     INT_KEY("epochs", "data", "E", "1",
             "passes over file data; --steps 0 trains until the last one ends", NULL, epochs, 1,
             1000000, "an integer >= 1"),
+    INT_KEY("shuffle-buffer", "data", "K", "0",
+            "file data: each record read replaces one drawn at random from a\n"
+            "pool of K, which trains next; 0 = file order",
+            NULL, shuffle_buffer, 0, 1L << 26, "an integer in [0, 2^26]"),
     INT_KEY("eval-interval", "data", "N", "0",
             "evaluate every N steps during training too; 0 = at the end only", NULL,
             eval_interval, 0, LONG_MAX, "an integer >= 0 (0: at the end only)"),

@@ -29,6 +29,16 @@ struct np_source {
     int eof;             /* files: no more records of this split */
     int epochs, epoch;   /* files, train split: passes over the file, and the current one */
     char path[NP_PATH_MAX];
+    /* files, train split, --shuffle-buffer K: a pool of K records read ahead; each record
+     * read replaces one drawn at random, which goes to the stage (shuffle_out) */
+    long pool_cap, pool_n;
+    uint64_t seed, draws;  /* the draws so far: the counter of the pool's random stream */
+    uint64_t *pool_index;  /* (pool_cap) stream index */
+    float *pool_label;     /* (pool_cap) */
+    float *pool_dense;     /* (pool_cap, n_dense) */
+    uint32_t *pool_count;  /* (pool_cap, T) */
+    uint64_t **pool_keys;  /* (pool_cap) raw keys, owned */
+    size_t *pool_keys_cap; /* (pool_cap) */
 
     /* files: records read but not yet delivered, sample-major; kept across an END_OF_DATA
      * so a partial train batch is not consumed */
@@ -47,6 +57,14 @@ struct np_source {
 
 void np_source_free(np_source_t *src) {
     if (!src) return;
+    for (long j = 0; src->pool_keys && j < src->pool_cap; j++)
+        free(src->pool_keys[j]);
+    free(src->pool_keys);
+    free(src->pool_keys_cap);
+    free(src->pool_index);
+    free(src->pool_label);
+    free(src->pool_dense);
+    free(src->pool_count);
     np_batch_free(&src->whole);
     np_syn_free(src->syn);
     np_tsv_close(src->tsv);
@@ -87,6 +105,22 @@ np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out
     s->n_dense = cfg->bottom[0];
     s->T = cfg->tables;
     np_status st;
+    s->seed = cfg->seed;
+    if (split == NP_SPLIT_TRAIN && cfg->data != NP_DATA_SYNTHETIC && cfg->shuffle_buffer > 0) {
+        size_t k = (size_t)cfg->shuffle_buffer;
+        s->pool_cap = cfg->shuffle_buffer;
+        s->pool_index = np_alloc(k, sizeof(uint64_t), "shuffle buffer", err);
+        s->pool_label = np_alloc(k, sizeof(float), "shuffle buffer", err);
+        s->pool_dense = np_alloc(k * (size_t)cfg->bottom[0], sizeof(float), "shuffle buffer", err);
+        s->pool_count = np_alloc(k * (size_t)cfg->tables, sizeof(uint32_t), "shuffle buffer", err);
+        s->pool_keys = np_zalloc(k, sizeof(uint64_t *), "shuffle buffer", err);
+        s->pool_keys_cap = np_zalloc(k, sizeof(size_t), "shuffle buffer", err);
+        if (!s->pool_index || !s->pool_label || !s->pool_dense || !s->pool_count ||
+            !s->pool_keys || !s->pool_keys_cap) {
+            st = NP_STATUS_NO_MEMORY;
+            goto fail;
+        }
+    }
     if (s->every == 1 && !all) {
         st = np_err(err, NP_STATUS_BAD_INPUT,
                     "eval-every: 1 would hold out every record; give 0 or an integer >= 2");
@@ -199,6 +233,78 @@ static np_status stage(np_source_t *s, uint64_t i, float label, const float *den
     return NP_OK;
 }
 
+/* Shuffle stream of the pool's draws (docs/formats.md "Random numbers"). */
+#define NP_STREAM_SHUFFLE 0x30000
+
+/* Stages pool slot j's record. */
+static np_status stage_slot(np_source_t *s, long j, np_error *err) {
+    return stage(s, s->pool_index[j], s->pool_label[j],
+                 s->pool_dense + (size_t)j * (size_t)s->n_dense,
+                 s->pool_count + (size_t)j * (size_t)s->T, s->pool_keys[j], err);
+}
+
+/* A draw from the pool: a slot in [0, pool_n), uniform. */
+static long draw_slot(np_source_t *s) {
+    long j = (long)(np_rng_uniform(s->seed, NP_STREAM_SHUFFLE, s->draws++) * (double)s->pool_n);
+    return j < s->pool_n ? j : s->pool_n - 1;
+}
+
+/* A record read (not yet staged): without a pool it is staged at once; with one it goes
+ * into the pool, and once the pool is full a record drawn from it is staged first, its
+ * slot taking the new one. */
+static np_status take(np_source_t *s, uint64_t i, float label, const float *dense,
+                      const uint32_t *count, const uint64_t *keys, np_error *err) {
+    if (!s->pool_cap) return stage(s, i, label, dense, count, keys, err);
+    long j = s->pool_n;
+    if (s->pool_n == s->pool_cap) {
+        j = draw_slot(s);
+        np_status st = stage_slot(s, j, err);
+        if (st) return st;
+    } else {
+        s->pool_n++;
+    }
+    size_t nk = 0;
+    for (int t = 0; t < s->T; t++)
+        nk += count[t];
+    if (np_grow((void **)&s->pool_keys[j], &s->pool_keys_cap[j], nk ? nk : 1, sizeof(uint64_t),
+                "shuffle buffer keys", err))
+        return NP_STATUS_NO_MEMORY;
+    s->pool_index[j] = i;
+    s->pool_label[j] = label;
+    memcpy(s->pool_dense + (size_t)j * (size_t)s->n_dense, dense,
+           (size_t)s->n_dense * sizeof(float));
+    memcpy(s->pool_count + (size_t)j * (size_t)s->T, count, (size_t)s->T * sizeof(uint32_t));
+    memcpy(s->pool_keys[j], keys, nk * sizeof(uint64_t));
+    return NP_OK;
+}
+
+/* The data ended: the pool's records are staged in random order (each draw's slot is
+ * filled by the last one). */
+static np_status drain_pool(np_source_t *s, long n, np_error *err) {
+    while (s->pool_n > 0 && s->st_n < n) {
+        long j = draw_slot(s), last = s->pool_n - 1;
+        np_status st = stage_slot(s, j, err);
+        if (st) return st;
+        if (j != last) { /* the last slot moves into j; pointers swap, so no key is lost */
+            s->pool_index[j] = s->pool_index[last];
+            s->pool_label[j] = s->pool_label[last];
+            memcpy(s->pool_dense + (size_t)j * (size_t)s->n_dense,
+                   s->pool_dense + (size_t)last * (size_t)s->n_dense,
+                   (size_t)s->n_dense * sizeof(float));
+            memcpy(s->pool_count + (size_t)j * (size_t)s->T,
+                   s->pool_count + (size_t)last * (size_t)s->T, (size_t)s->T * sizeof(uint32_t));
+            uint64_t *kp = s->pool_keys[j];
+            size_t kc = s->pool_keys_cap[j];
+            s->pool_keys[j] = s->pool_keys[last];
+            s->pool_keys_cap[j] = s->pool_keys_cap[last];
+            s->pool_keys[last] = kp;
+            s->pool_keys_cap[last] = kc;
+        }
+        s->pool_n--;
+    }
+    return NP_OK;
+}
+
 /* The file ended: the next pass (epoch) starts from its first record again, with the same
  * split rule (stream indices restart at 0); after the last pass the split ends. */
 static np_status next_epoch(np_source_t *s, np_error *err) {
@@ -254,7 +360,7 @@ static np_status fill_stage(np_source_t *s, long n, np_error *err) {
                 continue;
             }
             if (st) return st;
-            if ((st = stage(s, i, rec.label, rec.dense, ones, rec.cat, err))) return st;
+            if ((st = take(s, i, rec.label, rec.dense, ones, rec.cat, err))) return st;
         } else {
             float label;
             const uint64_t *keys;
@@ -266,9 +372,10 @@ static np_status fill_stage(np_source_t *s, long n, np_error *err) {
             if (st) return st;
             s->next_index++;
             if (!member) continue;
-            if ((st = stage(s, i, label, s->rec_dense, s->rec_count, keys, err))) return st;
+            if ((st = take(s, i, label, s->rec_dense, s->rec_count, keys, err))) return st;
         }
     }
+    if (s->eof) return drain_pool(s, n, err); /* the pool last, in random order */
     return NP_OK;
 }
 

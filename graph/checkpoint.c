@@ -275,6 +275,9 @@ static void config_text(const np_config *c, sbuf *b) {
               c->data == NP_DATA_SYNTHETIC ? "" : c->data_path);
     sb_printf(b, "config eval-every %ld\nconfig skip-bad-lines %d\n", c->eval_every,
               c->skip_bad_lines);
+    /* the order of file records (not epochs: more passes may follow a resumed run) */
+    if (c->data != NP_DATA_SYNTHETIC && c->shuffle_buffer)
+        sb_printf(b, "config shuffle-buffer %ld\n", c->shuffle_buffer);
     if (c->data == NP_DATA_SYNTHETIC)
         sb_printf(b, "config zipf %s\nconfig hot %d\nconfig groups %ld\n",
                   exact(x, sizeof x, c->zipf), c->hot, c->groups);

@@ -326,6 +326,26 @@ expect_ok "one pass over the file thrice" "$NP" train "${SMALL[@]}" --data "crit
 cmp -s "$W/ep3.params" "$W/cat3.params" && grep -q '"steps": 29,' "$W/ep3.json" &&
   ok "--epochs 3: the same bytes as the file three times, 29 steps" ||
   bad "--epochs 3: $(grep -o '"steps": [0-9]*' "$W/ep3.json")"
+# --shuffle-buffer: a pool of 1 is file order; a pool of 100 trains on another order of the
+# same records (as many steps), the same way every time, and a run resumed from a
+# checkpoint inside it continues the same order (the pool is rebuilt by the replay)
+SH=("${SMALL[@]}" --data "criteo:$W/good.tsv")
+expect_ok "shuffle-buffer 1" "$NP" train "${SH[@]}" --steps 0 --shuffle-buffer 1 --dump-params "$W/sh1.params"
+expect_ok "file order" "$NP" train "${SH[@]}" --steps 0 --dump-params "$W/sh0.params"
+expect_ok "shuffle-buffer 100" "$NP" train "${SH[@]}" --steps 0 --shuffle-buffer 100 \
+  --dump-params "$W/sh100.params" --metrics-json "$W/sh100.json"
+expect_ok "shuffle-buffer 100, 8 steps" "$NP" train "${SH[@]}" --steps 8 --epochs 2 \
+  --shuffle-buffer 100 --dump-params "$W/sh8.params"
+expect_ok "shuffle-buffer 100, 4 steps and a checkpoint" "$NP" train "${SH[@]}" --steps 4 \
+  --epochs 2 --shuffle-buffer 100 --checkpoint-dir "$W/shck" --checkpoint-every 4
+expect_ok "shuffle-buffer 100, resumed to 8 steps" "$NP" train "${SH[@]}" --steps 8 --epochs 2 \
+  --shuffle-buffer 100 --resume "$W/shck" --dump-params "$W/sh8r.params"
+cmp -s "$W/sh1.params" "$W/sh0.params" && ok "shuffle-buffer 1 is file order" ||
+  bad "shuffle-buffer 1 changed the order"
+! cmp -s "$W/sh100.params" "$W/sh0.params" && grep -q '"steps": 9,' "$W/sh100.json" &&
+  ok "shuffle-buffer 100: another order of the same 9 batches" || bad "shuffle-buffer 100 trained the file order"
+cmp -s "$W/sh8.params" "$W/sh8r.params" && ok "shuffle-buffer: a resumed run continues the same order" ||
+  bad "shuffle-buffer: the resumed run differs"
 expect_fail "epochs on synthetic data" 2 "epochs: 2 passes over synthetic data" -- \
   "$NP" train --epochs 2
 # export: numpy.load reads the archive, every tensor's name, shape and bits as in the dump

@@ -207,6 +207,8 @@ typedef struct np_config {
     long eval_interval;               /* key "eval-interval": steps between evaluations
                                          during training; 0 = at the end only */
     int epochs;                       /* key "epochs": passes over file data (train split) */
+    long shuffle_buffer;              /* key "shuffle-buffer": records pooled to shuffle file
+                                         data (train split); 0 = file order */
     /* checkpoints (docs/formats.md "Checkpoints"), added in 0.3 */
     char checkpoint_dir[NP_PATH_MAX]; /* key "checkpoint-dir": where checkpoints are written */
     long checkpoint_every;            /* key "checkpoint-every": steps between checkpoints;
