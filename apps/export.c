@@ -2,6 +2,7 @@
  * one .npy member per tensor, named after it, float32 little-endian, C order, with its
  * shape. The archive is built with libzip in memory (members stored, as numpy.savez does)
  * and written through np_outfile: a unique temporary, fsync, rename. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,9 +126,12 @@ int np_cmd_export(int argc, char **argv) {
     char **headers = NULL;
     zip_error_t ze;
     zip_error_init(&ze);
-    if (np_params_open(&pf, in)) {
-        st = np_error_set(&err, NP_STATUS_BAD_INPUT, "export: %s: not a readable NPPARAMS file",
-                          in);
+    int rc_open = np_params_open(&pf, in);
+    if (rc_open) {
+        st = rc_open == -2 ? np_error_set(&err, NP_STATUS_IO, "export: cannot read %s: %s", in,
+                                          strerror(errno))
+                           : np_error_set(&err, NP_STATUS_BAD_INPUT,
+                                          "export: %s: not an NPPARAMS file (--dump-params)", in);
         goto done;
     }
     if (pf.count > MAX_TENSORS) {
@@ -172,8 +176,12 @@ int np_cmd_export(int argc, char **argv) {
         }
         if (src && (idx = zip_file_add(z, name, src, ZIP_FL_ENC_UTF_8)) < 0) zip_source_free(src);
         if (idx >= 0) zip_set_file_compression(z, (zip_uint64_t)idx, ZIP_CM_STORE, 0);
+        if (!m) {
+            st = np_error_set(&err, NP_STATUS_NO_MEMORY, "export: out of memory");
+            goto done;
+        }
         if (idx < 0) {
-            st = np_error_set(&err, NP_STATUS_BAD_INPUT, "export: cannot add %s: %s",
+            st = np_error_set(&err, NP_STATUS_INTERNAL, "export: cannot add %s: %s",
                               np_escape(name, strlen(name), shown, sizeof shown),
                               zip_strerror(z));
             goto done;

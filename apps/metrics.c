@@ -1,6 +1,7 @@
 /* --metrics-json: the run summary as one JSON object, built with jansson. */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,12 @@ static json_t *key_value(const np_config *cfg, const np_config_key *k) {
     char v[NP_PATH_MAX + 64];
     if (np_config_get(cfg, k->name, v, sizeof v)) return json_null();
     switch (k->type) {
-    case NP_KEY_INT:
-        return strcmp(v, "auto") ? json_integer(strtoll(v, NULL, 10)) : json_string(v);
+    case NP_KEY_INT: {
+        if (!strcmp(v, "auto")) return json_string(v);
+        if (v[0] != '-' && strtoull(v, NULL, 10) > (unsigned long long)LLONG_MAX)
+            return json_string(v); /* a seed past 2^63: JSON integers are signed 64-bit */
+        return json_integer(strtoll(v, NULL, 10));
+    }
     case NP_KEY_REAL:
         return json_real(strtod(v, NULL));
     case NP_KEY_BOOL:

@@ -1,6 +1,7 @@
 /* The `nestpipe` command: `train` (config + flags -> training run -> report) and
  * `convert` (Criteo TSV -> binary). Exit codes: 0 ok, 2 bad input of any kind, 1 other
  * failures. All parsing of values is np_config_set's; this file only maps flags to keys. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -58,7 +59,33 @@ static void train_help(FILE *out) {
 }
 
 /* `train --print-config`: every key = its value, a config file that --config reads back. */
-static void print_config(const np_config *cfg, FILE *out) {
+/* A value a config line cannot carry as it is: a line break, blanks at either end (the
+ * reader trims them), '#' or ';' after a blank (a comment there), or a line longer than
+ * the reader takes (198 bytes). */
+static int unwritable(const char *key, const char *v) {
+    size_t n = strlen(v);
+    if (strlen(key) + 3 + n > 198 || strpbrk(v, "\r\n")) return 1;
+    if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))) return 1;
+    for (size_t i = 1; i < n; i++)
+        if ((v[i] == '#' || v[i] == ';') && (v[i - 1] == ' ' || v[i - 1] == '\t')) return 1;
+    return 0;
+}
+
+/* Returns 0, or an exit code after naming the key whose value a config file cannot hold. */
+static int print_config(const np_config *cfg, FILE *out) {
+    for (int i = 0; np_config_key_at(i); i++) { /* first, so that nothing half is printed */
+        char v[NP_PATH_MAX + 64];
+        const char *key = np_config_key_at(i)->name;
+        if (!np_config_get(cfg, key, v, sizeof v) && unwritable(key, v)) {
+            char shown[160];
+            fprintf(stderr,
+                    "nestpipe: --print-config: the value of %s ('%s') cannot be written as a "
+                    "config line (a line break, blanks at an end, '#' or ';' after a blank, or "
+                    "over 198 bytes); give it as a flag\n",
+                    key, np_escape(v, strlen(v), shown, sizeof shown));
+            return EXIT_BAD_INPUT;
+        }
+    }
     fputs("# nestpipe train configuration (nestpipe train --config FILE reads it)\n", out);
     const char *section = "";
     for (int i = 0; np_config_key_at(i); i++) {
@@ -72,6 +99,7 @@ static void print_config(const np_config *cfg, FILE *out) {
         }
         fprintf(out, "%s = %s\n", k->name, v);
     }
+    return 0;
 }
 
 static const char *main_help =
@@ -237,7 +265,7 @@ static void catch_stop_signals(void) {
 
 /* --eval-interval: the model after the step just waited for, held (no update writes it)
  * while rank 0 evaluates it on a fresh eval source: gathered first when there are several
- * ranks (collective). Every rank returns the same status; ev is rank 0's. */
+ * ranks (collective). A failure is this rank's (the caller stops the job); ev is rank 0's. */
 static np_status eval_now(np_dist_t *dist, const np_config *cfg, const np_config *ecfg,
                           np_split esplit, np_trainer_t *tr, np_model_t *model,
                           np_eval_result *ev, np_error *err) {
@@ -456,8 +484,7 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         st = np_config_set(&cfg, "sched", env_sched, "STARPU_SCHED", &err);
     if (!st) st = np_config_check(&cfg, &err);
     if (!st && print) {
-        if (lead) print_config(&cfg, stdout);
-        return 0;
+        return lead ? print_config(&cfg, stdout) : 0;
     }
     /* rank 0 writes the outputs: it checks them, and every rank stops if one is bad */
     const char *outputs[4][2] = {{"metrics-json", cfg.metrics_json},
@@ -495,7 +522,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         memcpy(ecfg.data_path, cfg.eval_data_path, sizeof ecfg.data_path);
         esplit = NP_SPLIT_ALL;
     }
-    if (!st && lead && cfg.log_json[0] && !(log = fopen(cfg.log_json, "w")))
+    /* a resumed run adds to the log of the run it continues */
+    if (!st && lead && cfg.log_json[0] && !(log = fopen(cfg.log_json, cfg.resume[0] ? "a" : "w")))
         st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: cannot create it: %s",
                           cfg.log_json, strerror(errno));
     /* files and memory may fail on one rank only (a file missing on one host): every rank
@@ -629,7 +657,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         recent += loss;
         recent_n++;
         double el = now_s() - t0 - r.ckpt_seconds - r.eval_seconds;
-        if (log && log_line(log, r.steps, loss, r.steps * (double)cfg.batch / el, el, NULL)) {
+        if (log && log_line(log, r.steps, loss, (double)(r.steps - s0) * (double)cfg.batch / el, el,
+                            NULL)) {
             st = np_error_set(&err, NP_STATUS_IO, "--log-json %s: write error: %s",
                               cfg.log_json, strerror(errno));
             goto step_failed;
@@ -671,7 +700,11 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
             !(cfg.steps && r.steps == cfg.steps)) {
             double te = now_s();
             np_eval_result ev;
-            if ((st = eval_now(dist, &cfg, &ecfg, esplit, tr, model, &ev, &err))) goto step_failed;
+            /* every rank waits for rank 0's evaluation: none is stalled (--rank-timeout) */
+            np_dist_watchdog_progress(wd, -1, 1);
+            st = eval_now(dist, &cfg, &ecfg, esplit, tr, model, &ev, &err);
+            np_dist_watchdog_progress(wd, -1, 0);
+            if (st) goto step_failed;
             r.eval_seconds += now_s() - te;
             r.evals++;
             if (lead && !cfg.quiet) {

@@ -10,15 +10,17 @@ int np_params_open(np_params_file *pf, const char *path) {
     pf->path = path;
     pf->pos = 16;
     FILE *f = fopen(path, "rb");
-    if (!f) return -1;
+    if (!f) return -2;
     long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
     if (n < 0 || fseek(f, 0, SEEK_SET)) {
         fclose(f);
-        return -1;
+        return -2;
     }
     pf->buf = malloc(n > 0 ? (size_t)n : 1);
     pf->len = pf->buf && n > 0 ? fread(pf->buf, 1, (size_t)n, f) : 0;
+    int bad = !pf->buf || ferror(f);
     fclose(f);
+    if (bad) return -2;
     if (pf->len < 16 || memcmp(pf->buf, "NPPARAMS", 8)) return -1;
     memcpy(&pf->count, pf->buf + 12, 4);
     return 0;

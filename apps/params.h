@@ -21,8 +21,8 @@ typedef struct np_params_tensor {
     const float *data; /* into the file's buffer: count floats, maybe unaligned */
 } np_params_tensor;
 
-/* Reads path; -1 when it cannot be read or is not an NPPARAMS file (pf->buf may be set:
- * np_params_close it either way). */
+/* Reads path; -2 when it cannot be opened or read (errno says why), -1 when it is not an
+ * NPPARAMS file (pf->buf may be set: np_params_close it either way). */
 int np_params_open(np_params_file *pf, const char *path);
 /* The next tensor; NULL, or what is wrong with the file there. */
 const char *np_params_next(np_params_file *pf, np_params_tensor *t);

@@ -40,6 +40,11 @@ int np_cmd_predict(np_dist_t *dist, int argc, char **argv) {
         const char **slot = !strcmp(argv[i], "--params") ? &params
                             : !strcmp(argv[i], "--out")  ? &out
                                                          : NULL;
+        if (!strncmp(argv[i], "--params=", 9) || !strncmp(argv[i], "--out=", 6)) {
+            const char *eq = strchr(argv[i], '=');
+            *(argv[i][2] == 'p' ? &params : &out) = eq + 1;
+            continue;
+        }
         if (!slot) {
             rest[n++] = argv[i];
             continue;

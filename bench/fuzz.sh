@@ -7,19 +7,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600} par=${2:-2}
-FUZZ_SECONDS=1 bash .ci/fuzz >/dev/null
+# the build, and a 1-second pass (a harness that crashes at once is reported below, too)
+FUZZ_SECONDS=1 bash .ci/fuzz || echo "warning: the 1-second pass of .ci/fuzz failed (above)"
 export ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 run() {
-  local h=$1
+  local h=$1 rc=0
   mkdir -p "$scratch/$h"
   TMPDIR=$scratch build-fuzz/tests/fuzz/fuzz_$h -max_total_time="$secs" -timeout=10 \
     -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/$h- \
-    "$scratch/$h" tests/fuzz/corpus/$h >"$scratch/$h.log" 2>&1
-  echo $? >"$scratch/$h.rc"
+    "$scratch/$h" tests/fuzz/corpus/$h >"$scratch/$h.log" 2>&1 || rc=$?
+  echo "$rc" >"$scratch/$h.rc"
 }
 hs=(config criteo bin trace params ckpt)
 for ((i = 0; i < ${#hs[@]}; i += par)); do
@@ -44,9 +45,11 @@ out=bench/results/$(date +%F)-fuzz.md
     eps=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | grep -o '[0-9]*$' || echo ?)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*' || echo ?)
     kept=$(find "$scratch/$h" -type f | wc -l)
-    if [[ $(cat "$scratch/$h.rc") == 0 ]]; then res="no crash"; else
+    if [[ $(cat "$scratch/$h.rc" 2>/dev/null) == 0 ]]; then res="no crash"; else
+      any_failed=1
       res="**FAILED**: $(grep -m1 -E 'ERROR|runtime error' "$log" | cut -c1-100)"; fi
     echo "| fuzz_$h | ${what[$h]} | $runs | $eps | $cov | $kept | $res |"
   done
 } >"$out"
 cat "$out"
+exit "${any_failed:-0}"

@@ -193,7 +193,9 @@ static int parse_data(np_config *c, const char *v) {
     return 0;
 }
 static void show_data(const np_config *c, char *buf, size_t n) {
-    if (c->data == NP_DATA_SYNTHETIC)
+    if ((unsigned)c->data > NP_DATA_BIN)
+        snprintf(buf, n, "?");
+    else if (c->data == NP_DATA_SYNTHETIC)
         snprintf(buf, n, "synthetic");
     else
         snprintf(buf, n, "%s:%s", data_names[c->data], c->data_path);
@@ -213,7 +215,9 @@ static int parse_eval_data(np_config *c, const char *v) {
     return 0;
 }
 static void show_eval_data(const np_config *c, char *buf, size_t n) {
-    if (c->eval_data == NP_DATA_SYNTHETIC)
+    if ((unsigned)c->eval_data > NP_DATA_BIN)
+        snprintf(buf, n, "?");
+    else if (c->eval_data == NP_DATA_SYNTHETIC)
         snprintf(buf, n, "none");
     else
         snprintf(buf, n, "%s:%s", data_names[c->eval_data], c->eval_data_path);
@@ -426,6 +430,10 @@ static const key_def keys[] = {
              "how batches overlap; auto = dbp on one host, nestpipe\n"
              "across hosts; async is stale",
              "pipeline", pipeline, pipeline_names),
+    REAL_KEY("rank-timeout", "training", "S", "300",
+             "seconds a rank may fall silent before the job ends, naming it;\n"
+             "0 = wait forever",
+             NULL, rank_timeout, 0.0, 1e6, 0, "seconds, a number from 0 (off) to 1e6"),
 
     PATH_KEY("metrics-json", "output", "FILE", "write the run summary as JSON", metrics_json),
     PATH_KEY("trace", "output", "FILE", "write a Chrome trace JSON of every task (starpu engine)",
@@ -436,10 +444,6 @@ static const key_def keys[] = {
              "one JSON line per step (step, loss, samples/s) and the eval", log_json),
     INT_KEY("log-every", "output", "N", "50", "steps between progress lines when not on a terminal",
             NULL, log_every, 1, LONG_MAX, "an integer >= 1"),
-    REAL_KEY("rank-timeout", "training", "S", "300",
-             "seconds a rank may fall silent before the job ends, naming it;\n"
-             "0 = wait forever",
-             NULL, rank_timeout, 0.0, 1e6, 0, "seconds, a number from 0 (off) to 1e6"),
     PATH_KEY("checkpoint-dir", "output", "DIR",
              "write checkpoints under DIR (every rank its shard, in parallel)", checkpoint_dir),
     INT_KEY("checkpoint-every", "output", "N", "0",
@@ -585,6 +589,12 @@ int np_config_get(const np_config *cfg, const char *key, char *buf, size_t n) {
     case F_ENUM: {
         int v;
         memcpy(&v, at, sizeof v);
+        if (d->f == F_ENUM) { /* a caller may have set any int: only the named ones print */
+            int k = 0;
+            while (d->names[k] && k < v)
+                k++;
+            if (v < 0 || !d->names[k]) return -1;
+        }
         len = snprintf(buf, n, "%s", d->f == F_BOOL ? (v ? "1" : "0") : d->names[v]);
         break;
     }

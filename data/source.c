@@ -522,7 +522,7 @@ np_status np_source_seek(np_source_t *src, long g, const np_data_pos *pos, np_er
                       "data %s: the checkpoint stopped after %llu training records (stream "
                       "index %llu, %lld bad lines skipped), but this file gives %llu (index "
                       "%llu, %ld skipped): not the data the checkpoint was trained on",
-                      src->tsv ? np_tsv_path(src->tsv) : "(binary file)",
+                      src->path,
                       (unsigned long long)pos->delivered, (unsigned long long)pos->next_index,
                       (long long)pos->skipped, (unsigned long long)src->delivered,
                       (unsigned long long)src->next_index, src->skipped);

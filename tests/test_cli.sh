@@ -372,8 +372,10 @@ PYEOF
   [[ $? == 0 ]] && ok "export: numpy.load reads $(cat "$W/out"), the dump's bits" ||
     bad "export: $(tail -n 3 "$W/out")"
 fi
-expect_fail "export: not a dump" 2 "export: $W/eval.tsv: not a readable NPPARAMS file" -- \
+expect_fail "export: not a dump" 2 "export: $W/eval.tsv: not an NPPARAMS file" -- \
   "$NP" export "$W/eval.tsv" "$W/x.npz"
+expect_fail "export: a missing dump" 2 "export: cannot read $W/none.params: No such file" -- \
+  "$NP" export "$W/none.params" "$W/x.npz"
 expect_fail "export: a missing folder" 2 "$W/no/x.npz" -- "$NP" export "$W/ev.params" "$W/no/x.npz"
 expect_fail "eval-data: not a file spec" 2 "expected criteo:PATH, bin:PATH or none" -- \
   "$NP" train --eval-data "$W/eval.tsv"

@@ -264,10 +264,14 @@ static int is_collective(const np_trace_event *e) {
            (e->kind == NP_NODE_ROUTE && e->name && !strcmp(e->name, "a2a_keys"));
 }
 
-static const np_trace *sort_tr; /* qsort has no context argument */
+/* An event of a collective, for the sort (qsort has no context: the pair carries it). */
+typedef struct coll {
+    size_t i;
+    const np_trace_event *e;
+} coll;
+
 static int cmp_collective(const void *pa, const void *pb) {
-    const np_trace_event *a = np_trace_get(sort_tr, *(const size_t *)pa);
-    const np_trace_event *b = np_trace_get(sort_tr, *(const size_t *)pb);
+    const np_trace_event *a = ((const coll *)pa)->e, *b = ((const coll *)pb)->e;
     if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
     if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
     if (a->window != b->window) return a->window < b->window ? -1 : 1;
@@ -282,7 +286,7 @@ int np_trace_peer_wait(const np_trace *tr, double *wait) {
     size_t n = np_trace_count(tr), m = 0;
     for (size_t i = 0; i < n; i++)
         wait[i] = 0;
-    size_t *ix = malloc((n ? n : 1) * sizeof *ix);
+    coll *ix = malloc((n ? n : 1) * sizeof *ix);
     if (!ix) return -1;
     int ranks = 0, seen[64] = {0}; /* ranks of the trace (a job has at most 64) */
     for (size_t i = 0; i < n; i++) {
@@ -291,16 +295,15 @@ int np_trace_peer_wait(const np_trace *tr, double *wait) {
             seen[e->rank] = 1;
             ranks++;
         }
-        if (is_collective(e)) ix[m++] = i;
+        if (is_collective(e)) ix[m++] = (coll){i, e};
     }
-    sort_tr = tr;
     qsort(ix, m, sizeof *ix, cmp_collective);
     for (size_t a = 0, b; a < m; a = b) {
-        const np_trace_event *first = np_trace_get(tr, ix[a]);
+        const np_trace_event *first = ix[a].e;
         double last = first->start_us;
         int whole = 1;
         for (b = a + 1; b < m; b++) {
-            const np_trace_event *e = np_trace_get(tr, ix[b]), *p = np_trace_get(tr, ix[b - 1]);
+            const np_trace_event *e = ix[b].e, *p = ix[b - 1].e;
             if (e->kind != first->kind || e->batch != first->batch ||
                 e->window != first->window || e->node != first->node ||
                 e->chunk != first->chunk ||
@@ -311,9 +314,9 @@ int np_trace_peer_wait(const np_trace *tr, double *wait) {
         }
         if (!whole || (int)(b - a) != ranks || ranks < 2) continue;
         for (size_t i = a; i < b; i++) {
-            const np_trace_event *e = np_trace_get(tr, ix[i]);
+            const np_trace_event *e = ix[i].e;
             double w = last - e->start_us, dur = e->end_us - e->start_us;
-            wait[ix[i]] = w < 0 ? 0 : w > dur ? (dur > 0 ? dur : 0) : w;
+            wait[ix[i].i] = w < 0 ? 0 : w > dur ? (dur > 0 ? dur : 0) : w;
         }
     }
     free(ix);
