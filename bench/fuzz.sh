@@ -41,8 +41,8 @@ out=bench/results/$(date +%F)-fuzz.md
     [trace]="trace JSON, report, SVG, Paje" [params]="NPPARAMS (load, compare)" [ckpt]="checkpoint manifests")
   for h in "${hs[@]}"; do
     log=$scratch/$h.log
-    runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo ?)
-    eps=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | grep -o '[0-9]*$' || echo ?)
+    runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -o '[0-9]*$' || echo ?)
+    eps=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -o '[0-9]*$' || echo ?)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*' || echo ?)
     kept=$(find "$scratch/$h" -type f | wc -l)
     if [[ $(cat "$scratch/$h.rc" 2>/dev/null) == 0 ]]; then res="no crash"; else
