@@ -917,7 +917,8 @@ static int run(np_dist_t *dist, int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("nestpipe %s\ndense kernels: %s\n", NP_VERSION_STRING, np_dense_kernels());
+        printf("nestpipe %s\ndense kernels: %s\ncuda: %s\n", NP_VERSION_STRING, np_dense_kernels(),
+               np_cuda_info());
         return 0;
     }
     if (!strcmp(argv[1], "train")) return cmd_train(dist, argc - 2, argv + 2);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,4 +180,22 @@ char *np_escape(const char *s, size_t len, char *out, size_t cap) {
     }
     out[k] = 0;
     return out;
+}
+
+#ifdef NP_HAVE_CUDA
+int np_cuda_describe(char *buf, size_t n); /* cuda/devices.cu */
+static char cuda_info[512];
+static void cuda_describe(void) {
+    np_cuda_describe(cuda_info, sizeof cuda_info);
+}
+#endif
+
+const char *np_cuda_info(void) {
+#ifdef NP_HAVE_CUDA
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cuda_describe);
+    return cuda_info;
+#else
+    return "not built with CUDA (docs/gpu.md: bash .ci/build-cuda)";
+#endif
 }

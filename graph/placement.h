@@ -8,7 +8,7 @@
 
 #include "nestpipe/nestpipe.h"
 
-#define NP_PLACE_MAX_WORKERS 16 /* >= STARPU_MAXCPUS (checked in placement.c) */
+#define NP_PLACE_MAX_WORKERS 256 /* >= STARPU_MAXCPUS (checked in placement.c): Debian 4, the CUDA build 64 */
 
 typedef struct np_placement {
     int cores, pus, numa;      /* this host's */

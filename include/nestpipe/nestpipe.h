@@ -420,6 +420,10 @@ NP_API double np_model_dense_flops(const np_model_t *m, int backward);
 /* The kernels the dense layers' matrix products run on here, chosen at run time from the
  * CPU's features, e.g. "oneDNN 2.6.3, avx512_core_bf16 (matmul brg:avx512_core)". */
 NP_API const char *np_dense_kernels(void);
+/* The CUDA flavour (docs/gpu.md): "not built with CUDA", or the CUDA runtime and the
+ * devices it sees, e.g. "CUDA runtime 13.0, driver present, 1 device: NVIDIA H200 (sm_90,
+ * 140 GiB)". Asked once, on the first call. */
+NP_API const char *np_cuda_info(void);
 
 typedef struct np_eval_result {
     long n;         /* samples evaluated */
