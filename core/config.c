@@ -179,48 +179,41 @@ static const char *const precision_names[] = {"fp32", "bf16", NULL};
 static const char *const cluster_names[] = {"none", "keys", NULL};
 static const char *const shard_names[] = {"row", "table", NULL};
 
-static int parse_data(np_config *c, const char *v) {
-    if (!strcmp(v, "synthetic")) {
-        c->data = NP_DATA_SYNTHETIC;
-        c->data_path[0] = 0;
-    } else if (!strncmp(v, "criteo:", 7) && !copy_path(c->data_path, v + 7)) {
-        c->data = NP_DATA_CRITEO;
-    } else if (!strncmp(v, "bin:", 4) && !copy_path(c->data_path, v + 4)) {
-        c->data = NP_DATA_BIN;
+/* A data spec: criteo:PATH or bin:PATH, or `none_word` (data: synthetic, eval-data: none)
+ * for the kind NP_DATA_SYNTHETIC with no path. */
+static int parse_spec(np_data_kind *kind, char *path, const char *none_word, const char *v) {
+    if (!strcmp(v, none_word)) {
+        *kind = NP_DATA_SYNTHETIC;
+        path[0] = 0;
+    } else if (!strncmp(v, "criteo:", 7) && !copy_path(path, v + 7)) {
+        *kind = NP_DATA_CRITEO;
+    } else if (!strncmp(v, "bin:", 4) && !copy_path(path, v + 4)) {
+        *kind = NP_DATA_BIN;
     } else {
         return -1;
     }
     return 0;
+}
+static void show_spec(np_data_kind kind, const char *path, const char *none_word, char *buf,
+                      size_t n) {
+    if ((unsigned)kind > NP_DATA_BIN)
+        snprintf(buf, n, "?");
+    else if (kind == NP_DATA_SYNTHETIC)
+        snprintf(buf, n, "%s", none_word);
+    else
+        snprintf(buf, n, "%s:%s", data_names[kind], path);
+}
+static int parse_data(np_config *c, const char *v) {
+    return parse_spec(&c->data, c->data_path, "synthetic", v);
 }
 static void show_data(const np_config *c, char *buf, size_t n) {
-    if ((unsigned)c->data > NP_DATA_BIN)
-        snprintf(buf, n, "?");
-    else if (c->data == NP_DATA_SYNTHETIC)
-        snprintf(buf, n, "synthetic");
-    else
-        snprintf(buf, n, "%s:%s", data_names[c->data], c->data_path);
+    show_spec(c->data, c->data_path, "synthetic", buf, n);
 }
-
 static int parse_eval_data(np_config *c, const char *v) {
-    if (!strcmp(v, "none")) {
-        c->eval_data = NP_DATA_SYNTHETIC;
-        c->eval_data_path[0] = 0;
-    } else if (!strncmp(v, "criteo:", 7) && !copy_path(c->eval_data_path, v + 7)) {
-        c->eval_data = NP_DATA_CRITEO;
-    } else if (!strncmp(v, "bin:", 4) && !copy_path(c->eval_data_path, v + 4)) {
-        c->eval_data = NP_DATA_BIN;
-    } else {
-        return -1;
-    }
-    return 0;
+    return parse_spec(&c->eval_data, c->eval_data_path, "none", v);
 }
 static void show_eval_data(const np_config *c, char *buf, size_t n) {
-    if ((unsigned)c->eval_data > NP_DATA_BIN)
-        snprintf(buf, n, "?");
-    else if (c->eval_data == NP_DATA_SYNTHETIC)
-        snprintf(buf, n, "none");
-    else
-        snprintf(buf, n, "%s:%s", data_names[c->eval_data], c->eval_data_path);
+    show_spec(c->eval_data, c->eval_data_path, "none", buf, n);
 }
 
 static int parse_rows(np_config *c, const char *v) {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "nestpipe/nestpipe.h"
 
@@ -28,6 +29,29 @@ np_status np_grow(void **p, size_t *cap, size_t n, size_t size, const char *what
 
 /* np_outfile_* (output files written whole or not at all) and np_escape are public
  * (nestpipe.h): the command writes its metrics and quotes file content with them too. */
+
+/* ---- little-endian fields of nestpipe's file headers (binary data, checkpoints) */
+static inline uint32_t np_le_get32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t np_le_get64(const unsigned char *p) {
+    return (uint64_t)np_le_get32(p) | (uint64_t)np_le_get32(p + 4) << 32;
+}
+static inline void np_le_put32(unsigned char *p, uint32_t v) {
+    for (int k = 0; k < 4; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+static inline void np_le_put64(unsigned char *p, uint64_t v) {
+    for (int k = 0; k < 8; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+/* 1 on a little-endian host: the floats in nestpipe's files are written in host order. */
+static inline int np_host_is_little_endian(void) {
+    const uint32_t one = 1;
+    unsigned char c;
+    memcpy(&c, &one, 1);
+    return c == 1;
+}
 
 /* ---- counter-based RNG (docs/formats.md "Random numbers")
  * Every random value is a pure function of (seed, stream, counter), so any sample or

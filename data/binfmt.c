@@ -9,37 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/util.h"
 #include "data/data.h"
 
 static const char bin_magic[8] = {'N', 'P', 'S', 'A', 'M', 'P', 'L', 'E'};
 
 /* stdio buffer for both directions: records are small, so read and write in big chunks */
 #define BIN_IO_CHUNK (1 << 20)
-
-int np_host_is_little_endian(void) {
-    const uint32_t one = 1;
-    unsigned char c;
-    memcpy(&c, &one, 1);
-    return c == 1;
-}
-
-static uint32_t get_u32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_u64(const unsigned char *p) {
-    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
-static void put_u32(unsigned char *p, uint32_t v) {
-    for (int k = 0; k < 4; k++)
-        p[k] = (unsigned char)(v >> (8 * k));
-}
-
-static void put_u64(unsigned char *p, uint64_t v) {
-    for (int k = 0; k < 8; k++)
-        p[k] = (unsigned char)(v >> (8 * k));
-}
 
 static np_status need_little_endian(np_error *err) {
     if (np_host_is_little_endian()) return NP_OK;
@@ -125,11 +101,11 @@ np_status np_bin_open(const char *path, int n_dense, int n_tables, np_bin_reader
                     path);
         goto fail;
     }
-    uint32_t version = get_u32(h + 8), flags = get_u32(h + 20);
-    r->n_dense = get_u32(h + 12);
-    r->n_tables = get_u32(h + 16);
-    r->n_records = get_u64(h + 24);
-    r->n_keys = get_u64(h + 32);
+    uint32_t version = np_le_get32(h + 8), flags = np_le_get32(h + 20);
+    r->n_dense = np_le_get32(h + 12);
+    r->n_tables = np_le_get32(h + 16);
+    r->n_records = np_le_get64(h + 24);
+    r->n_keys = np_le_get64(h + 32);
     if (version != NP_BIN_VERSION) {
         st = np_err(err, NP_STATUS_BAD_INPUT,
                     "%s: binary format version %u is not supported (this build reads version %d)",
@@ -243,12 +219,12 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
 
 static void encode_header(unsigned char *h, uint64_t n_records, uint64_t n_keys) {
     memcpy(h, bin_magic, sizeof bin_magic);
-    put_u32(h + 8, NP_BIN_VERSION);
-    put_u32(h + 12, NP_CRITEO_DENSE);
-    put_u32(h + 16, NP_CRITEO_TABLES);
-    put_u32(h + 20, 0);
-    put_u64(h + 24, n_records);
-    put_u64(h + 32, n_keys);
+    np_le_put32(h + 8, NP_BIN_VERSION);
+    np_le_put32(h + 12, NP_CRITEO_DENSE);
+    np_le_put32(h + 16, NP_CRITEO_TABLES);
+    np_le_put32(h + 20, 0);
+    np_le_put64(h + 24, n_records);
+    np_le_put64(h + 32, n_keys);
 }
 
 np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip_bad_lines,

@@ -103,7 +103,4 @@ NP_NODISCARD np_status np_bin_next(np_bin_reader *r, float *label, float *dense,
                                    const uint64_t **keys, np_error *err);
 void np_bin_close(np_bin_reader *r);
 
-/* 1 on a little-endian host (the binary format is read and written with memcpy). */
-int np_host_is_little_endian(void);
-
 #endif

@@ -47,31 +47,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int little_endian(void) {
-    const uint16_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
-
-static void le32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void le64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t rd32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const unsigned char *p) {
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
 /* Test hook (tests/test_ckpt.sh): NP_TEST_CKPT_KILL=STEP:PHASE makes this process die by
  * SIGKILL inside checkpoint STEP's write, as a crashed node would: PHASE "shard" when its
  * shard is written but not yet renamed, "manifest" when the manifest is written but not
@@ -158,7 +133,7 @@ static np_status ck_commit(ck_out *o, int trailer, uint64_t *hash, uint64_t *byt
                            const char *phase, np_error *err) {
     uint64_t h = XXH3_64bits_digest(o->h);
     unsigned char t[8];
-    le64(t, h);
+    np_le_put64(t, h);
     np_status st = trailer ? ck_raw(o, t, 8, err) : NP_OK;
     if (!st && fsync(o->fd))
         st = np_err(err, NP_STATUS_IO, "checkpoint %s: fsync failed: %s", o->path, strerror(errno));
@@ -310,18 +285,18 @@ static np_status write_shard(const np_config *cfg, const np_model_t *m, const ch
         return np_err(err, NP_STATUS_NO_MEMORY, "checkpoint: out of memory");
     }
     memcpy(h, CK_SHARD_MAGIC, 8);
-    le32(h + 8, CK_VERSION);
-    le32(h + 12, (uint32_t)cfg->rank);
-    le32(h + 16, (uint32_t)cfg->ranks);
-    le32(h + 20, (uint32_t)cfg->shard);
-    le32(h + 24, (uint32_t)m->T);
-    le32(h + 28, (uint32_t)m->d);
-    le32(h + 32, m->state_mem ? 1u : 0u);
-    le32(h + 36, 0);
-    le64(h + 40, (uint64_t)step);
-    le64(h + 48, fp);
+    np_le_put32(h + 8, CK_VERSION);
+    np_le_put32(h + 12, (uint32_t)cfg->rank);
+    np_le_put32(h + 16, (uint32_t)cfg->ranks);
+    np_le_put32(h + 20, (uint32_t)cfg->shard);
+    np_le_put32(h + 24, (uint32_t)m->T);
+    np_le_put32(h + 28, (uint32_t)m->d);
+    np_le_put32(h + 32, m->state_mem ? 1u : 0u);
+    np_le_put32(h + 36, 0);
+    np_le_put64(h + 40, (uint64_t)step);
+    np_le_put64(h + 48, fp);
     for (int t = 0; t < m->T; t++)
-        le64(h + 56 + 8 * (size_t)t, (uint64_t)m->local_rows[t]);
+        np_le_put64(h + 56 + 8 * (size_t)t, (uint64_t)m->local_rows[t]);
     st = ck_write(&o, h, hn, err);
     free(h);
     size_t rows = (size_t)m->row_base[m->T];
@@ -342,11 +317,11 @@ static np_status write_dense(const np_model_t *m, const char *dir, long step, ui
     if (st) return st;
     unsigned char h[40];
     memcpy(h, CK_DENSE_MAGIC, 8);
-    le32(h + 8, CK_VERSION);
-    le32(h + 12, 0);
-    le64(h + 16, (uint64_t)step);
-    le64(h + 24, fp);
-    le64(h + 32, (uint64_t)m->n_dense);
+    np_le_put32(h + 8, CK_VERSION);
+    np_le_put32(h + 12, 0);
+    np_le_put64(h + 16, (uint64_t)step);
+    np_le_put64(h + 24, fp);
+    np_le_put64(h + 32, (uint64_t)m->n_dense);
     if ((st = ck_write(&o, h, sizeof h, err)) ||
         (st = ck_write(&o, m->dense, m->n_dense * sizeof(float), err))) {
         ck_abandon(&o);
@@ -504,7 +479,7 @@ np_status np_ckpt_save(np_dist_t *d, const np_config *cfg, np_trainer_t *tr, np_
     np_status st = NP_OK;
     sbuf text = {0};
     uint64_t fp = 0;
-    if (!little_endian())
+    if (!np_host_is_little_endian())
         st = np_err(err, NP_STATUS_UNSUPPORTED, "checkpoint: needs a little-endian host");
     if (!st) st = fingerprint(cfg, &fp, &text, err);
     /* rank 0 makes the folder; an older attempt at the same step loses its manifest first,
@@ -793,7 +768,7 @@ static np_status ck_finish(ck_in *in, uint64_t want, np_error *err) {
     if (fread(t, 1, 8, in->f) != 8)
         return np_err(err, NP_STATUS_BAD_INPUT, "checkpoint %s: ends early (truncated)", in->path);
     in->bytes += 8;
-    if (got != want || rd64(t) != want)
+    if (got != want || np_le_get64(t) != want)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "checkpoint %s: checksum %016" PRIx64 ", but the manifest says %016" PRIx64
                       ": the file is corrupted",
@@ -835,15 +810,15 @@ static np_status load_dense(const manifest *mf, np_model_t *m, uint64_t fp, doub
     if (st || (st = ck_in_open(&in, path, err))) return st;
     unsigned char h[40];
     if (!(st = ck_read(&in, h, sizeof h, err))) {
-        if (memcmp(h, CK_DENSE_MAGIC, 8) || rd32(h + 8) != CK_VERSION)
+        if (memcmp(h, CK_DENSE_MAGIC, 8) || np_le_get32(h + 8) != CK_VERSION)
             st =
                 np_err(err, NP_STATUS_BAD_INPUT, "checkpoint %s: not a dense-parameter file", path);
-        else if (rd64(h + 16) != (uint64_t)mf->step || rd64(h + 24) != fp ||
-                 rd64(h + 32) != (uint64_t)m->n_dense)
+        else if (np_le_get64(h + 16) != (uint64_t)mf->step || np_le_get64(h + 24) != fp ||
+                 np_le_get64(h + 32) != (uint64_t)m->n_dense)
             st = np_err(err, NP_STATUS_BAD_INPUT,
                         "checkpoint %s: its step, config fingerprint or size (%" PRIu64
                         " floats) differ from the manifest's and the model's (%zu floats)",
-                        path, rd64(h + 32), m->n_dense);
+                        path, np_le_get64(h + 32), m->n_dense);
     }
     if (!st) st = ck_read(&in, m->dense, m->n_dense * sizeof(float), err);
     if (!st) st = ck_finish(&in, hash, err);
@@ -874,18 +849,18 @@ static np_status load_shard(const manifest *mf, const np_config *cfg, np_model_t
         goto out;
     }
     if ((st = ck_read(&in, h, hn, err))) goto out;
-    if (memcmp(h, CK_SHARD_MAGIC, 8) || rd32(h + 8) != CK_VERSION) {
+    if (memcmp(h, CK_SHARD_MAGIC, 8) || np_le_get32(h + 8) != CK_VERSION) {
         st = np_err(err, NP_STATUS_BAD_INPUT, "checkpoint %s: not a table shard file", path);
         goto out;
     }
     int has_state = m->state_mem != NULL;
-    int ok = rd32(h + 12) == (uint32_t)r0 && rd32(h + 16) == (uint32_t)mf->ranks &&
-             rd32(h + 20) == (uint32_t)cfg->shard && rd32(h + 24) == (uint32_t)T &&
-             rd32(h + 28) == (uint32_t)d && rd32(h + 32) == (uint32_t)has_state &&
-             rd64(h + 40) == (uint64_t)mf->step && rd64(h + 48) == fp;
+    int ok = np_le_get32(h + 12) == (uint32_t)r0 && np_le_get32(h + 16) == (uint32_t)mf->ranks &&
+             np_le_get32(h + 20) == (uint32_t)cfg->shard && np_le_get32(h + 24) == (uint32_t)T &&
+             np_le_get32(h + 28) == (uint32_t)d && np_le_get32(h + 32) == (uint32_t)has_state &&
+             np_le_get64(h + 40) == (uint64_t)mf->step && np_le_get64(h + 48) == fp;
     int64_t total = 0;
     for (int t = 0; ok && t < T; t++) {
-        int64_t lr = (int64_t)rd64(h + 56 + 8 * (size_t)t);
+        int64_t lr = (int64_t)np_le_get64(h + 56 + 8 * (size_t)t);
         ok = lr == np_shard_rows(&old, t, r0, m->rows[t]);
         total += lr;
     }
@@ -938,7 +913,7 @@ np_status np_ckpt_load(const np_config *cfg, np_model_t *m, np_ckpt_state *s, np
     uint64_t fp = 0;
     int64_t *got = NULL;
     np_status st = NP_OK;
-    if (!little_endian())
+    if (!np_host_is_little_endian())
         st = np_err(err, NP_STATUS_UNSUPPORTED, "resume: needs a little-endian host");
     if (!st) st = read_manifest(cfg->resume, &mf, err);
     if (!st) (void)fit(stats->path, sizeof stats->path, "%s", mf.dir);
