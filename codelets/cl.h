@@ -177,7 +177,9 @@ typedef struct np_cl_prefetch_args {
 extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;
 
 /* Defines codelet `var` running CPU function `fn`, with a history-based perf model whose
- * symbol (and the codelet's name, shown in traces) is `sym`. */
+ * symbol (and the codelet's name, shown in traces) is `sym`. NP_CODELET_CUDA adds a CUDA
+ * function `cfn` (cuda/cuda.h) in the CUDA flavour, asynchronous on the worker's stream;
+ * elsewhere it is NP_CODELET. */
 #define NP_CODELET(var, fn, sym)                                                                   \
     static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
     struct starpu_codelet var = {.cpu_funcs = {fn},                                                \
@@ -185,6 +187,20 @@ extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;
                                  .nbuffers = STARPU_VARIABLE_NBUFFERS,                             \
                                  .model = &var##_model,                                            \
                                  .name = sym}
+#ifdef NP_HAVE_CUDA
+#include "cuda/cuda.h"
+#define NP_CODELET_CUDA(var, fn, cfn, sym)                                                         \
+    static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
+    struct starpu_codelet var = {.cpu_funcs = {fn},                                                \
+                                 .cpu_funcs_name = {#fn},                                          \
+                                 .cuda_funcs = {cfn},                                              \
+                                 .cuda_flags = {STARPU_CUDA_ASYNC},                                \
+                                 .nbuffers = STARPU_VARIABLE_NBUFFERS,                             \
+                                 .model = &var##_model,                                            \
+                                 .name = sym}
+#else
+#define NP_CODELET_CUDA(var, fn, cfn, sym) NP_CODELET(var, fn, sym)
+#endif
 
 /* The data pointer of buffer i of a task (every nestpipe handle is a vector). */
 #define NP_BUF(buffers, i) ((void *)STARPU_VECTOR_GET_PTR((buffers)[i]))

@@ -183,7 +183,7 @@ char *np_escape(const char *s, size_t len, char *out, size_t cap) {
 }
 
 #ifdef NP_HAVE_CUDA
-int np_cuda_describe(char *buf, size_t n); /* cuda/devices.cu */
+#include "cuda/cuda.h"
 static char cuda_info[512];
 static void cuda_describe(void) {
     np_cuda_describe(cuda_info, sizeof cuda_info);

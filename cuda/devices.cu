@@ -2,9 +2,11 @@
 // was linked with can see. Layer kernels go beside it as the CUDA slots of the layer
 // definitions are filled.
 #include <cuda_runtime_api.h>
+
+#include "cuda/cuda.h"
 #include <stdio.h>
 
-extern "C" int np_cuda_describe(char *buf, size_t n) {
+int np_cuda_describe(char *buf, size_t n) {
     int runtime = 0, driver = 0, devices = 0;
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);

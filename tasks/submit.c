@@ -63,6 +63,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     task->name = cl->name;
     task->priority = prio + ctx->boost;
     task->flops = ctx->flops;
+    if (ctx->where && ctx->where[kind]) task->where = (int32_t)ctx->where[kind];
     if (ctx->pin && ctx->comm_worker >= 0) {
         /* collectives run one at a time on the communication worker */
         task->execute_on_a_specific_worker = 1;

@@ -39,6 +39,9 @@ typedef struct np_task_ctx {
     int node;             /* model graph node of a layer task, -1 for the others */
     int chunk;            /* the chunk (window * chunks + c) of a chunk task, -1 otherwise */
     double flops;         /* the task's floating-point operations, 0 if unknown */
+    /* where each node kind may run (STARPU_CPU, STARPU_CUDA, ...; 0: wherever its codelet
+     * can): --gpus and --place (graph/engine.c); NULL: anywhere */
+    const uint32_t *where;
 } np_task_ctx;
 
 /* Priorities for policies that honour them (prio, lws, dmdas): the dense chain of the
