@@ -1,7 +1,9 @@
 /* Input codelets: prefetch copies a loaded batch into a pipeline slot, reordering its
  * samples into windows when key-centric clustering is on; h2d makes the slot resident
- * where dense compute runs (nothing to move on CPU-only builds: a marker node that keeps
- * the stage visible in the graph and the trace). */
+ * where dense compute runs. It has no work of its own: on a CUDA worker, StarPU copies
+ * the buffers it reads to the device before it runs (a real transfer, overlapped with the
+ * batch training); with CPU workers only it is a marker node that keeps the stage visible
+ * in the graph and the trace. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,4 +43,4 @@ static void h2d_cpu(void *buffers[], void *cl_arg) {
 }
 
 NP_CODELET(np_cl_prefetch, prefetch_cpu, "prefetch");
-NP_CODELET(np_cl_h2d, h2d_cpu, "h2d");
+NP_CODELET_CUDA(np_cl_h2d, h2d_cpu, h2d_cpu, "h2d");

@@ -306,6 +306,62 @@ static void show_sched(const np_config *c, char *buf, size_t n) {
     snprintf(buf, n, "%s", c->sched);
 }
 
+static int parse_gpus(np_config *c, const char *v) {
+    long long i;
+    if (!strcmp(v, "all")) {
+        c->gpus = -1;
+        return 0;
+    }
+    if (parse_i64(v, 0, 64, &i)) return -1;
+    c->gpus = (int)i;
+    return 0;
+}
+static void show_gpus(const np_config *c, char *buf, size_t n) {
+    if (c->gpus < 0)
+        snprintf(buf, n, "all");
+    else
+        snprintf(buf, n, "%d", c->gpus);
+}
+
+static const char *const place_kinds[NP_PLACE_KINDS] = {"dense", "pool", "loss", "update"};
+static const char *const arch_names[] = {"auto", "cpu", "cuda", NULL};
+/* "auto", or KIND=ARCH[,KIND=ARCH...] with KIND one of place_kinds or "all" (every kind),
+ * ARCH one of arch_names; later items win. */
+static int parse_place(np_config *c, const char *v) {
+    np_arch p[NP_PLACE_KINDS] = {0};
+    if (strcmp(v, "auto")) {
+        const char *s = v;
+        for (;;) {
+            size_t len = strcspn(s, ","), eq = strcspn(s, "=");
+            if (eq >= len) return -1;
+            int kind = -1, arch = -1;
+            for (int k = 0; k < NP_PLACE_KINDS; k++)
+                if (strlen(place_kinds[k]) == eq && !strncmp(s, place_kinds[k], eq)) kind = k;
+            if (kind < 0 && !(eq == 3 && !strncmp(s, "all", 3))) return -1;
+            for (int a = 0; arch_names[a]; a++)
+                if (strlen(arch_names[a]) == len - eq - 1 && !strncmp(s + eq + 1, arch_names[a], len - eq - 1))
+                    arch = a;
+            if (arch < 0) return -1;
+            for (int k = 0; k < NP_PLACE_KINDS; k++)
+                if (kind < 0 || k == kind) p[k] = (np_arch)arch;
+            if (!s[len]) break;
+            s += len + 1;
+            if (!*s) return -1; /* a trailing comma */
+        }
+    }
+    memcpy(c->place, p, sizeof p);
+    return 0;
+}
+static void show_place(const np_config *c, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int k = 0; k < NP_PLACE_KINDS && at < n; k++)
+        if (c->place[k] != NP_ARCH_AUTO && (unsigned)c->place[k] <= NP_ARCH_CUDA)
+            at += (size_t)snprintf(buf + at, n - at, "%s%s=%s", at ? "," : "", place_kinds[k],
+                                   arch_names[c->place[k]]);
+    if (!at) snprintf(buf, n, "auto");
+}
+
 #define AT(field) offsetof(np_config, field), sizeof(((np_config *)0)->field)
 #define KEY(name, sec, arg, dflt, help, metric, type) {name, sec, arg, dflt, help, metric, type}
 /* an integer field in [lo, hi] */
@@ -427,6 +483,15 @@ static const key_def keys[] = {
              "seconds a rank may fall silent before the job ends, naming it;\n"
              "0 = wait forever",
              NULL, rank_timeout, 0.0, 1e6, 0, "seconds, a number from 0 (off) to 1e6"),
+    CUSTOM_KEY("gpus", "training", "N|all", "all",
+               "CUDA devices each rank uses (the CUDA build); 0 = CPU only", "gpus",
+               NP_KEY_TEXT, gpus, "all or an integer in [0, 64]"),
+    CUSTOM_KEY("place", "training", "auto|KIND=ARCH,...", "auto",
+               "pin node kinds (dense, pool, loss, update, all) to cpu or\n"
+               "cuda for reproducible runs; auto: the scheduler picks",
+               "place", NP_KEY_TEXT, place,
+               "auto or KIND=ARCH pairs joined by ',' (KIND: dense, pool, loss, update, all; "
+               "ARCH: cpu, cuda, auto)"),
 
     PATH_KEY("metrics-json", "output", "FILE", "write the run summary as JSON", metrics_json),
     PATH_KEY("trace", "output", "FILE", "write a Chrome trace JSON of every task (starpu engine)",
@@ -824,6 +889,16 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "pipeline: the reference trainer has no pipeline; use --engine starpu for "
                       "dbp, async, fwp or nestpipe");
+    if (c->engine == NP_ENGINE_REFERENCE && c->gpus > 0)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "gpus: the reference trainer runs on the CPU only; use --engine starpu "
+                      "for %d GPU%s",
+                      c->gpus, c->gpus == 1 ? "" : "s");
+    for (int k = 0; k < NP_PLACE_KINDS; k++)
+        if (c->engine == NP_ENGINE_REFERENCE && c->place[k] == NP_ARCH_CUDA)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "place: the reference trainer runs on the CPU only; use --engine "
+                          "starpu to place nodes on cuda");
     if (c->engine == NP_ENGINE_REFERENCE && c->trace[0])
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "trace: the reference engine runs no tasks to trace; use --engine starpu");

@@ -89,4 +89,8 @@ enum {
     NP_STREAM_TEACHER_DENSE = NP_STREAM_TEACHER + NP_MAX_TABLES, /* teacher dense weights */
 };
 
+/* CUDA devices the CUDA runtime sees (0 in a CPU-only build or without a GPU); the text
+ * behind np_cuda_info. */
+int np_cuda_devices(void);
+
 #endif

@@ -7,6 +7,9 @@
 #include <sched.h>
 
 #include <starpu_expert.h>
+#ifdef NP_HAVE_CUDA
+#include <starpu_cublas.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +158,9 @@ void np_engine_free(np_sp_engine *e) {
     np_trace_free(e->merged);
     if (e->compute_ctx) starpu_sched_ctx_delete(e->compute_ctx);
     if (e->idle_hook >= 0) starpu_idle_hook_deregister(e->idle_hook);
+#ifdef NP_HAVE_CUDA
+    if (e->dev.ncuda) starpu_cublas_shutdown();
+#endif
     starpu_shutdown();
     free(e);
 }
@@ -180,10 +186,12 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     np_placement pl;
     np_status pst = np_placement_plan(cfg, &pl, err);
     if (pst) return pst;
+    np_devices dev;
+    if ((pst = np_devices_plan(cfg, &dev, err))) return pst;
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     conf.sched_policy_name = cfg->sched;
-    conf.ncuda = 0;
+    np_devices_conf(&dev, &conf);
     conf.nopencl = 0;
     if (pl.workers) conf.ncpus = pl.workers;
     if (pl.bind) {
@@ -209,6 +217,15 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         starpu_shutdown();
         return np_err(err, NP_STATUS_NO_MEMORY, "out of memory creating the StarPU engine");
     }
+    if ((pst = np_devices_check(cfg, m, &dev, err))) {
+        free(e);
+        starpu_shutdown();
+        return pst;
+    }
+    e->dev = dev;
+#ifdef NP_HAVE_CUDA
+    if (dev.ncuda) starpu_cublas_init(); /* a cuBLAS handle per CUDA worker, on its stream */
+#endif
     const char *spin = getenv("NP_IDLE_SPIN");
     e->idle_hook = spin && !strcmp(spin, "1") ? -1 : starpu_idle_hook_register(idle_yield, NULL);
     e->cfg = *cfg;
@@ -225,13 +242,16 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     e->sync = pipe == NP_PIPELINE_DBP || pipe == NP_PIPELINE_NESTPIPE;
     e->comm_worker = -1;
     int nw = (int)starpu_worker_get_count();
-    if (e->R > 1 && nw >= 2) {
-        /* the last worker runs the collectives; the compute context keeps the others */
-        int ids[STARPU_NMAXWORKERS];
-        for (int w = 0; w < nw - 1; w++)
-            ids[w] = w;
-        e->comm_worker = nw - 1;
-        e->compute_ctx = starpu_sched_ctx_create(ids, nw - 1, "compute",
+    int last_cpu = -1; /* collectives are CPU codelets: the last CPU worker runs them */
+    for (int w = 0; w < nw; w++)
+        if (starpu_worker_get_type(w) == STARPU_CPU_WORKER) last_cpu = w;
+    if (e->R > 1 && nw >= 2 && last_cpu >= 0 && starpu_cpu_worker_get_count() >= 2) {
+        /* the compute context keeps every other worker, the CUDA ones included */
+        int ids[STARPU_NMAXWORKERS], n = 0;
+        for (int w = 0; w < nw; w++)
+            if (w != last_cpu) ids[n++] = w;
+        e->comm_worker = last_cpu;
+        e->compute_ctx = starpu_sched_ctx_create(ids, n, "compute",
                                                  STARPU_SCHED_CTX_POLICY_NAME, cfg->sched, 0);
     }
     e->ch = calloc((size_t)e->W * (size_t)e->C, sizeof *e->ch);
@@ -355,7 +375,9 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                            .trace = e->trace,
                            .sink = &e->sink,
                            .comm_worker = e->comm_worker,
-                           .compute_ctx = e->compute_ctx};
+                           .compute_ctx = e->compute_ctx,
+                           .where = e->dev.where,
+                           .gpus = e->dev.ncuda};
     b->xa = (np_cl_xchg_args){.shard = e->cfg.shard,
                               .rows = m->rows,
                               .comm = e->comm,

@@ -6,6 +6,7 @@
 #define NP_GRAPH_ENGINE_IMPL_H
 
 #include "comm/comm.h"
+#include "graph/devices.h"
 #include "graph/engine.h"
 #include "model/model.h"
 #include "tasks/tasks.h"
@@ -112,6 +113,7 @@ struct np_sp_engine {
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
     int comm_worker;
+    np_devices dev; /* CUDA workers and where each node kind runs (--gpus, --place) */
     int idle_hook; /* starpu_idle_hook_register's id; -1: workers spin when idle */
     unsigned compute_ctx;
     np_task_sink sink; /* what the tasks report: bytes sent, rows synced, a failure */

@@ -56,6 +56,25 @@ static void layer_bwd_cpu(void *buffers[], void *cl_arg) {
     np_layer_get(a->def)->bwd(&io);
 }
 
+#ifdef NP_HAVE_CUDA
+#include <starpu_cuda.h>
+/* The kind's CUDA slot on a CUDA worker: the same np_layer_io, with device pointers, on
+ * the worker's stream (the codelet is STARPU_CUDA_ASYNC). */
+static void layer_fwd_cuda(void *buffers[], void *cl_arg) {
+    const np_cl_layer_args *a = cl_arg;
+    np_layer_io io;
+    fill_io(buffers, a, 0, &io);
+    np_layer_get(a->def)->cuda_fwd(&io, starpu_cuda_get_local_stream());
+}
+
+static void layer_bwd_cuda(void *buffers[], void *cl_arg) {
+    const np_cl_layer_args *a = cl_arg;
+    np_layer_io io;
+    fill_io(buffers, a, 1, &io);
+    np_layer_get(a->def)->cuda_bwd(&io, starpu_cuda_get_local_stream());
+}
+#endif
+
 void np_layer_codelets_init(void) {
     pthread_mutex_lock(&cls_lock);
     for (int k = n_cls; k < np_layer_count(); k++) {
@@ -69,6 +88,15 @@ void np_layer_codelets_init(void) {
                                                .nbuffers = STARPU_VARIABLE_NBUFFERS,
                                                .model = &c->model[b],
                                                .name = c->name[b]};
+#ifdef NP_HAVE_CUDA
+            /* a kind with both CUDA slots may run on a CUDA worker; a user kind without
+             * them stays on the CPU (and --place dense=cuda refuses it) */
+            const np_layer_def *def = np_layer_get(k);
+            if (def->cuda_fwd && def->cuda_bwd) {
+                c->cl[b].cuda_funcs[0] = b ? layer_bwd_cuda : layer_fwd_cuda;
+                c->cl[b].cuda_flags[0] = STARPU_CUDA_ASYNC;
+            }
+#endif
         }
     }
     n_cls = np_layer_count();

@@ -53,6 +53,16 @@ static void task_done(void *arg) {
     free(ti);
 }
 
+/* The --place kind of a task (np_place_kind), -1 for those that stay where their codelet
+ * runs (input stages, routing, collectives, rows: CPU codelets). */
+static int place_kind(const struct starpu_codelet *cl, np_node_kind kind) {
+    if (cl == &np_cl_pool_fwd || cl == &np_cl_pool_bwd) return NP_PLACE_POOL;
+    if (cl == &np_cl_bce_fwd || cl == &np_cl_bce_bwd) return NP_PLACE_LOSS;
+    if (cl == &np_cl_dense_update) return NP_PLACE_UPDATE;
+    if (cl == &np_cl_sum || kind == NP_NODE_FWD || kind == NP_NODE_BWD) return NP_PLACE_DENSE;
+    return -1;
+}
+
 np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_node_kind kind,
                          int prio, int nbuf, const np_h *h,
                          const enum starpu_data_access_mode *modes, const void *args, size_t size,
@@ -63,7 +73,9 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     task->name = cl->name;
     task->priority = prio + ctx->boost;
     task->flops = ctx->flops;
-    if (ctx->where && ctx->where[kind]) task->where = (int32_t)ctx->where[kind];
+    int pk = ctx->where ? place_kind(cl, kind) : -1;
+    if (pk >= 0 && ctx->where[pk]) task->where = (int32_t)ctx->where[pk];
+    if (ctx->arch) task->where = (int32_t)ctx->arch;
     if (ctx->pin && ctx->comm_worker >= 0) {
         /* collectives run one at a time on the communication worker */
         task->execute_on_a_specific_worker = 1;

@@ -39,9 +39,12 @@ typedef struct np_task_ctx {
     int node;             /* model graph node of a layer task, -1 for the others */
     int chunk;            /* the chunk (window * chunks + c) of a chunk task, -1 otherwise */
     double flops;         /* the task's floating-point operations, 0 if unknown */
-    /* where each node kind may run (STARPU_CPU, STARPU_CUDA, ...; 0: wherever its codelet
-     * can): --gpus and --place (graph/engine.c); NULL: anywhere */
+    /* where each np_place_kind may run (STARPU_CPU, STARPU_CUDA; 0: wherever its codelet
+     * can), from --place (graph/devices.c); NULL: anywhere. np_task_submit finds a task's
+     * place kind from its codelet. */
     const uint32_t *where;
+    int gpus; /* CUDA workers running (0: CPU only): h2d moves the batch to them */
+    uint32_t arch; /* this task only there (STARPU_CUDA, ...), whatever its kind; 0: no */
 } np_task_ctx;
 
 /* Priorities for policies that honour them (prio, lws, dmdas): the dense chain of the

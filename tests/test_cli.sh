@@ -82,6 +82,11 @@ grep -q "modular-\* policies (STARPU_SCHED=help lists them))$" "$W/err" &&
   ok "unknown scheduler: the whole list, not cut off" || bad "scheduler list: $(cat "$W/err")"
 expect_fail "a misspelt flag is named, not the value after it" 2 "unknown flag '--explain-placementx'" -- "$NP" train --explain-placementx --rows 2000
 expect_fail "lr past its limit says the limit" 2 "expected a number > 0 and <= 1e6" -- "$NP" train --lr 1e9
+# GPUs (docs/gpu.md): a count CUDA cannot serve, a pin with no GPU, a bad place spec
+expect_fail "more GPUs than there are" 2 "gpus: 64 asked for, but" -- "$NP" train --gpus 64 --steps 1
+expect_fail "a pin to cuda without a GPU" 2 "place: dense=cuda, but this rank runs no CUDA worker" -- "$NP" train --gpus 0 --place dense=cuda --steps 1
+expect_fail "a bad place spec" 2 "bad value 'dense=gpu' for place" -- "$NP" train --place dense=gpu
+expect_fail "the reference has no GPU" 2 "place: the reference trainer runs on the CPU only" -- "$NP" train --engine reference --place all=cuda
 # one set of keys: every key of docs/cli.md's table is a flag in `train --help`, and every
 # flag there is a key of the table (--config and --help aside)
 "$NP" train --help >"$W/help.txt"

@@ -131,6 +131,16 @@ typedef enum np_precision {
     NP_PRECISION_FP32, /* every product in fp32 */
     NP_PRECISION_BF16, /* dense products on bf16 inputs, fp32 accumulation and weights */
 } np_precision;
+/* Where a kind of node runs (key "place"): wherever the scheduler picks among the workers
+ * its codelet has (auto), or pinned to the CPU or CUDA workers (docs/gpu.md). */
+typedef enum np_arch { NP_ARCH_AUTO, NP_ARCH_CPU, NP_ARCH_CUDA } np_arch;
+typedef enum np_place_kind {
+    NP_PLACE_DENSE,  /* the layers' forward and backward, and their gradient sums */
+    NP_PLACE_POOL,   /* embedding-bag pooling, forward and backward */
+    NP_PLACE_LOSS,   /* sigmoid + BCE, forward and backward */
+    NP_PLACE_UPDATE, /* the dense optimizer step */
+    NP_PLACE_KINDS
+} np_place_kind;
 typedef enum np_pipeline {
     NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
     NP_PIPELINE_DBP,        /* dual-buffer pipelining: batches overlap, same model */
@@ -217,6 +227,10 @@ typedef struct np_config {
     char resume[NP_PATH_MAX];         /* key "resume": continue from the newest whole
                                          checkpoint in this folder */
     double rank_timeout; /* key "rank-timeout": seconds a rank may stall the others; 0 off */
+    /* GPUs (docs/gpu.md), added in 0.4 */
+    int gpus;                       /* key "gpus": CUDA devices a rank uses; -1 = every
+                                       visible one (0 in a CPU-only build); 0 = CPU only */
+    np_arch place[NP_PLACE_KINDS];  /* key "place": e.g. dense=cuda,pool=cpu; auto */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
