@@ -25,6 +25,7 @@
 
 #include "comm/comm.h"
 #include "core/util.h"
+#include "graph/devices.h"
 
 _Static_assert(NP_PLACE_MAX_WORKERS >= STARPU_MAXCPUS, "one bind_pu entry per StarPU CPU");
 
@@ -179,6 +180,21 @@ void np_placement_describe(const np_placement *p, const np_config *cfg, char *bu
     if (p->comm_worker >= 0)
         ADD("; worker %d runs the collectives%s", p->comm_worker,
             p->bind ? ", on a core of its own" : "");
+    np_devices d;
+    np_error derr;
+    if (!np_devices_plan(cfg, &d, &derr)) {
+        if (d.ncuda) {
+            ADD("; %d CUDA worker%s on device", d.ncuda, d.ncuda == 1 ? "" : "s");
+            for (int i = 0; i < d.ncuda; i++)
+                ADD("%s%d", i ? "," : " ", (d.first + i) % d.visible);
+            ADD(" (%s)", np_cuda_info());
+        } else {
+            ADD("; no GPU (%s)", cfg->gpus == 0 ? "--gpus 0" : np_cuda_info());
+        }
+        char place[128];
+        if (!np_config_get(cfg, "place", place, sizeof place) && strcmp(place, "auto"))
+            ADD(", pinned %s", place);
+    }
     if (p->capped)
         ADD("; %d cores but StarPU runs at most %d CPU workers per process: run one rank per "
             "NUMA node or socket (mpirun --map-by numa)",
