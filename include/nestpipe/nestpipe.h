@@ -131,6 +131,10 @@ typedef enum np_precision {
     NP_PRECISION_FP32, /* every product in fp32 */
     NP_PRECISION_BF16, /* dense products on bf16 inputs, fp32 accumulation and weights */
 } np_precision;
+typedef enum np_comm_kind {
+    NP_COMM_MPI,  /* the graph's exchanges through MPI on host memory */
+    NP_COMM_NCCL, /* rows, gradients and the dense all-reduce through NCCL, one GPU per rank */
+} np_comm_kind;
 typedef enum np_pipeline {
     NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
     NP_PIPELINE_DBP,        /* dual-buffer pipelining: batches overlap, same model */
@@ -217,6 +221,7 @@ typedef struct np_config {
     char resume[NP_PATH_MAX];         /* key "resume": continue from the newest whole
                                          checkpoint in this folder */
     double rank_timeout; /* key "rank-timeout": seconds a rank may stall the others; 0 off */
+    np_comm_kind comm;   /* key "comm": mpi | nccl (the CUDA flavour, one GPU per rank) */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
