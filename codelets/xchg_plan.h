@@ -29,7 +29,7 @@ typedef struct np_xchg_plan {
     int R;
     int64_t send[NP_XCHG_MAX_RANKS], sdispl[NP_XCHG_MAX_RANKS]; /* rows to rank q, at */
     int64_t recv[NP_XCHG_MAX_RANKS], rdispl[NP_XCHG_MAX_RANKS]; /* rows from rank q, at */
-    int64_t seg[NP_XCHG_MAX_RANKS]; /* requester q's keys of the window: map + seg[q], */
+    int64_t seg[NP_XCHG_MAX_RANKS];  /* requester q's keys of the window: map + seg[q], */
     int64_t nseg[NP_XCHG_MAX_RANKS]; /* nseg[q] of them (the owner's side) */
     int64_t nsend, nrecv;
 } np_xchg_plan;
