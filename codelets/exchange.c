@@ -325,3 +325,20 @@ NP_CODELET(np_cl_route_owner, route_owner_cpu, "route_owner");
 NP_CODELET(np_cl_exchange_rows, exchange_rows_cpu, "exchange_rows");
 NP_CODELET(np_cl_exchange_grads, exchange_grads_cpu, "exchange_grads");
 NP_CODELET(np_cl_allreduce, allreduce_cpu, "allreduce");
+
+/* --comm nccl: the same three on the CUDA worker (cuda/exchange.cu). CUDA functions only,
+ * so StarPU never runs them on a CPU worker; tasks/exchange.c picks them when the args
+ * carry a device backend. Named apart in traces and perf models. */
+#ifdef NP_HAVE_CUDA
+#include "cuda/exchange.h"
+#define NP_CODELET_NCCL(var, cfn, sym)                                                             \
+    static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
+    struct starpu_codelet var = {.cuda_funcs = {cfn},                                              \
+                                 .cuda_flags = {STARPU_CUDA_ASYNC},                                \
+                                 .nbuffers = STARPU_VARIABLE_NBUFFERS,                             \
+                                 .model = &var##_model,                                            \
+                                 .name = sym}
+NP_CODELET_NCCL(np_cl_exchange_rows_nccl, np_cuda_exchange_rows, "exchange_rows_nccl");
+NP_CODELET_NCCL(np_cl_exchange_grads_nccl, np_cuda_exchange_grads, "exchange_grads_nccl");
+NP_CODELET_NCCL(np_cl_allreduce_nccl, np_cuda_allreduce, "allreduce_nccl");
+#endif
