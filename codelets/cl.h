@@ -98,6 +98,7 @@ typedef struct np_cl_report {
 /* Route, exchanges and the all-reduce (codelets/exchange.c). `comm` is NULL on one rank
  * without MPI: the exchanges are then local copies with the same arithmetic. */
 struct np_comm;
+struct np_backend;
 typedef struct np_cl_xchg_args {
     np_cl_report out;      /* FIRST field: what the task reports */
     np_shard shard;        /* row- or table-wise sharding over the R ranks */
@@ -110,6 +111,11 @@ typedef struct np_cl_xchg_args {
     size_t cap_recv; /* rows the owner-side buffers hold */
     size_t cap_win;  /* rows each window's Rin and grads hold */
     size_t n;        /* all-reduce: floats */
+    /* --comm nccl: the NCCL backend (comm/backend.h), NULL for mpi. With a device backend
+     * the submitters of exchange_rows, exchange_grads and allreduce pick the _nccl
+     * codelets (CUDA only); route and a2a_keys stay on the CPU and on MPI. A host backend
+     * here (a test's transport) replaces MPI in the CPU codelets. */
+    struct np_backend *be;
 } np_cl_xchg_args;
 /* route buffers: offsets R, keys R, uniq W (Uq scratch), pos W, sendkeys W, meta RW.
  * Window w is the samples [nb*w/W, nb*(w+1)/W). Dedups each (window, table)'s keys,
@@ -128,6 +134,13 @@ typedef struct np_cl_xchg_args {
  * rank order then an all-gather (R > 2): the same bits on every rank and in both forms */
 extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_cl_exchange_rows,
     np_cl_exchange_grads, np_cl_allreduce;
+/* The same three on a CUDA worker through the args' NCCL backend (cuda/exchange.cu), same
+ * buffers and arguments: CUDA functions only, so StarPU never runs them on a CPU and
+ * --comm mpi never runs the CPU ones on a GPU. Defined in the CUDA flavour only. */
+#ifdef NP_HAVE_CUDA
+extern struct starpu_codelet np_cl_exchange_rows_nccl, np_cl_exchange_grads_nccl,
+    np_cl_allreduce_nccl;
+#endif
 
 /* sync buffers: E_prev R, uniq_prev R, meta_prev R, E_cur RW, uniq_cur R, meta_cur R,
  * [Es_prev R, Es_cur RW]: rows (and state) in both batches' owner sets are copied from the

@@ -1,38 +1,57 @@
 /* Route, key/row/gradient exchanges and the dense all-reduce: the codelets that move data
  * between ranks (docs/engine.md "Across ranks"). With one rank and no MPI the
  * exchanges are local copies through the same code, so one rank computes exactly what the
- * single-process engine computes. Not here: which rank owns a row (core/shard.h) or the
- * MPI calls themselves (comm/). */
+ * single-process engine computes. Not here: which rank owns a row (core/shard.h), the
+ * counts and orders of the exchanges (xchg_plan.c, shared with the CUDA codelets of
+ * cuda/exchange.cu) or the collectives themselves (comm/). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "codelets/cl.h"
 #include "codelets/kernels.h"
+#include "codelets/xchg_plan.h"
+#include "comm/backend.h"
 #include "comm/comm.h"
 #include "core/shard.h"
 
-/* Keys of window w (every window: w < 0) per rank, summed over tables, on the send (sc:
- * per owner) or receive (rc: per requester) side. */
-static void per_rank_totals(const int64_t *meta, int T, int W, int R, int recv, int w,
-                            int64_t *tot) {
-    for (int o = 0; o < R; o++) {
-        tot[o] = 0;
-        for (int v = 0; v < W; v++)
-            if (w < 0 || v == w)
-                for (int t = 0; t < T; t++)
-                    tot[o] += meta[recv ? NP_META_RC(T, W, R, o, v, t) : NP_META_SC(T, W, o, v, t)];
-    }
+/* The backend of a CPU task: the args' own when it works on host memory (a test's
+ * transport), MPI on the data channel when there is MPI, NULL for one rank without MPI
+ * (the x_ helpers below then copy locally, as comm.h does for a NULL comm). A device
+ * backend (NCCL) is for the CUDA codelets only: the CPU ones (a2a_keys always) keep MPI. */
+static np_backend *host_backend(const np_cl_xchg_args *a, np_backend *tmp) {
+    if (a->be && !a->be->ops->on_device) return a->be;
+    if (!a->comm) return NULL;
+    np_backend_mpi(tmp, a->comm);
+    return tmp;
 }
 
-/* Where the keys received from requester q for window w start in the owner's key list,
- * which is in (requester, window, table) order. */
-static int64_t recv_start(const int64_t *meta, int T, int W, int R, int q, int w) {
-    int64_t s = 0;
-    for (int p = 0; p <= q; p++)
-        for (int v = 0; v < (p < q ? W : w); v++)
-            for (int t = 0; t < T; t++)
-                s += meta[NP_META_RC(T, W, R, p, v, t)];
-    return s;
+static int x_alltoall_i64(np_backend *b, const int64_t *send, int64_t *recv, int per_rank) {
+    if (!b) {
+        memcpy(recv, send, (size_t)per_rank * sizeof(int64_t));
+        return 0;
+    }
+    return b->ops->alltoall(b, send, recv, (size_t)per_rank, sizeof(int64_t), NULL);
+}
+
+static int x_alltoallv(np_backend *b, const void *send, const int64_t *scounts, void *recv,
+                       const int64_t *rcounts, size_t elem) {
+    if (!b) {
+        memcpy(recv, send, (size_t)scounts[0] * elem);
+        return 0;
+    }
+    return b->ops->alltoallv(b, send, scounts, recv, rcounts, elem, NULL);
+}
+
+static int x_allgather(np_backend *b, const void *send, void *recv, size_t n, size_t elem) {
+    if (!b) {
+        memcpy(recv, send, n * elem);
+        return 0;
+    }
+    return b->ops->allgather(b, send, recv, n, elem, NULL);
+}
+
+static int x_allgatherv_inplace(np_backend *b, void *buf, const int64_t *counts, size_t elem) {
+    return b ? b->ops->allgatherv_inplace(b, buf, counts, elem, NULL) : 0;
 }
 
 /* ---- route (requester side) */
@@ -137,27 +156,27 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
     const int64_t *send = NP_BUF(buffers, 1);
     int64_t *recv = NP_BUF(buffers, 2);
     int T = a->T, R = a->R, W = a->W;
-    int64_t st[64], rt[64];
-    if (np_comm_alltoall_i64(a->comm, NP_CHAN_DATA, meta + NP_META_SC(T, W, 0, 0, 0),
-                             meta + NP_META_RC(T, W, R, 0, 0, 0), W * T)) {
+    int64_t st[NP_XCHG_MAX_RANKS], rt[NP_XCHG_MAX_RANKS];
+    np_backend mpi, *be = host_backend(a, &mpi);
+    if (x_alltoall_i64(be, meta + NP_META_SC(T, W, 0, 0, 0), meta + NP_META_RC(T, W, R, 0, 0, 0),
+                       W * T)) {
         a->out.fail = 1;
         return;
     }
-    per_rank_totals(meta, T, W, R, 0, -1, st);
-    per_rank_totals(meta, T, W, R, 1, -1, rt);
+    np_xchg_totals(meta, T, W, R, 0, -1, st);
+    np_xchg_totals(meta, T, W, R, 1, -1, rt);
     int64_t nrecv = 0, nsend = 0;
     for (int q = 0; q < R; q++) {
         nrecv += rt[q];
         nsend += st[q];
     }
     meta[NP_META_NRECV] = nrecv;
-    if ((size_t)nrecv > a->cap_recv ||
-        np_comm_alltoallv(a->comm, NP_CHAN_DATA, send, st, recv, rt, sizeof(int64_t))) {
+    if ((size_t)nrecv > a->cap_recv || x_alltoallv(be, send, st, recv, rt, sizeof(int64_t))) {
         a->out.fail = 1;
         return;
     }
     /* one rank without MPI sends nothing: its keys only change buffers */
-    a->out.bytes = a->comm ? (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t) : 0;
+    a->out.bytes = be ? (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t) : 0;
 }
 
 /* ---- owner side: distinct rows per table across requesters and windows, and the E row
@@ -214,27 +233,21 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
     const float *E = NP_BUF(buffers, 0);
     const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *Rin = NP_BUF(buffers, 3), *sbuf = NP_BUF(buffers, 4);
-    int T = a->T, R = a->R, W = a->W, w = a->w;
     size_t d = (size_t)a->d;
-    int64_t st[64], rt[64], n = 0;
-    per_rank_totals(meta, T, W, R, 1, w, st); /* rows go back along the keys' way */
-    per_rank_totals(meta, T, W, R, 0, w, rt);
+    np_xchg_plan p;
+    np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    np_backend mpi, *be = host_backend(a, &mpi);
     /* one rank without MPI: the requester is the owner, gather straight into Rin */
-    float *dst = a->comm ? sbuf : Rin;
-    for (int q = 0; q < R; q++) {
-        const int64_t *mp = map + recv_start(meta, T, W, R, q, w);
-        for (int64_t i = 0; i < st[q]; i++, n++)
-            memcpy(dst + (size_t)n * d, E + (size_t)mp[i] * d, d * sizeof(float));
-    }
-    if (!a->comm) {
+    np_xchg_pack_rows(&p, map, E, d, be ? sbuf : Rin);
+    if (!be) {
         a->out.bytes = 0;
         return;
     }
-    if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, sbuf, st, Rin, rt, d * sizeof(float))) {
+    if (x_alltoallv(be, sbuf, p.send, Rin, p.recv, d * sizeof(float))) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = (uint64_t)n * d * sizeof(float);
+    a->out.bytes = (uint64_t)p.nsend * d * sizeof(float);
 }
 
 /* ---- window w's gradients back to the owners, added per row in a fixed order */
@@ -243,14 +256,14 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     const float *grows = NP_BUF(buffers, 0);
     const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
     float *gE = NP_BUF(buffers, 3), *rbuf = NP_BUF(buffers, 4);
-    int T = a->T, R = a->R, W = a->W, w = a->w;
+    int T = a->T, w = a->w;
     size_t d = (size_t)a->d;
-    int64_t st[64], rt[64];
-    per_rank_totals(meta, T, W, R, 0, w, st);
-    per_rank_totals(meta, T, W, R, 1, w, rt);
+    np_xchg_plan p;
+    np_xchg_plan_grads(meta, T, a->W, a->R, w, &p);
+    np_backend mpi, *be = host_backend(a, &mpi);
     const float *src = grows; /* one rank without MPI: the grads are already here */
-    if (a->comm) {
-        if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, grows, st, rbuf, rt, d * sizeof(float))) {
+    if (be) {
+        if (x_alltoallv(be, grows, p.send, rbuf, p.recv, d * sizeof(float))) {
             a->out.fail = 1;
             return;
         }
@@ -258,14 +271,7 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
         src = rbuf;
     }
     if (w == 0) memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
-    for (int q = 0; q < R; q++) {
-        const int64_t *mp = map + recv_start(meta, T, W, R, q, w);
-        for (int64_t i = 0; i < rt[q]; i++, src += d) {
-            float *g = gE + (size_t)mp[i] * d;
-            for (size_t j = 0; j < d; j++)
-                g[j] += src[j];
-        }
-    }
+    np_xchg_sum_grads(&p, map, src, d, gE);
 }
 
 /* ---- dense gradients: all-gather, then the same ordered sum on every rank */
@@ -273,22 +279,17 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
  * gradient, in rank order, and the slices are gathered. Each element is the same rank-order
  * sum as the all-gather form computes, so the bits do not depend on the form; each rank
  * sends 2 (R-1)/R n floats instead of (R-1) n. At 2 ranks both send n, and the all-gather
- * is one collective instead of two. NP_ALLREDUCE=allgather|rs forces a form (tests). */
-static int use_reduce_scatter(int R) {
-    const char *f = getenv("NP_ALLREDUCE");
-    if (f && !strcmp(f, "allgather")) return 0;
-    if (f && !strcmp(f, "rs")) return R > 1;
-    return R > 2;
-}
-
+ * is one collective instead of two (np_xchg_allreduce_rs). */
 static void allreduce_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     const float *mine = NP_BUF(buffers, 0);
     float *out = NP_BUF(buffers, 1), *all = NP_BUF(buffers, 2); /* (n), (R, n) */
-    int R = a->R, me = np_comm_rank(a->comm);
-    const float *parts[64];
-    if (!use_reduce_scatter(R)) {
-        if (np_comm_allgather(a->comm, NP_CHAN_DATA, mine, all, a->n, sizeof(float))) {
+    int R = a->R;
+    np_backend mpi, *be = host_backend(a, &mpi);
+    int me = be ? be->rank : 0;
+    const float *parts[NP_XCHG_MAX_RANKS];
+    if (!np_xchg_allreduce_rs(R)) {
+        if (x_allgather(be, mine, all, a->n, sizeof(float))) {
             a->out.fail = 1;
             return;
         }
@@ -298,21 +299,19 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
         a->out.bytes = (uint64_t)a->n * (uint64_t)(R - 1) * sizeof(float);
         return;
     }
-    int64_t len[64], got[64];
-    size_t lo_me = a->n * (size_t)me / (size_t)R;
-    for (int q = 0; q < R; q++)
-        len[q] = (int64_t)(a->n * (size_t)(q + 1) / (size_t)R - a->n * (size_t)q / (size_t)R);
+    int64_t lo[NP_XCHG_MAX_RANKS], len[NP_XCHG_MAX_RANKS], got[NP_XCHG_MAX_RANKS];
+    np_xchg_slices(a->n, R, lo, len);
     for (int q = 0; q < R; q++)
         got[q] = len[me];
     /* slice q of mine to rank q; all gets slice `me` of every rank, rank after rank */
-    if (np_comm_alltoallv(a->comm, NP_CHAN_DATA, mine, len, all, got, sizeof(float))) {
+    if (x_alltoallv(be, mine, len, all, got, sizeof(float))) {
         a->out.fail = 1;
         return;
     }
     for (int r = 0; r < R; r++)
         parts[r] = all + (size_t)r * (size_t)len[me];
-    np_sum_ordered(parts, R, (size_t)len[me], out + lo_me);
-    if (np_comm_allgatherv_inplace(a->comm, NP_CHAN_DATA, out, len, sizeof(float))) {
+    np_sum_ordered(parts, R, (size_t)len[me], out + lo[me]);
+    if (x_allgatherv_inplace(be, out, len, sizeof(float))) {
         a->out.fail = 1;
         return;
     }
@@ -326,3 +325,20 @@ NP_CODELET(np_cl_route_owner, route_owner_cpu, "route_owner");
 NP_CODELET(np_cl_exchange_rows, exchange_rows_cpu, "exchange_rows");
 NP_CODELET(np_cl_exchange_grads, exchange_grads_cpu, "exchange_grads");
 NP_CODELET(np_cl_allreduce, allreduce_cpu, "allreduce");
+
+/* --comm nccl: the same three on the CUDA worker (cuda/exchange.cu). CUDA functions only,
+ * so StarPU never runs them on a CPU worker; tasks/exchange.c picks them when the args
+ * carry a device backend. Named apart in traces and perf models. */
+#ifdef NP_HAVE_CUDA
+#include "cuda/exchange.h"
+#define NP_CODELET_NCCL(var, cfn, sym)                                                             \
+    static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
+    struct starpu_codelet var = {.cuda_funcs = {cfn},                                              \
+                                 .cuda_flags = {STARPU_CUDA_ASYNC},                                \
+                                 .nbuffers = STARPU_VARIABLE_NBUFFERS,                             \
+                                 .model = &var##_model,                                            \
+                                 .name = sym}
+NP_CODELET_NCCL(np_cl_exchange_rows_nccl, np_cuda_exchange_rows, "exchange_rows_nccl");
+NP_CODELET_NCCL(np_cl_exchange_grads_nccl, np_cuda_exchange_grads, "exchange_grads_nccl");
+NP_CODELET_NCCL(np_cl_allreduce_nccl, np_cuda_allreduce, "allreduce_nccl");
+#endif

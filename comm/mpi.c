@@ -262,6 +262,14 @@ int np_comm_barrier(np_comm *c, np_channel ch) {
     return wait_yield(&req);
 }
 
+int np_comm_bcast(np_comm *c, np_channel ch, void *buf, size_t bytes, int root) {
+    if (!c || !c->mpi) return 0;
+    if (bytes > INT_MAX) return -1;
+    MPI_Request req;
+    if (MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, c->chan[ch], &req) != MPI_SUCCESS) return -1;
+    return wait_yield(&req);
+}
+
 /* ---------------------------------------------------------------- watchdog
  * A rank that stops making progress (a stalled or stopped process, a node gone quiet)
  * would leave every other rank polling its collectives forever. Each rank runs a thread

@@ -178,6 +178,7 @@ static const char *const pipeline_names[] = {"sequential", "dbp", "async", "fwp"
 static const char *const precision_names[] = {"fp32", "bf16", NULL};
 static const char *const cluster_names[] = {"none", "keys", NULL};
 static const char *const shard_names[] = {"row", "table", NULL};
+static const char *const comm_names[] = {"mpi", "nccl", NULL};
 
 /* A data spec: criteo:PATH or bin:PATH, or `none_word` (data: synthetic, eval-data: none)
  * for the kind NP_DATA_SYNTHETIC with no path. */
@@ -479,6 +480,10 @@ static const key_def keys[] = {
              "how batches overlap; auto = dbp on one host, nestpipe\n"
              "across hosts; async is stale",
              "pipeline", pipeline, pipeline_names),
+    ENUM_KEY("comm", "training", "mpi|nccl", "mpi",
+             "backend of the row, gradient and dense exchanges; nccl: one GPU\n"
+             "per rank, the CUDA flavour",
+             NULL, comm, comm_names),
     REAL_KEY("rank-timeout", "training", "S", "300",
              "seconds a rank may fall silent before the job ends, naming it;\n"
              "0 = wait forever",
@@ -862,6 +867,16 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "engine: the reference trainer runs in one process; run it without "
                       "mpirun or use --engine starpu with %d ranks",
                       c->ranks);
+    if (c->comm == NP_COMM_NCCL) {
+#ifndef NP_HAVE_CUDA
+        return np_err(err, NP_STATUS_BAD_INPUT, "comm: nccl needs the CUDA flavour (docs/gpu.md)");
+#else
+        if (c->engine != NP_ENGINE_STARPU)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "comm: nccl moves the starpu engine's exchanges; the reference "
+                          "trainer has none (use --engine starpu or --comm mpi)");
+#endif
+    }
     if (c->ranks > 1 && c->batch % c->ranks)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "batch: the global batch %ld is not divisible by %d ranks (each rank "

@@ -150,6 +150,13 @@ grep -q '"steps": 2,' "$W/inline.json" && grep -q '"lr": 0.05' "$W/inline.json" 
   ok "inline comments: the values before them" || bad "inline comments: $(grep -E '"steps"|"lr"' "$W/inline.json")"
 expect_fail "windows range" 2 "windows" -- "$NP" train --windows 0 --steps 1
 expect_fail "cluster value" 2 "none or keys" -- "$NP" train --cluster maybe --steps 1
+expect_fail "comm value" 2 "mpi or nccl" -- "$NP" train --comm gloo --steps 1
+# --comm nccl where NCCL cannot serve: one line naming the key (a CPU-only build here; the
+# CUDA flavour's checks need the device count: tests/test_comm_backend.c)
+if "$NP" --version | grep -q '^cuda: not built'; then
+  expect_fail "comm nccl on a CPU-only build" 2 "comm: nccl needs the CUDA flavour (docs/gpu.md)" \
+    -- "$NP" train --comm nccl --steps 1
+fi
 expect_fail "too many pieces" 2 "windows x chunks <= 64" -- "$NP" train --windows 32 --chunks 4 --steps 1
 expect_fail "reference has no pipeline" 2 "reference trainer has no pipeline" -- "$NP" train --engine reference --pipeline dbp --steps 1
 expect_fail "trace needs starpu" 2 "reference engine runs no tasks" -- "$NP" train --engine reference --trace "$W/t.json"

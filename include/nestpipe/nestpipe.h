@@ -141,6 +141,10 @@ typedef enum np_place_kind {
     NP_PLACE_UPDATE, /* the dense optimizer step */
     NP_PLACE_KINDS
 } np_place_kind;
+typedef enum np_comm_kind {
+    NP_COMM_MPI,  /* the graph's exchanges through MPI on host memory */
+    NP_COMM_NCCL, /* rows, gradients and the dense all-reduce through NCCL, one GPU per rank */
+} np_comm_kind;
 typedef enum np_pipeline {
     NP_PIPELINE_SEQUENTIAL, /* batch t+1 starts after batch t ends */
     NP_PIPELINE_DBP,        /* dual-buffer pipelining: batches overlap, same model */
@@ -231,6 +235,8 @@ typedef struct np_config {
     int gpus;                       /* key "gpus": CUDA devices a rank uses; -1 = every
                                        visible one (0 in a CPU-only build); 0 = CPU only */
     np_arch place[NP_PLACE_KINDS];  /* key "place": e.g. dense=cuda,pool=cpu; auto */
+    np_comm_kind comm;              /* key "comm": mpi | nccl (the CUDA flavour, one GPU per
+                                       rank) */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */

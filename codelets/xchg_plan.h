@@ -1,0 +1,70 @@
+/* The host-side logic of the row and gradient exchanges and of the dense all-reduce, as
+ * pure functions shared by the CPU codelets (codelets/exchange.c) and the CUDA ones
+ * (cuda/exchange.cu, NCCL): per-rank counts and displacements from meta, the packing order
+ * of rows, the order received gradients are summed in, the all-reduce's slices. No StarPU,
+ * MPI or CUDA here, so tests/test_comm_backend.c checks it on simulated ranks. */
+#ifndef NP_CODELETS_XCHG_PLAN_H
+#define NP_CODELETS_XCHG_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Ranks a plan holds (the codelets' per-rank arrays). */
+#define NP_XCHG_MAX_RANKS 64
+
+/* Keys of window w (every window: w < 0) per rank, summed over tables, on the send side
+ * (recv 0: per owner, from meta's send counts) or the receive side (recv 1: per requester). */
+void np_xchg_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot);
+/* Where the keys received from requester q for window w start in the owner's key list
+ * (and in map), which is in (requester, window, table, key) order. */
+int64_t np_xchg_recv_start(const int64_t *meta, int T, int W, int R, int q, int w);
+
+/* One window's exchange: counts per rank in rows (of d floats), their packed
+ * displacements, and the owner-side segment of map each requester's keys occupy. */
+typedef struct np_xchg_plan {
+    int R;
+    int64_t send[NP_XCHG_MAX_RANKS], sdispl[NP_XCHG_MAX_RANKS]; /* rows to rank q, at */
+    int64_t recv[NP_XCHG_MAX_RANKS], rdispl[NP_XCHG_MAX_RANKS]; /* rows from rank q, at */
+    int64_t seg[NP_XCHG_MAX_RANKS];  /* requester q's keys of the window: map + seg[q], */
+    int64_t nseg[NP_XCHG_MAX_RANKS]; /* nseg[q] of them (the owner's side) */
+    int64_t nsend, nrecv;
+} np_xchg_plan;
+
+/* exchange_rows of window w: as owner, to requester q the E rows of its keys (send[q] =
+ * keys received from q); as requester, from owner o the rows of the keys sent to o. */
+void np_xchg_plan_rows(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
+/* exchange_grads of window w: the same ways reversed (send[o] = keys sent to o, recv[q] =
+ * keys received from q). */
+void np_xchg_plan_grads(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
+
+/* Rows plan: sbuf (nsend, d) = E rows map[seg[q] + i], requester after requester, key after
+ * key: the order each requester's Rin expects them in. */
+void np_xchg_pack_rows(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
+                       float *sbuf);
+/* Grads plan: gE[map[seg[q] + i]] += rbuf row rdispl[q] + i, for q in rank order and i in
+ * key order: every row's sum runs in (rank, key) order; window after window, (window,
+ * rank, key). The CUDA version relies on np_xchg_segments_distinct. */
+void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const float *rbuf, size_t d,
+                       float *gE);
+/* 1 when no E row occurs twice in one requester's segment of the plan's window (each
+ * requester dedups per window and table, the owner maps distinct (table, row) pairs to
+ * distinct E rows): then one rank's gradients can be added to gE in parallel, without
+ * atomics, and ranks one after another keep the rank order. 0 otherwise (a bug). */
+int np_xchg_segments_distinct(const np_xchg_plan *p, const int64_t *map);
+
+/* The dense all-reduce's form: 1 for a reduce-scatter (each rank sums its slice of every
+ * rank's gradient in rank order) then an all-gather of the slices, 0 for an all-gather and
+ * the whole sum in rank order. Both give the same bits. Above 2 ranks the former;
+ * NP_ALLREDUCE=allgather|rs forces one (tests). */
+int np_xchg_allreduce_rs(int R);
+/* Slice q of n floats over R ranks: [lo[q], lo[q] + len[q]), lo[q] = n q / R. */
+void np_xchg_slices(size_t n, int R, int64_t *lo, int64_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

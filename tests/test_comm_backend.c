@@ -1,0 +1,570 @@
+/* comm/backend.h and codelets/xchg_plan.h: the host-side logic of the exchanges on R = 1..4
+ * simulated ranks in one process (a thread per rank, a memcpy transport behind the backend
+ * interface), through the real CPU codelets (route, a2a_keys, route_owner, exchange_rows,
+ * exchange_grads, allreduce: today's MPI code path with MPI swapped for the transport).
+ * Each rank's received rows are checked against the owner's rows computed here from the
+ * sharding alone, the owners' summed gradients bit for bit against a (window, rank) order
+ * sum computed here, the all-reduce against the rank-order sum; the CUDA codelets' way of
+ * doing the same work (plans, per-segment gathers, one rank's gradients added in parallel
+ * then the next) is replayed on the host and must give the same bytes. Also --comm's
+ * checks. No StarPU runtime: codelet functions get hand-made vector interfaces. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codelets/cl.h"
+#include "codelets/kernels.h"
+#include "codelets/xchg_plan.h"
+#include "comm/backend.h"
+#include "core/shard.h"
+
+/* ---------------------------------------------------------------- the memcpy transport */
+
+enum { MAXR = 4 };
+
+typedef struct hub {
+    int R;
+    pthread_barrier_t bar;
+    const void *send[MAXR];
+    void *recv[MAXR];
+    const int64_t *sc[MAXR], *rc[MAXR];
+    int64_t fixed[MAXR][MAXR]; /* alltoall / allgather counts */
+    size_t elem[MAXR];
+    int bad;              /* a count or element size that does not match its peer's (atomic) */
+    uint64_t calls[MAXR]; /* collectives each rank issued */
+} hub;
+
+typedef struct sim {
+    hub *h;
+    int r;
+} sim;
+
+static int64_t displ(const int64_t *c, int q) {
+    int64_t s = 0;
+    for (int i = 0; i < q; i++)
+        s += c[i];
+    return s;
+}
+
+/* Every rank posts its buffers; after the barrier each copies what its peers send it;
+ * after the second barrier the buffers may change again. */
+static int sim_v(np_backend *b, const void *send, const int64_t *sc, void *recv, const int64_t *rc,
+                 size_t elem) {
+    sim *s = b->impl;
+    hub *h = s->h;
+    int r = s->r;
+    h->send[r] = send;
+    h->recv[r] = recv;
+    h->sc[r] = sc;
+    h->rc[r] = rc;
+    h->elem[r] = elem;
+    h->calls[r]++;
+    pthread_barrier_wait(&h->bar);
+    for (int q = 0; q < h->R; q++) {
+        if (h->sc[q][r] != rc[q] || h->elem[q] != elem)
+            __atomic_store_n(&h->bad, 1, __ATOMIC_SEQ_CST);
+        int64_t n = rc[q] < h->sc[q][r] ? rc[q] : h->sc[q][r];
+        if (n > 0)
+            memcpy((char *)recv + (size_t)displ(rc, q) * elem,
+                   (const char *)h->send[q] + (size_t)displ(h->sc[q], r) * elem, (size_t)n * elem);
+    }
+    pthread_barrier_wait(&h->bar);
+    return 0;
+}
+
+static int sim_alltoall(np_backend *b, const void *send, void *recv, size_t per_rank, size_t elem,
+                        void *stream) {
+    (void)stream;
+    sim *s = b->impl;
+    int64_t *c = s->h->fixed[s->r];
+    for (int q = 0; q < b->size; q++)
+        c[q] = (int64_t)per_rank;
+    return sim_v(b, send, c, recv, c, elem);
+}
+
+static int sim_alltoallv(np_backend *b, const void *send, const int64_t *sc, void *recv,
+                         const int64_t *rc, size_t elem, void *stream) {
+    (void)stream;
+    return sim_v(b, send, sc, recv, rc, elem);
+}
+
+/* all-gather: my n to everyone, as an all-to-all of the same block to every rank */
+static int sim_allgather(np_backend *b, const void *send, void *recv, size_t n, size_t elem,
+                         void *stream) {
+    (void)stream;
+    sim *s = b->impl;
+    hub *h = s->h;
+    int r = s->r;
+    h->send[r] = send;
+    h->elem[r] = elem;
+    h->fixed[r][0] = (int64_t)n;
+    h->calls[r]++;
+    pthread_barrier_wait(&h->bar);
+    for (int q = 0; q < h->R; q++) {
+        if (h->fixed[q][0] != (int64_t)n || h->elem[q] != elem)
+            __atomic_store_n(&h->bad, 1, __ATOMIC_SEQ_CST);
+        memcpy((char *)recv + (size_t)q * n * elem, h->send[q], n * elem);
+    }
+    pthread_barrier_wait(&h->bar);
+    return 0;
+}
+
+static int sim_allgatherv_inplace(np_backend *b, void *buf, const int64_t *counts, size_t elem,
+                                  void *stream) {
+    (void)stream;
+    sim *s = b->impl;
+    hub *h = s->h;
+    int r = s->r;
+    h->recv[r] = buf;
+    h->rc[r] = counts;
+    h->elem[r] = elem;
+    h->calls[r]++;
+    pthread_barrier_wait(&h->bar);
+    for (int q = 0; q < h->R; q++) {
+        if (memcmp(h->rc[q], counts, (size_t)h->R * sizeof *counts) || h->elem[q] != elem)
+            __atomic_store_n(&h->bad, 1, __ATOMIC_SEQ_CST);
+        size_t at = (size_t)displ(counts, q) * elem;
+        if (q != r)
+            memcpy((char *)buf + at, (const char *)h->recv[q] + at, (size_t)counts[q] * elem);
+    }
+    pthread_barrier_wait(&h->bar);
+    return 0;
+}
+
+static const np_backend_ops sim_ops = {.name = "sim",
+                                       .on_device = 0,
+                                       .alltoall = sim_alltoall,
+                                       .alltoallv = sim_alltoallv,
+                                       .allgather = sim_allgather,
+                                       .allgatherv_inplace = sim_allgatherv_inplace};
+
+/* ---------------------------------------------------------------- codelets without StarPU */
+
+static void run_cl(struct starpu_codelet *cl, int n, void *const *ptrs, np_cl_xchg_args *a) {
+    struct starpu_vector_interface v[8];
+    void *bufs[8];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < n; i++) {
+        v[i].ptr = (uintptr_t)ptrs[i];
+        bufs[i] = &v[i];
+    }
+    cl->cpu_funcs[0](bufs, a);
+}
+
+/* ---------------------------------------------------------------- the scenario */
+
+enum { T = 3, W = 2, NB = 24, D = 5, NDENSE = 37 };
+static const int64_t ROWS[T] = {17, 40, 9};
+
+/* key of bag (rank, sample, table), element i; bag sizes 0..3, repeats within a window */
+static int bag_len(int r, int s, int t) {
+    return (r * 7 + s * 3 + t * 5) % 4;
+}
+static int64_t key_of(int r, int s, int t, int i) {
+    uint64_t x = (uint64_t)(r * 1000003 + s * 9176 + t * 131 + i * 17 + 11);
+    x ^= x >> 7;
+    x *= 0x9E3779B97F4A7C15ULL;
+    return (int64_t)((x >> 33) % (uint64_t)(s % 5 == 0 ? 4 : ROWS[t])); /* some hot keys */
+}
+/* an owner's row element: a function of where the row lives */
+static float row_val(int t, int owner, int64_t local, int j) {
+    return (float)(t * 100000 + owner * 10000 + local * 10 + j) * 0.5f;
+}
+/* requester r's gradient of key k of table t in window w: magnitudes far apart, so the
+ * order of a sum shows in its bits */
+static float grad_val(int r, int w, int t, int64_t k, int j) {
+    return (1.0f + 0.37f * (float)j) * (r % 2 ? 1e-4f : 1.0f) *
+           (float)(1 + (k * 7 + t + w * 3 + r) % 13) / (float)(3 + r + 2 * w);
+}
+static float dense_val(int r, int i) {
+    return (float)((i * 31 + r * 17) % 23) * (r == 1 ? 1e-3f : 0.1f) + 1.0f / (float)(1 + i + r);
+}
+
+typedef struct rank_state {
+    int r, R;
+    np_shard shard;
+    np_backend *be; /* NULL: one rank without a backend (local copies) */
+    /* requester */
+    uint32_t off[T * (NB + 1)];
+    int64_t keys[NB * T * 4], uniq[NB * T * 4], pos[NB * T * 4], sendkeys[NB * T * 4];
+    int64_t meta[NP_META_SIZE(T, W, MAXR)];
+    float Rin[W][NB * T * 4 * D], grows[W][NB * T * 4 * D];
+    /* owner */
+    int64_t recvkeys[MAXR * NB * T * 4], uniq_o[MAXR * NB * T * 4], map[MAXR * NB * T * 4];
+    float E[MAXR * NB * T * 4 * D], gE[MAXR * NB * T * 4 * D];
+    float scratch[MAXR * NB * T * 4 * D];
+    /* dense */
+    float mine[NDENSE], out[NDENSE], all[MAXR * NDENSE];
+    int fail;
+    uint64_t bytes[4];
+} rank_state;
+
+static np_cl_xchg_args args_of(const rank_state *s) {
+    static const int64_t rows[T] = {17, 40, 9};
+    return (np_cl_xchg_args){.shard = s->shard,
+                             .rows = rows,
+                             .nb = NB,
+                             .T = T,
+                             .d = D,
+                             .R = s->R,
+                             .W = W,
+                             .cap_recv = MAXR * NB * T * 4,
+                             .cap_win = NB * T * 4,
+                             .n = NDENSE,
+                             .be = s->be};
+}
+
+static void fill_batch(rank_state *s) {
+    size_t nk = 0;
+    for (int t = 0; t < T; t++) {
+        uint32_t *o = s->off + t * (NB + 1);
+        /* keys lie table after table, each table's bags in sample order */
+        for (int b = 0; b < NB; b++) {
+            o[b] = (uint32_t)nk;
+            for (int i = 0; i < bag_len(s->r, b, t); i++)
+                s->keys[nk++] = key_of(s->r, b, t, i);
+        }
+        o[NB] = (uint32_t)nk;
+    }
+}
+
+/* The steps of one batch as the engine orders them, through the codelets. */
+static void *rank_main(void *arg) {
+    rank_state *s = arg;
+    np_cl_xchg_args a = args_of(s);
+    fill_batch(s);
+    run_cl(&np_cl_route, 6, (void *[]){s->off, s->keys, s->uniq, s->pos, s->sendkeys, s->meta}, &a);
+    s->fail |= a.out.fail;
+    run_cl(&np_cl_a2a_keys, 3, (void *[]){s->meta, s->sendkeys, s->recvkeys}, &a);
+    s->fail |= a.out.fail;
+    s->bytes[0] = a.out.bytes;
+    run_cl(&np_cl_route_owner, 4, (void *[]){s->recvkeys, s->meta, s->uniq_o, s->map}, &a);
+    s->fail |= a.out.fail;
+    /* the owner's rows, by where they live */
+    for (int t = 0; t < T; t++)
+        for (int64_t u = s->meta[NP_META_UCNT(t)]; u < s->meta[NP_META_UCNT(t + 1)]; u++)
+            for (int j = 0; j < D; j++)
+                s->E[u * D + j] = row_val(t, s->r, s->uniq_o[u], j);
+    for (int w = 0; w < W; w++) {
+        a.w = w;
+        run_cl(&np_cl_exchange_rows, 5, (void *[]){s->E, s->map, s->meta, s->Rin[w], s->scratch},
+               &a);
+        s->fail |= a.out.fail;
+        s->bytes[1] += a.out.bytes;
+    }
+    /* every key's gradient lands on its row of the window's grows (repeats agree) */
+    for (int w = 0; w < W; w++)
+        for (int t = 0; t < T; t++) {
+            const uint32_t *o = s->off + t * (NB + 1);
+            for (uint32_t k = o[NB * w / W]; k < o[NB * (w + 1) / W]; k++)
+                for (int j = 0; j < D; j++)
+                    s->grows[w][s->pos[k] * D + j] = grad_val(s->r, w, t, s->keys[k], j);
+        }
+    for (int w = 0; w < W; w++) {
+        a.w = w;
+        run_cl(&np_cl_exchange_grads, 5,
+               (void *[]){s->grows[w], s->map, s->meta, s->gE, s->scratch}, &a);
+        s->fail |= a.out.fail;
+        s->bytes[2] += a.out.bytes;
+    }
+    for (int i = 0; i < NDENSE; i++)
+        s->mine[i] = dense_val(s->r, i);
+    run_cl(&np_cl_allreduce, 3, (void *[]){s->mine, s->out, s->all}, &a);
+    s->fail |= a.out.fail;
+    s->bytes[3] = a.out.bytes;
+    return NULL;
+}
+
+/* R simulated ranks (with_backend 0 and R 1: no backend at all, as without MPI) */
+static rank_state *run_ranks(int R, np_shard shard, int with_backend, hub *h) {
+    rank_state *st = calloc((size_t)R, sizeof *st);
+    np_backend be[MAXR];
+    sim sims[MAXR];
+    pthread_t th[MAXR];
+    memset(h, 0, sizeof *h);
+    h->R = R;
+    assert_int_equal(pthread_barrier_init(&h->bar, NULL, (unsigned)R), 0);
+    for (int r = 0; r < R; r++) {
+        sims[r] = (sim){h, r};
+        be[r] = (np_backend){.ops = &sim_ops, .rank = r, .size = R, .impl = &sims[r]};
+        st[r] = (rank_state){.r = r, .R = R, .shard = shard, .be = with_backend ? &be[r] : NULL};
+    }
+    for (int r = 0; r < R; r++)
+        assert_int_equal(pthread_create(&th[r], NULL, rank_main, &st[r]), 0);
+    for (int r = 0; r < R; r++)
+        pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&h->bar);
+    for (int r = 0; r < R; r++) {
+        st[r].be = NULL; /* was on this stack */
+        assert_int_equal(st[r].fail, 0);
+    }
+    assert_int_equal(h->bad, 0);
+    return st;
+}
+
+/* E row of (t, key) on its owner */
+static int64_t owner_row(const rank_state *o, np_shard shard, int R, int t, int64_t k) {
+    int64_t local = np_shard_local_in(shard, R, k);
+    for (int64_t u = o->meta[NP_META_UCNT(t)]; u < o->meta[NP_META_UCNT(t + 1)]; u++)
+        if (o->uniq_o[u] == local) return u;
+    return -1;
+}
+
+/* Every key's Rin row holds its owner's row; the owners' gE rows are the (window, rank)
+ * order sums, bit for bit, and a (rank, window) order would differ somewhere. */
+static void check_exchanges(const rank_state *st, int R, np_shard shard) {
+    int order_shows = 0;
+    for (int r = 0; r < R; r++) {
+        const rank_state *s = &st[r];
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++) {
+                const uint32_t *o = s->off + t * (NB + 1);
+                for (uint32_t k = o[NB * w / W]; k < o[NB * (w + 1) / W]; k++) {
+                    int own = np_shard_owner_in(shard, R, t, s->keys[k]);
+                    int64_t local = np_shard_local_in(shard, R, s->keys[k]);
+                    for (int j = 0; j < D; j++)
+                        assert_true(s->Rin[w][s->pos[k] * D + j] == row_val(t, own, local, j));
+                }
+            }
+    }
+    for (int r = 0; r < R; r++) {
+        const rank_state *o = &st[r];
+        int64_t UO = o->meta[NP_META_UO];
+        float *exp = calloc((size_t)UO * D + 1, sizeof *exp),
+              *alt = calloc((size_t)UO * D + 1, sizeof *alt);
+        char *seen = calloc((size_t)UO * MAXR * W + 1, 1);
+        /* expected: window outer, requester inner; each (requester, window) adds a key once */
+        for (int pass = 0; pass < 2; pass++) {
+            float *acc = pass ? alt : exp;
+            memset(seen, 0, (size_t)UO * MAXR * W + 1);
+            for (int x = 0; x < W * R; x++) {
+                int w = pass ? x % W : x / R, q = pass ? x / W : x % R;
+                const rank_state *s = &st[q];
+                for (int t = 0; t < T; t++) {
+                    const uint32_t *of = s->off + t * (NB + 1);
+                    for (uint32_t k = of[NB * w / W]; k < of[NB * (w + 1) / W]; k++) {
+                        if (np_shard_owner_in(shard, R, t, s->keys[k]) != r) continue;
+                        int64_t u = owner_row(o, shard, R, t, s->keys[k]);
+                        assert_true(u >= 0);
+                        char *sn = &seen[(u * MAXR + q) * W + w];
+                        if (*sn) continue;
+                        *sn = 1;
+                        for (int j = 0; j < D; j++)
+                            acc[u * D + j] += grad_val(q, w, t, s->keys[k], j);
+                    }
+                }
+            }
+        }
+        assert_memory_equal(o->gE, exp, (size_t)UO * D * sizeof(float));
+        order_shows |= memcmp(exp, alt, (size_t)UO * D * sizeof(float)) != 0;
+        free(exp);
+        free(alt);
+        free(seen);
+    }
+    if (R > 2) assert_true(order_shows); /* the data can tell the orders apart */
+    /* the dense all-reduce: the rank-order sum on every rank */
+    const float *parts[MAXR];
+    for (int r = 0; r < R; r++)
+        parts[r] = st[r].mine;
+    float want[NDENSE];
+    np_sum_ordered(parts, R, NDENSE, want);
+    for (int r = 0; r < R; r++)
+        assert_memory_equal(st[r].out, want, sizeof want);
+}
+
+/* The CUDA codelets' way on the host: the rows of each requester's segment gathered on
+ * their own (a kernel per segment), a rank's gradients added to gE in parallel (here in
+ * reverse key order, as any thread order may), ranks one after another. */
+static void check_device_order(const rank_state *st, int R) {
+    for (int r = 0; r < R; r++) {
+        const rank_state *s = &st[r];
+        for (int w = 0; w < W; w++) {
+            np_xchg_plan p;
+            np_xchg_plan_rows(s->meta, T, W, R, w, &p);
+            assert_true(np_xchg_segments_distinct(&p, s->map));
+            float *a = calloc((size_t)p.nsend * D + 1, sizeof *a),
+                  *b = calloc((size_t)p.nsend * D + 1, sizeof *b);
+            np_xchg_pack_rows(&p, s->map, s->E, D, a);
+            for (int q = 0; q < R; q++)
+                for (int64_t i = p.send[q] - 1; i >= 0; i--)
+                    memcpy(b + (p.sdispl[q] + i) * D, s->E + s->map[p.seg[q] + i] * D,
+                           D * sizeof(float));
+            assert_memory_equal(a, b, (size_t)p.nsend * D * sizeof(float));
+            free(a);
+            free(b);
+        }
+    }
+}
+
+/* The grads' sum replayed from the plans with a rank's rows added in reverse key order:
+ * the same bits as the codelet, because a segment never names a row twice. */
+static void check_device_sum(int R, np_shard shard) {
+    hub h;
+    rank_state *st = run_ranks(R, shard, 1, &h);
+    /* the received grads of each window again, through the plans, into a fresh gE */
+    for (int r = 0; r < R; r++) {
+        rank_state *o = &st[r];
+        int64_t UO = o->meta[NP_META_UO];
+        float *g = calloc((size_t)UO * D + 1, sizeof *g);
+        for (int w = 0; w < W; w++) {
+            np_xchg_plan p;
+            np_xchg_plan_grads(o->meta, T, W, R, w, &p);
+            assert_true(np_xchg_segments_distinct(&p, o->map));
+            /* what rank q sent for window w: its grows rows for owner r, in its send order */
+            for (int q = 0; q < R; q++) {
+                np_xchg_plan pq;
+                np_xchg_plan_grads(st[q].meta, T, W, R, w, &pq);
+                assert_int_equal(pq.send[r], p.recv[q]); /* counts agree across ranks */
+                const float *src = st[q].grows[w] + pq.sdispl[r] * D;
+                for (int64_t i = p.recv[q] - 1; i >= 0; i--)
+                    for (int j = 0; j < D; j++)
+                        g[o->map[p.seg[q] + i] * D + j] += src[i * D + j];
+            }
+        }
+        assert_memory_equal(g, o->gE, (size_t)UO * D * sizeof(float));
+        free(g);
+    }
+    free(st);
+}
+
+static void test_ranks(void **state) {
+    (void)state;
+    for (int sh = 0; sh < 2; sh++)
+        for (int R = 1; R <= MAXR; R++)
+            for (int form = 0; form < 2; form++) {
+                setenv("NP_ALLREDUCE", form ? "rs" : "allgather", 1);
+                hub h;
+                np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
+                rank_state *st = run_ranks(R, shard, 1, &h);
+                check_exchanges(st, R, shard);
+                check_device_order(st, R);
+                /* collectives per rank: counts, keys, W rows, W grads, the all-reduce (one
+                 * or two calls) */
+                uint64_t want = 2 + 2 * W + (np_xchg_allreduce_rs(R) ? 2 : 1);
+                for (int r = 0; r < R; r++)
+                    assert_int_equal(h.calls[r], want);
+                free(st);
+                check_device_sum(R, shard);
+            }
+    unsetenv("NP_ALLREDUCE");
+}
+
+/* One rank: the backend path and the no-backend path (local copies, as without MPI)
+ * compute the same bytes, and the latter reports no bytes sent. */
+static void test_one_rank_paths(void **state) {
+    (void)state;
+    hub h1, h0;
+    rank_state *a = run_ranks(1, NP_SHARD_ROW, 1, &h1), *b = run_ranks(1, NP_SHARD_ROW, 0, &h0);
+    assert_memory_equal(a->Rin, b->Rin, sizeof a->Rin);
+    assert_memory_equal(a->gE, b->gE, sizeof a->gE);
+    assert_memory_equal(a->out, b->out, sizeof a->out);
+    assert_true(a->bytes[1] > 0);
+    assert_int_equal(b->bytes[0] + b->bytes[1] + b->bytes[2], 0);
+    free(a);
+    free(b);
+}
+
+/* Counts and displacements of a plan, by hand: 2 ranks, 1 table, 2 windows. */
+static void test_plan_by_hand(void **state) {
+    (void)state;
+    enum { t1 = 1, w2 = 2, r2 = 2 };
+    int64_t meta[NP_META_SIZE(t1, w2, r2)] = {0};
+    /* sent to owner o in window w: (0,0)=3 (0,1)=1 (1,0)=2 (1,1)=4 */
+    meta[NP_META_SC(t1, w2, 0, 0, 0)] = 3;
+    meta[NP_META_SC(t1, w2, 0, 1, 0)] = 1;
+    meta[NP_META_SC(t1, w2, 1, 0, 0)] = 2;
+    meta[NP_META_SC(t1, w2, 1, 1, 0)] = 4;
+    /* received from requester q in window w: (0,0)=5 (0,1)=6 (1,0)=7 (1,1)=8 */
+    meta[NP_META_RC(t1, w2, r2, 0, 0, 0)] = 5;
+    meta[NP_META_RC(t1, w2, r2, 0, 1, 0)] = 6;
+    meta[NP_META_RC(t1, w2, r2, 1, 0, 0)] = 7;
+    meta[NP_META_RC(t1, w2, r2, 1, 1, 0)] = 8;
+    np_xchg_plan p;
+    np_xchg_plan_rows(meta, t1, w2, r2, 1, &p);
+    assert_int_equal(p.send[0], 6);
+    assert_int_equal(p.send[1], 8);
+    assert_int_equal(p.sdispl[1], 6);
+    assert_int_equal(p.recv[0], 1);
+    assert_int_equal(p.recv[1], 4);
+    assert_int_equal(p.rdispl[1], 1);
+    /* map: requester 0's window 0 (5), window 1 (6), requester 1's window 0 (7), 1 (8) */
+    assert_int_equal(p.seg[0], 5);
+    assert_int_equal(p.seg[1], 5 + 6 + 7);
+    np_xchg_plan_grads(meta, t1, w2, r2, 0, &p);
+    assert_int_equal(p.send[0], 3);
+    assert_int_equal(p.send[1], 2);
+    assert_int_equal(p.recv[0], 5);
+    assert_int_equal(p.recv[1], 7);
+    assert_int_equal(p.rdispl[1], 5);
+    assert_int_equal(p.seg[0], 0);
+    assert_int_equal(p.seg[1], 11);
+    assert_int_equal(p.nseg[1], 7);
+    /* a segment that names a row twice is caught */
+    int64_t map[26];
+    for (int i = 0; i < 26; i++)
+        map[i] = i;
+    assert_true(np_xchg_segments_distinct(&p, map));
+    map[12] = map[15];
+    assert_false(np_xchg_segments_distinct(&p, map));
+    /* slices of 10 floats over 4 ranks: 2, 3, 2, 3 */
+    int64_t lo[4], len[4];
+    np_xchg_slices(10, 4, lo, len);
+    assert_int_equal(lo[1], 2);
+    assert_int_equal(len[1], 3);
+    assert_int_equal(lo[3], 7);
+    assert_int_equal(len[3], 3);
+}
+
+/* --comm: the checks that need the device count, one line each naming the key. */
+static void test_comm_check(void **state) {
+    (void)state;
+    np_config c;
+    np_error err;
+    np_config_defaults(&c);
+    assert_int_equal(c.comm, NP_COMM_MPI);
+    assert_int_equal(np_comm_backend_check(&c, 0, &err), NP_OK);
+    assert_int_equal(np_config_set(&c, "comm", "nccl", "--comm", &err), NP_OK);
+    assert_int_equal(c.comm, NP_COMM_NCCL);
+    assert_int_not_equal(np_config_set(&c, "comm", "gloo", "--comm", &err), NP_OK);
+    assert_non_null(strstr(err.msg, "mpi or nccl"));
+    /* the flavour of the library, as the library says (tests do not see its NP_HAVE_CUDA) */
+    if (!strncmp(np_cuda_info(), "not built", 9)) {
+        assert_int_not_equal(np_comm_backend_check(&c, 8, &err), NP_OK);
+        assert_string_equal(err.msg, "comm: nccl needs the CUDA flavour (docs/gpu.md)");
+        assert_int_not_equal(np_config_check(&c, &err), NP_OK);
+        assert_string_equal(err.msg, "comm: nccl needs the CUDA flavour (docs/gpu.md)");
+        np_backend dummy, *b = &dummy;
+        assert_int_not_equal(np_backend_nccl_create(NULL, 0, &b, &err), NP_OK);
+        assert_null(b);
+        np_backend_free(b);
+    } else {
+        c.rank = 3;
+        assert_int_not_equal(np_comm_backend_check(&c, 0, &err), NP_OK);
+        assert_non_null(
+            strstr(err.msg, "comm: nccl needs a GPU on every rank, but rank 3 sees none"));
+        c.local_ranks = 2;
+        assert_int_not_equal(np_comm_backend_check(&c, 1, &err), NP_OK);
+        assert_non_null(strstr(err.msg,
+                               "comm: nccl drives one GPU per rank, but rank 3's host runs 2 "
+                               "ranks on 1 GPU"));
+        assert_int_equal(np_comm_backend_check(&c, 2, &err), NP_OK);
+        assert_int_equal(np_config_check(&c, &err), NP_OK);
+    }
+    assert_null(strchr(err.msg, '\n'));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_by_hand),
+        cmocka_unit_test(test_ranks),
+        cmocka_unit_test(test_one_rank_paths),
+        cmocka_unit_test(test_comm_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
