@@ -9,6 +9,7 @@
 
 #include <starpu.h>
 
+#include "comm/backend.h"
 #include "core/util.h"
 #include "model/model.h"
 
@@ -27,6 +28,18 @@ np_status np_devices_plan(const np_config *cfg, np_devices *d, np_error *err) {
     if (cfg->gpus > d->visible)
         return np_err(err, NP_STATUS_BAD_INPUT, "gpus: %d asked for, but CUDA sees %d (%s)",
                       cfg->gpus, d->visible, np_cuda_info());
+    if (cfg->comm == NP_COMM_NCCL) { /* NCCL drives exactly one GPU per rank */
+        np_status st = np_comm_backend_check(cfg, d->visible, err);
+        if (st) return st;
+        if (cfg->gpus == 0 || cfg->gpus > 1)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "comm: nccl drives one GPU per rank, but --gpus is %d; use --gpus 1 "
+                          "(or all) with --comm nccl",
+                          cfg->gpus);
+        d->ncuda = 1;
+        d->first = cfg->local_rank % d->visible;
+        return NP_OK;
+    }
     int per = cfg->gpus;
     if (per < 0) { /* all: the host's GPUs shared out among its ranks, at least one each */
         int ranks = cfg->local_ranks > 0 ? cfg->local_ranks : 1;

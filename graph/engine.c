@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/backend.h"
 #include "core/util.h"
 #include "graph/engine_impl.h"
 #include "graph/placement.h"
@@ -154,6 +155,7 @@ void np_engine_free(np_sp_engine *e) {
     if (e->params) starpu_data_unregister(e->params);
     if (e->tables) starpu_data_unregister(e->tables);
     if (e->state) starpu_data_unregister(e->state);
+    np_backend_free(e->nccl); /* no task uses it any more */
     np_trace_free(e->trace);
     np_trace_free(e->merged);
     if (e->compute_ctx) starpu_sched_ctx_delete(e->compute_ctx);
@@ -226,6 +228,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
 #ifdef NP_HAVE_CUDA
     if (dev.ncuda) starpu_cublas_init(); /* a cuBLAS handle per CUDA worker, on its stream */
 #endif
+
     const char *spin = getenv("NP_IDLE_SPIN");
     e->idle_hook = spin && !strcmp(spin, "1") ? -1 : starpu_idle_hook_register(idle_yield, NULL);
     e->cfg = *cfg;
@@ -260,6 +263,12 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     np_status st = e->ch && e->Rin && e->grows
                        ? NP_OK
                        : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
+    /* --comm nccl: the rank's communicator on the GPU of its CUDA worker (collective) */
+    if (!st && cfg->comm == NP_COMM_NCCL)
+        st = dev.ncuda ? np_backend_nccl_create(e->comm, dev.first, &e->nccl, err)
+                       : np_err(err, NP_STATUS_BAD_INPUT,
+                                "comm: nccl needs this rank's CUDA worker, but StarPU started "
+                                "none (STARPU_NCUDA=0?)");
     if (!st && cfg->trace[0]) {
         /* one time origin for all ranks: everyone leaves this barrier at about the same time */
         if (np_comm_barrier(e->comm, NP_CHAN_CTL))
@@ -389,7 +398,7 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                               .cap_recv = e->cap_recv,
                               .cap_win = e->cap_win,
                               .n = m->n_dense,
-};
+                              .be = e->nccl};
     b->wa = (np_cl_rows_args){.T = m->T, .d = m->d, .with_state = adagrad, .row_base = m->row_base};
     b->sa = (np_cl_sparse_args){
         .d = m->d, .adagrad = adagrad, .lr = (float)m->cfg.lr, .eps = (float)m->cfg.adagrad_eps};

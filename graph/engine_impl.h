@@ -114,6 +114,7 @@ struct np_sp_engine {
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
     int comm_worker;
     np_devices dev; /* CUDA workers and where each node kind runs (--gpus, --place) */
+    struct np_backend *nccl; /* --comm nccl: the rank's NCCL communicator; NULL for mpi */
     int idle_hook; /* starpu_idle_hook_register's id; -1: workers spin when idle */
     unsigned compute_ctx;
     np_task_sink sink; /* what the tasks report: bytes sent, rows synced, a failure */

@@ -1,8 +1,8 @@
 /* The engine on a GPU (CUDA flavour; exits 77, skipped, where CUDA sees no device):
  * every node pinned to the GPU trains the reference trainer's model within tolerance; a
  * pinned run gives the same bytes in every pipeline and scheduler; a mixed CPU + GPU run
- * chosen by dmda stays within tolerance; and the pinned tasks really ran on the GPU
- * (the trace's worker names). docs/gpu.md "Determinism". */
+ * chosen by dmda stays within tolerance; the pinned tasks really ran on the GPU (the
+ * trace's worker names); one rank over NCCL gives the bytes of MPI. docs/gpu.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,6 +103,21 @@ static void test_pinned_same_bytes(void **state) {
     np_model_free(first);
 }
 
+/* --comm nccl on one rank: the row and gradient exchanges go through NCCL send/receive to
+ * itself, which moves the same rows as the host copies of --comm mpi: the same bytes. */
+static void test_nccl_one_rank_same_bytes(void **state) {
+    (void)state;
+    np_model_t *m[2];
+    for (int k = 0; k < 2; k++) {
+        np_config c = gpu_cfg("rowwise-adagrad", "all=cuda", "lws");
+        c.comm = k ? NP_COMM_NCCL : NP_COMM_MPI;
+        m[k] = train(&c, 12);
+    }
+    assert_true(same_bytes(m[0], m[1]));
+    np_model_free(m[0]);
+    np_model_free(m[1]);
+}
+
 /* With dense=cuda, every layer task ran on a CUDA worker, and h2d too. */
 static void test_pinned_tasks_ran_on_gpu(void **state) {
     (void)state;
@@ -160,6 +175,7 @@ int main(void) {
         cmocka_unit_test(test_mixed_matches_reference),
         cmocka_unit_test(test_pinned_same_bytes),
         cmocka_unit_test(test_pinned_tasks_ran_on_gpu),
+        cmocka_unit_test(test_nccl_one_rank_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
