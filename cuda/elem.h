@@ -6,7 +6,7 @@
  * order and multiply/add are never fused (np_fmul/np_fadd: __fmul_rn/__fadd_rn on the
  * device, plain operators in C built with -ffp-contract=off), so wherever the CPU twin's
  * order is reproduced the bits are the same.
- * Not here: launches, streams, cuBLAS (cuda/*.cu), the GEMM argument plans (cuda/plan.h). */
+ * Not here: launches, streams, cuBLAS (cuda/ops.cu, cuda/layers.cu), the GEMM argument plans (cuda/plan.h). */
 #ifndef NP_CUDA_ELEM_H
 #define NP_CUDA_ELEM_H
 

@@ -5,7 +5,7 @@
  * test fills with loops over cuda/elem.h and a column-major reference sgemm with cuBLAS's
  * semantics. So the transposes, leading dimensions, operand order, the n == 0 cases and the
  * order of the steps are checked on a machine without a GPU.
- * Not here: the kernels themselves (cuda/elem.h, cuda/*.cu). */
+ * Not here: the kernels themselves (cuda/elem.h, cuda/ops.cu, cuda/layers.cu). */
 #ifndef NP_CUDA_PLAN_H
 #define NP_CUDA_PLAN_H
 
