@@ -6,7 +6,8 @@
  * order and multiply/add are never fused (np_fmul/np_fadd: __fmul_rn/__fadd_rn on the
  * device, plain operators in C built with -ffp-contract=off), so wherever the CPU twin's
  * order is reproduced the bits are the same.
- * Not here: launches, streams, cuBLAS (cuda/ops.cu, cuda/layers.cu), the GEMM argument plans (cuda/plan.h). */
+ * Not here: launches, streams, cuBLAS (cuda/ops.cu, cuda/layers.cu), the GEMM argument plans
+ * (cuda/plan.h). */
 #ifndef NP_CUDA_ELEM_H
 #define NP_CUDA_ELEM_H
 
@@ -88,9 +89,9 @@ static inline NP_HD void np_elem_pool_fwd(const float *rows, const uint32_t *off
  * rows table t's keys hit, sample then key order: np_embbag_bwd's order for every element,
  * because the rows of different tables are distinct in a window's Rin, so no two threads
  * ever touch the same element. */
-static inline NP_HD void np_elem_pool_bwd(const float *dP, const uint32_t *off,
-                                          const int64_t *pos, long nb, long row0, long n, int T,
-                                          int d, float *g, size_t e) {
+static inline NP_HD void np_elem_pool_bwd(const float *dP, const uint32_t *off, const int64_t *pos,
+                                          long nb, long row0, long n, int T, int d, float *g,
+                                          size_t e) {
     size_t j = e % (size_t)d, t = e / (size_t)d;
     const uint32_t *o = off + t * (size_t)(nb + 1) + (size_t)row0;
     for (long s = 0; s < n; s++) {
@@ -189,8 +190,7 @@ static inline NP_HD void np_elem_concat_bwd(const np_parts *P, const float *dout
     size_t width = (size_t)P->c0[P->n];
     long s = (long)(e / width), c = (long)(e % width);
     int k = np_parts_find(P, c);
-    if (P->dbase[k])
-        P->dbase[k][(size_t)s * (size_t)P->w[k] + (size_t)(c - P->c0[k])] = dout[e];
+    if (P->dbase[k]) P->dbase[k][(size_t)s * (size_t)P->w[k] + (size_t)(c - P->c0[k])] = dout[e];
 }
 
 /* ---- dot interaction (codelets/interact.c): T1 vectors of d per sample, output width
@@ -211,8 +211,7 @@ static inline NP_HD void np_dot_pair(long p, int *i, int *j) {
 
 /* Thread e in [0, n*width) writes out[e]: a copy of vector 0, or the dot of pair (i, j)
  * summed over k in order from 0 (the CPU kernels' order). */
-static inline NP_HD void np_elem_dot_fwd(const np_parts *P, int T1, int d, float *out,
-                                         size_t e) {
+static inline NP_HD void np_elem_dot_fwd(const np_parts *P, int T1, int d, float *out, size_t e) {
     size_t width = (size_t)d + (size_t)T1 * (size_t)(T1 - 1) / 2;
     long s = (long)(e / width), c = (long)(e % width);
     if (c < d) {
@@ -243,9 +242,11 @@ static inline NP_HD void np_elem_dot_bwd(const np_parts *P, const float *dout, i
     const float *g = dout + (size_t)s * width; /* (width) */
     float acc = v == 0 ? g[k] : 0.0f;
     for (int j = 0; j < v; j++)
-        acc = np_fadd(acc, np_fmul(g[d + np_dot_pair_index(v, j)], np_parts_at(P, s, (long)j * d)[k]));
+        acc = np_fadd(acc,
+                      np_fmul(g[d + np_dot_pair_index(v, j)], np_parts_at(P, s, (long)j * d)[k]));
     for (int i = v + 1; i < T1; i++)
-        acc = np_fadd(acc, np_fmul(g[d + np_dot_pair_index(i, v)], np_parts_at(P, s, (long)i * d)[k]));
+        acc = np_fadd(acc,
+                      np_fmul(g[d + np_dot_pair_index(i, v)], np_parts_at(P, s, (long)i * d)[k]));
     P->dbase[part][(size_t)s * (size_t)P->w[part] + (size_t)(c - P->c0[part])] = acc;
 }
 

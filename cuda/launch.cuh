@@ -19,8 +19,8 @@ static inline unsigned np_cuda_grid(size_t n) {
 }
 
 // The index of this thread and the stride of a grid-stride loop.
-#define NP_CUDA_FOR(e, n)                                                                      \
-    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (n);                    \
+#define NP_CUDA_FOR(e, n)                                                                          \
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (n);                        \
          e += (size_t)gridDim.x * blockDim.x)
 
 static inline void np_cuda_die(const char *what, const char *why, const char *file, int line) {
@@ -29,17 +29,17 @@ static inline void np_cuda_die(const char *what, const char *why, const char *fi
     fprintf(stderr, "nestpipe: error: %s:%d: %s failed: %s\n", file, line, what, why);
     abort();
 }
-#define NP_CUDA_CHECK(call)                                                                    \
-    do {                                                                                       \
-        cudaError_t np_e_ = (call);                                                            \
-        if (np_e_ != cudaSuccess)                                                              \
-            np_cuda_die(#call, cudaGetErrorString(np_e_), __FILE__, __LINE__);                \
+#define NP_CUDA_CHECK(call)                                                                        \
+    do {                                                                                           \
+        cudaError_t np_e_ = (call);                                                                \
+        if (np_e_ != cudaSuccess)                                                                  \
+            np_cuda_die(#call, cudaGetErrorString(np_e_), __FILE__, __LINE__);                     \
     } while (0)
-#define NP_CUBLAS_CHECK(call)                                                                  \
-    do {                                                                                       \
-        cublasStatus_t np_s_ = (call);                                                         \
-        if (np_s_ != CUBLAS_STATUS_SUCCESS)                                                    \
-            np_cuda_die(#call, cublasGetStatusString(np_s_), __FILE__, __LINE__);              \
+#define NP_CUBLAS_CHECK(call)                                                                      \
+    do {                                                                                           \
+        cublasStatus_t np_s_ = (call);                                                             \
+        if (np_s_ != CUBLAS_STATUS_SUCCESS)                                                        \
+            np_cuda_die(#call, cublasGetStatusString(np_s_), __FILE__, __LINE__);                  \
     } while (0)
 // After a launch: a bad configuration shows up here, without a sync.
 #define NP_CUDA_LAUNCHED() NP_CUDA_CHECK(cudaGetLastError())

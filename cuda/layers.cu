@@ -63,7 +63,8 @@ typedef struct dev_ctx {
 } dev_ctx;
 
 static int as_int(long v) {
-    if (v < 0 || v > 2147483647L) np_cuda_die("cublasSgemm", "a dimension exceeds int", __FILE__, __LINE__);
+    if (v < 0 || v > 2147483647L)
+        np_cuda_die("cublasSgemm", "a dimension exceeds int", __FILE__, __LINE__);
     return (int)v;
 }
 
@@ -211,7 +212,8 @@ extern "C" void np_cuda_concat_fwd(const np_layer_io *io, void *stream) {
     np_parts P = parts_of(io, 0);
     size_t total = (size_t)(io->n > 0 ? io->n : 0) * (size_t)P.c0[P.n];
     if (!total) return;
-    k_concat_fwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(P, io->out, total);
+    k_concat_fwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(P, io->out,
+                                                                                  total);
     NP_CUDA_LAUNCHED();
 }
 extern "C" void np_cuda_concat_bwd(const np_layer_io *io, void *stream) {

@@ -15,13 +15,14 @@ extern "C" {
 
 // Floats a vector handle's buffer holds (elements times element size).
 static size_t buf_floats(void *buffer) {
-    return (size_t)STARPU_VECTOR_GET_NX(buffer) * STARPU_VECTOR_GET_ELEMSIZE(buffer) / sizeof(float);
+    return (size_t)STARPU_VECTOR_GET_NX(buffer) * STARPU_VECTOR_GET_ELEMSIZE(buffer) /
+           sizeof(float);
 }
 
 // ---- pooling
 
-__global__ void k_pool_fwd(const float *rows, const uint32_t *off, const int64_t *pos,
-                           long nb, long row0, int T, int d, float *P, size_t total) {
+__global__ void k_pool_fwd(const float *rows, const uint32_t *off, const int64_t *pos, long nb,
+                           long row0, int T, int d, float *P, size_t total) {
     NP_CUDA_FOR(e, total) np_elem_pool_fwd(rows, off, pos, nb, row0, T, d, P, e);
 }
 
@@ -39,8 +40,8 @@ __global__ void k_zero_counted(float *g, const int64_t *rows, int d, size_t cap)
 }
 
 extern "C" void np_cuda_pool_fwd_on(void *stream, const float *rows, const uint32_t *off,
-                                    const int64_t *pos, float *P, long nb, long row0, long n,
-                                    int T, int d) {
+                                    const int64_t *pos, float *P, long nb, long row0, long n, int T,
+                                    int d) {
     size_t total = (size_t)(n > 0 ? n : 0) * (size_t)T * (size_t)d;
     if (!total) return;
     k_pool_fwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(
@@ -49,8 +50,8 @@ extern "C" void np_cuda_pool_fwd_on(void *stream, const float *rows, const uint3
 }
 
 extern "C" void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_t *off,
-                                    const int64_t *pos, const int64_t *uq, float *g,
-                                    size_t g_cap, long nb, long row0, long n, int T, int d) {
+                                    const int64_t *pos, const int64_t *uq, float *g, size_t g_cap,
+                                    long nb, long row0, long n, int T, int d) {
     cudaStream_t s = (cudaStream_t)stream;
     if (uq && g_cap) {
         k_zero_counted<<<np_cuda_grid(g_cap), NP_CUDA_BLOCK, 0, s>>>(g, uq, d, g_cap);
@@ -58,8 +59,8 @@ extern "C" void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_
     }
     size_t total = (size_t)T * (size_t)d;
     if (n <= 0 || !total) return;
-    k_pool_bwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, s>>>(dP, off, pos, nb, row0, n, T, d,
-                                                             g, total);
+    k_pool_bwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, s>>>(dP, off, pos, nb, row0, n, T, d, g,
+                                                             total);
     NP_CUDA_LAUNCHED();
 }
 
@@ -76,8 +77,8 @@ extern "C" void np_cuda_pool_bwd(void *buffers[], void *cl_arg) {
     np_cuda_pool_bwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
                         (const uint32_t *)NP_BUF(buffers, 1), (const int64_t *)NP_BUF(buffers, 2),
                         a->zero ? meta + NP_META_WUQ(a->T, a->w) : NULL,
-                        (float *)NP_BUF(buffers, 4), buf_floats(buffers[4]), a->nb, a->row0,
-                        a->n, a->T, a->d);
+                        (float *)NP_BUF(buffers, 4), buf_floats(buffers[4]), a->nb, a->row0, a->n,
+                        a->T, a->d);
 }
 
 // ---- BCE
@@ -105,8 +106,8 @@ extern "C" void np_cuda_bce_fwd_on(void *stream, const float *z, const float *y,
 extern "C" void np_cuda_bce_bwd_on(void *stream, const float *z, const float *y, float scale,
                                    float *dz, long n) {
     if (n <= 0) return;
-    k_bce_bwd<<<np_cuda_grid((size_t)n), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(
-        z, y, scale, dz, (size_t)n);
+    k_bce_bwd<<<np_cuda_grid((size_t)n), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(z, y, scale, dz,
+                                                                                   (size_t)n);
     NP_CUDA_LAUNCHED();
 }
 
@@ -178,8 +179,7 @@ __global__ void k_sgd(float *w, const float *g, size_t n, float lr, int *flag) {
 // host copy, allocated at first use and kept for the thread's life.
 static thread_local int *flag_dev, *flag_host;
 
-extern "C" int np_cuda_dense_update_on(void *stream, float *w, const float *g, size_t n,
-                                       float lr) {
+extern "C" int np_cuda_dense_update_on(void *stream, float *w, const float *g, size_t n, float lr) {
     cudaStream_t s = (cudaStream_t)stream;
     if (!n) return 0;
     if (!flag_dev) {
@@ -189,7 +189,8 @@ extern "C" int np_cuda_dense_update_on(void *stream, float *w, const float *g, s
     NP_CUDA_CHECK(cudaMemsetAsync(flag_dev, 0, sizeof *flag_dev, s));
     k_sgd<<<np_cuda_grid(n), NP_CUDA_BLOCK, 0, s>>>(w, g, n, lr, flag_dev);
     NP_CUDA_LAUNCHED();
-    NP_CUDA_CHECK(cudaMemcpyAsync(flag_host, flag_dev, sizeof *flag_dev, cudaMemcpyDeviceToHost, s));
+    NP_CUDA_CHECK(
+        cudaMemcpyAsync(flag_host, flag_dev, sizeof *flag_dev, cudaMemcpyDeviceToHost, s));
     // The one synchronous twin: the task's callback reads out.nonfinite on the host.
     NP_CUDA_CHECK(cudaStreamSynchronize(s));
     return *flag_host;

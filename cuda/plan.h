@@ -62,8 +62,8 @@ static inline np_gemm_plan np_plan_linear_dW(long B, int in, int out) {
 }
 
 /* cuBLAS's A and B pointers of a plan, from the row-major product's left and right. */
-static inline void np_gemm_plan_ptrs(const np_gemm_plan *p, const float *left,
-                                     const float *right, const float **A, const float **B) {
+static inline void np_gemm_plan_ptrs(const np_gemm_plan *p, const float *left, const float *right,
+                                     const float **A, const float **B) {
     *A = p->a_src ? right : left;
     *B = p->b_src ? right : left;
 }
@@ -73,8 +73,7 @@ static inline void np_gemm_plan_ptrs(const np_gemm_plan *p, const float *left,
 typedef struct np_gpu_ops {
     void *ctx;
     /* C = the plan's product of the row-major left and right operands */
-    void (*gemm)(void *ctx, const np_gemm_plan *p, const float *left, const float *right,
-                 float *C);
+    void (*gemm)(void *ctx, const np_gemm_plan *p, const float *left, const float *right, float *C);
     /* y (B, out): y + b on every row, then ReLU when relu (np_elem_bias_act) */
     void (*bias_act)(void *ctx, float *y, const float *b, long B, int out, int relu);
     /* d = relu mask of y applied to d, in place (np_elem_relu_mask) */
@@ -84,14 +83,13 @@ typedef struct np_gpu_ops {
     void (*zero)(void *ctx, float *p, size_t n);
     void (*mul)(void *ctx, const float *a, const float *b, float *o, size_t n); /* o = a*b */
     void (*mul_add)(void *ctx, const float *a, const float *b, const float *c, float *o,
-                    size_t n);                                        /* o = a*b + c */
+                    size_t n);                                     /* o = a*b + c */
     void (*add_to)(void *ctx, float *o, const float *a, size_t n); /* o = o + a */
 } np_gpu_ops;
 
 /* np_linear_fwd: y = x W^T + b (+ ReLU) */
 static inline void np_seq_linear_fwd(const np_gpu_ops *o, const float *x, const float *W,
-                                     const float *b, float *y, long B, int in, int out,
-                                     int relu) {
+                                     const float *b, float *y, long B, int in, int out, int relu) {
     if (B <= 0 || out <= 0) return;
     np_gemm_plan p = np_plan_linear_y(B, in, out);
     o->gemm(o->ctx, &p, x, W, y);
@@ -120,12 +118,13 @@ static inline void np_seq_linear_bwd(const np_gpu_ops *o, const float *x, const 
 
 /* The "linear" layer (codelets/linear.c): i[0] output width, i[1] ReLU */
 static inline void np_seq_linear_layer_fwd(const np_gpu_ops *o, const np_layer_io *io) {
-    np_seq_linear_fwd(o, io->in[0], io->param[0], io->param[1], io->out, io->n,
-                      io->shape->in[0], io->shape->out, io->hp->i[1] != 0);
+    np_seq_linear_fwd(o, io->in[0], io->param[0], io->param[1], io->out, io->n, io->shape->in[0],
+                      io->shape->out, io->hp->i[1] != 0);
 }
 static inline void np_seq_linear_layer_bwd(const np_gpu_ops *o, const np_layer_io *io) {
     int in = io->shape->in[0], out = io->shape->out;
-    if (io->hp->i[1] && io->n > 0) o->relu_mask(o->ctx, io->out, io->dout, (size_t)io->n * (size_t)out);
+    if (io->hp->i[1] && io->n > 0)
+        o->relu_mask(o->ctx, io->out, io->dout, (size_t)io->n * (size_t)out);
     np_seq_linear_bwd(o, io->in[0], io->param[0], io->dout, io->din[0], io->dparam[0],
                       io->dparam[1], io->n, in, out);
 }

@@ -106,9 +106,8 @@ static inline size_t cu_pcount(const np_param_shape *p) {
 
 /* x0_is_xl: input 1 is the same buffer as input 0 (a first cross layer). din_mask: bit k
  * set = input k's gradient wanted. */
-static inline void cu_rig_make(cu_rig *r, const char *kind, np_layer_hp hp, int n_in,
-                               const int *w, long n, unsigned din_mask, int x0_is_xl,
-                               uint64_t seed) {
+static inline void cu_rig_make(cu_rig *r, const char *kind, np_layer_hp hp, int n_in, const int *w,
+                               long n, unsigned din_mask, int x0_is_xl, uint64_t seed) {
     memset(r, 0, sizeof *r);
     r->def = np_layer_find(kind);
     assert_non_null(r->def);
@@ -245,7 +244,8 @@ static inline void cu_pool_make(cu_pool *p, int T, int d, long nb, long rows_per
     for (int t = 0; t < T; t++) {
         const uint32_t *o = p->off + (size_t)t * (size_t)(nb + 1);
         for (uint32_t k = o[0]; k < o[nb]; k++)
-            p->pos[k] = (int64_t)t * rows_per_table + (int64_t)(cu_next(&seed) % (uint64_t)rows_per_table);
+            p->pos[k] =
+                (int64_t)t * rows_per_table + (int64_t)(cu_next(&seed) % (uint64_t)rows_per_table);
     }
     p->rows = cu_rand((size_t)p->U * (size_t)d, &seed);
 }

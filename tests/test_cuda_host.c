@@ -254,8 +254,7 @@ static void test_dot(void **state) {
     const int w3[] = {4, 8, 4}, w1[] = {6};
     for (size_t i = 0; i < 2; i++) {
         cu_rig r;
-        cu_rig_make(&r, "dot", hp0, 3, w3, ns[i], 0x5u /* input 1's unwanted */,
-                    0, 100 + i);
+        cu_rig_make(&r, "dot", hp0, 3, w3, ns[i], 0x5u /* input 1's unwanted */, 0, 100 + i);
         run_rig(&r, emu_dot, 0.0, 0.0);
         cu_rig_free(&r);
         cu_rig_make(&r, "dot", hp0, 1, w1, ns[i], 0x1u, 0, 200 + i);
@@ -307,8 +306,8 @@ static void test_linear(void **state) {
     (void)state;
     /* (n, in, out, relu, dx wanted): narrow and wide outputs (the CPU's sgemm and matmul
      * paths), ReLU, the first layer (no dx), and an empty chunk (zeros in dW and db) */
-    const int cases[][5] = {{7, 5, 3, 0, 1}, {33, 16, 1, 1, 1}, {20, 13, 24, 1, 0},
-                            {1, 9, 2, 0, 1}, {0, 4, 6, 1, 1}};
+    const int cases[][5] = {
+        {7, 5, 3, 0, 1}, {33, 16, 1, 1, 1}, {20, 13, 24, 1, 0}, {1, 9, 2, 0, 1}, {0, 4, 6, 1, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         cu_rig r;
         np_layer_hp hp = hp0;
@@ -376,8 +375,8 @@ static void test_linear_kernels(void **state) {
 static void test_cross(void **state) {
     (void)state;
     /* (n, D, rank, first layer: x_l is x0, din mask) */
-    const int cases[][5] = {{9, 8, 0, 0, 3}, {21, 12, 0, 1, 3}, {9, 10, 3, 0, 3},
-                            {17, 16, 5, 1, 2}, {6, 7, 2, 0, 0}, {0, 6, 2, 0, 3}, {0, 5, 0, 0, 3}};
+    const int cases[][5] = {{9, 8, 0, 0, 3}, {21, 12, 0, 1, 3}, {9, 10, 3, 0, 3}, {17, 16, 5, 1, 2},
+                            {6, 7, 2, 0, 0}, {0, 6, 2, 0, 3},   {0, 5, 0, 0, 3}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int w[2] = {cases[c][1], cases[c][1]};
         np_layer_hp hp = hp0;

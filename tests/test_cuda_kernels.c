@@ -13,10 +13,10 @@
 
 static cudaStream_t stream;
 
-#define CK(call)                                                                               \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) fail_msg("%s: %s", #call, cudaGetErrorString(e_));             \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) fail_msg("%s: %s", #call, cudaGetErrorString(e_));                  \
     } while (0)
 
 static void *up(const void *h, size_t bytes) {
@@ -62,8 +62,8 @@ static void test_pool(void **state) {
         for (int t = 0; t < p.T; t++)
             np_embbag_bwd(P0 + (size_t)t * (size_t)p.d, (long)p.T * p.d,
                           p.off + (size_t)t * (size_t)(p.nb + 1) + row0, p.pos, n, p.d, g0);
-        np_cuda_pool_bwd_on(stream, P_d, off_d, pos_d, c == 0 ? meta_d + 1 : NULL, g_d, gcap,
-                            p.nb, row0, n, p.T, p.d);
+        np_cuda_pool_bwd_on(stream, P_d, off_d, pos_d, c == 0 ? meta_d + 1 : NULL, g_d, gcap, p.nb,
+                            row0, n, p.T, p.d);
         down(g1, g_d, FL(gcap));
         cu_same("pool_bwd g (and the untouched tail)", g1, g0, gcap);
         free(P0);
@@ -286,7 +286,7 @@ static void test_linear(void **state) {
     (void)state;
     /* (n, in, out, relu, dx wanted) */
     const int cases[][5] = {{7, 5, 3, 0, 1}, {512, 32, 1, 1, 1}, {300, 13, 24, 1, 0},
-                            {1, 9, 2, 0, 1}, {0, 4, 6, 1, 1}, {1000, 32, 32, 1, 1}};
+                            {1, 9, 2, 0, 1}, {0, 4, 6, 1, 1},    {1000, 32, 32, 1, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         np_layer_hp hp = hp0;
         hp.i[0] = cases[c][2];
@@ -304,8 +304,8 @@ static void test_linear(void **state) {
 static void test_cross(void **state) {
     (void)state;
     /* (n, D, rank, first layer: x_l is x0, din mask) */
-    const int cases[][5] = {{9, 8, 0, 0, 3}, {210, 32, 0, 1, 3}, {90, 10, 3, 0, 3},
-                            {170, 32, 5, 1, 2}, {6, 7, 2, 0, 0}, {0, 6, 2, 0, 3}};
+    const int cases[][5] = {{9, 8, 0, 0, 3},    {210, 32, 0, 1, 3}, {90, 10, 3, 0, 3},
+                            {170, 32, 5, 1, 2}, {6, 7, 2, 0, 0},    {0, 6, 2, 0, 3}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int w[2] = {cases[c][1], cases[c][1]};
         np_layer_hp hp = hp0;
@@ -332,8 +332,8 @@ int main(void) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pool),   cmocka_unit_test(test_bce),    cmocka_unit_test(test_sum),
-        cmocka_unit_test(test_sgd),    cmocka_unit_test(test_dot),    cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_pool),   cmocka_unit_test(test_bce),   cmocka_unit_test(test_sum),
+        cmocka_unit_test(test_sgd),    cmocka_unit_test(test_dot),   cmocka_unit_test(test_concat),
         cmocka_unit_test(test_linear), cmocka_unit_test(test_cross),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
