@@ -45,5 +45,5 @@ static void bce_bwd_cpu(void *buffers[], void *cl_arg) {
     np_sigmoid_bce_bwd(NP_BUF(buffers, 0), y + a->row0, a->scale, NP_BUF(buffers, 2), a->n);
 }
 
-NP_CODELET(np_cl_bce_fwd, bce_fwd_cpu, "bce_fwd");
-NP_CODELET(np_cl_bce_bwd, bce_bwd_cpu, "bce_bwd");
+NP_CODELET_CUDA(np_cl_bce_fwd, bce_fwd_cpu, np_cuda_bce_fwd, "bce_fwd");
+NP_CODELET_CUDA(np_cl_bce_bwd, bce_bwd_cpu, np_cuda_bce_bwd, "bce_bwd");

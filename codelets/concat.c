@@ -6,6 +6,9 @@
 #include "core/util.h"
 
 #include "model/layers.h"
+#ifdef NP_HAVE_CUDA
+#include "cuda/cuda.h" /* the CUDA slots */
+#endif
 
 static np_status concat_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
     (void)hp;
@@ -47,4 +50,9 @@ const np_layer_def np_layer_concat = {.kind = "concat",
                                       .max_in = NP_LAYER_MAX_IN,
                                       .shape = concat_shape,
                                       .fwd = concat_fwd,
-                                      .bwd = concat_bwd};
+                                      .bwd = concat_bwd,
+#ifdef NP_HAVE_CUDA
+                                      .cuda_fwd = np_cuda_concat_fwd,
+                                      .cuda_bwd = np_cuda_concat_bwd,
+#endif
+                                      };

@@ -9,6 +9,9 @@
 #include "codelets/kernels.h"
 #include "core/util.h"
 #include "model/layers.h"
+#ifdef NP_HAVE_CUDA
+#include "cuda/cuda.h" /* the CUDA slots */
+#endif
 
 static np_status cross_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
     int D = s->in[0], r = hp->i[0];
@@ -95,4 +98,9 @@ const np_layer_def np_layer_cross = {.kind = "cross",
                                      .shape = cross_shape,
                                      .fwd = cross_fwd,
                                      .bwd = cross_bwd,
-                                     .flops = cross_flops};
+                                     .flops = cross_flops,
+#ifdef NP_HAVE_CUDA
+                                     .cuda_fwd = np_cuda_cross_fwd,
+                                     .cuda_bwd = np_cuda_cross_bwd,
+#endif
+                                     };

@@ -63,5 +63,5 @@ static void pool_bwd_cpu(void *buffers[], void *cl_arg) {
                       off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d, g);
 }
 
-NP_CODELET(np_cl_pool_fwd, pool_fwd_cpu, "pool_fwd");
-NP_CODELET(np_cl_pool_bwd, pool_bwd_cpu, "pool_bwd");
+NP_CODELET_CUDA(np_cl_pool_fwd, pool_fwd_cpu, np_cuda_pool_fwd, "pool_fwd");
+NP_CODELET_CUDA(np_cl_pool_bwd, pool_bwd_cpu, np_cuda_pool_bwd, "pool_bwd");

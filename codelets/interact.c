@@ -259,6 +259,9 @@ void np_interact_bwd(const float *F,                     /* (B, T1, d) */
  * rows than a block builds F and dF in scratch for the per-sample kernels (the same bits). */
 #include "core/util.h"
 #include "model/layers.h"
+#ifdef NP_HAVE_CUDA
+#include "cuda/cuda.h" /* the CUDA slots */
+#endif
 
 static np_status dot_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
     (void)hp;
@@ -368,4 +371,9 @@ const np_layer_def np_layer_dot = {.kind = "dot",
                                    .shape = dot_shape,
                                    .fwd = dot_layer_fwd,
                                    .bwd = dot_layer_bwd,
-                                   .flops = dot_flops};
+                                   .flops = dot_flops,
+#ifdef NP_HAVE_CUDA
+                                   .cuda_fwd = np_cuda_dot_fwd,
+                                   .cuda_bwd = np_cuda_dot_bwd,
+#endif
+                                   };

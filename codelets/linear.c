@@ -54,6 +54,9 @@ void np_linear_bwd(const float *x,  /* (B, in) */
 /* ---- the "linear" layer: i[0] = output width, i[1] = 1 for a ReLU after it. The ReLU
  * is fused into the product after the bias, and its backward masks dout in place. */
 #include "model/layers.h"
+#ifdef NP_HAVE_CUDA
+#include "cuda/cuda.h" /* the CUDA slots */
+#endif
 
 static np_status linear_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *err) {
     if (hp->i[0] < 1)
@@ -90,4 +93,9 @@ const np_layer_def np_layer_linear = {.kind = "linear",
                                       .shape = linear_shape,
                                       .fwd = linear_layer_fwd,
                                       .bwd = linear_layer_bwd,
-                                      .flops = linear_flops};
+                                      .flops = linear_flops,
+#ifdef NP_HAVE_CUDA
+                                      .cuda_fwd = np_cuda_linear_fwd,
+                                      .cuda_bwd = np_cuda_linear_bwd,
+#endif
+                                      };

@@ -66,4 +66,4 @@ static void dense_update_cpu(void *buffers[], void *cl_arg) {
 }
 
 NP_CODELET(np_cl_sparse_update, sparse_update_cpu, "sparse_update");
-NP_CODELET(np_cl_dense_update, dense_update_cpu, "dense_update");
+NP_CODELET_CUDA(np_cl_dense_update, dense_update_cpu, np_cuda_dense_update, "dense_update");

@@ -27,4 +27,4 @@ static void sum_cpu(void *buffers[], void *cl_arg) {
     np_sum_ordered(in, a->k, count, NP_BUF(buffers, next));
 }
 
-NP_CODELET(np_cl_sum, sum_cpu, "sum");
+NP_CODELET_CUDA(np_cl_sum, sum_cpu, np_cuda_sum, "sum");

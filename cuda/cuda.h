@@ -8,6 +8,7 @@
 #define NP_CUDA_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nestpipe/layer.h"
 
@@ -27,7 +28,38 @@ void np_cuda_bce_bwd(void *buffers[], void *cl_arg);
 void np_cuda_sum(void *buffers[], void *cl_arg);
 void np_cuda_dense_update(void *buffers[], void *cl_arg);
 
-/* Layer kinds' CUDA slots (np_layer_def.cuda_fwd / cuda_bwd); stream is a cudaStream_t. */
+/* The launchers the codelet twins wrap: an explicit stream (a cudaStream_t) and device
+ * pointers, so tests call them without StarPU workers. All launch on the stream and return
+ * without a sync unless said otherwise; n == 0 launches nothing. */
+/* P (n, T, d) = the chunk's bags (samples row0 .. row0+n-1 of off (T, nb+1)) summed over
+ * rows (U, d) in key order: one thread per (sample, table, column). */
+void np_cuda_pool_fwd_on(void *stream, const float *rows, const uint32_t *off,
+                         const int64_t *pos, float *P, long nb, long row0, long n, int T, int d);
+/* g (U, d) += the chunk's dP (n, T, d), one thread per (table, column), samples then keys
+ * in order. uq: NULL, or a DEVICE pointer to the window's row count (meta +
+ * NP_META_WUQ(T, w)), read by the kernel, whose first uq*d floats of g are zeroed first
+ * (at most g_cap, the floats g holds). */
+void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_t *off,
+                         const int64_t *pos, const int64_t *uq, float *g, size_t g_cap,
+                         long nb, long row0, long n, int T, int d);
+/* *loss (one double, device) = the BCE summed over the n samples in order (one thread). */
+void np_cuda_bce_fwd_on(void *stream, const float *z, const float *y, double *loss, long n);
+/* dz (n) = (sigmoid(z) - y) * scale, in double, rounded once. */
+void np_cuda_bce_bwd_on(void *stream, const float *z, const float *y, float scale, float *dz,
+                        long n);
+/* out = in[0] + ... + in[k-1] elementwise (1 <= k <= 64; in is a HOST array of device
+ * pointers). rows NULL: count floats; else rows is a DEVICE pointer to a row count read by
+ * the kernel, count = *rows * width floats, at most out_cap. */
+void np_cuda_sum_on(void *stream, const float *const *in, int k, size_t count,
+                    const int64_t *rows, int width, float *out, size_t out_cap);
+/* w (n) -= lr * g (n); returns 1 when the updated w holds a NaN or an inf. SYNCHRONOUS:
+ * waits for the stream to get that answer to the host (a flag per host thread). */
+int np_cuda_dense_update_on(void *stream, float *w, const float *g, size_t n, float lr);
+
+/* Layer kinds' CUDA slots (np_layer_def.cuda_fwd / cuda_bwd); stream is a cudaStream_t,
+ * io holds device pointers. fp32 only: io->precision (bf16) is ignored. The GEMMs run on
+ * cuBLAS (the StarPU CUDA worker's handle, or one per host thread outside a worker) in its
+ * default math mode, so without TF32. */
 void np_cuda_linear_fwd(const np_layer_io *io, void *stream);
 void np_cuda_linear_bwd(const np_layer_io *io, void *stream);
 void np_cuda_dot_fwd(const np_layer_io *io, void *stream);
