@@ -1,7 +1,8 @@
 /* Helpers shared by the CUDA kernel tests (test_cuda_host: the kernels' code run on the
  * host; test_cuda_kernels: the kernels on a GPU): a layer rig holding a CPU set and a
  * second set of every output buffer, the tolerances, and comparisons that print where
- * they fail. */
+ * they fail. test_layers builds its rigs here too (set 0 only), so every layer test draws
+ * its data the same way. */
 #ifndef NP_TESTS_CUDAUTIL_H
 #define NP_TESTS_CUDAUTIL_H
 
