@@ -152,33 +152,30 @@ extern "C" void np_cuda_allreduce(void *buffers[], void *cl_arg) {
         return;
     }
     int me = be->rank;
-    if (!np_xchg_allreduce_rs(R)) {
+    np_xchg_allreduce_plan p;
+    np_xchg_plan_allreduce(a->n, R, me, &p);
+    if (!p.rs) {
         if (be->ops->allgather(be, mine, all, a->n, sizeof(float), s)) {
             a->out.fail = 1;
             return;
         }
         sum_ordered<<<blocks_for(a->n), kThreads, 0, s>>>(all, R, a->n, a->n, out);
         if (cudaGetLastError() != cudaSuccess) a->out.fail = 1;
-        a->out.bytes = (uint64_t)a->n * (uint64_t)(R - 1) * sizeof(float);
+        a->out.bytes = p.nsend * sizeof(float);
         return;
     }
-    int64_t lo[NP_XCHG_MAX_RANKS], len[NP_XCHG_MAX_RANKS], got[NP_XCHG_MAX_RANKS];
-    np_xchg_slices(a->n, R, lo, len);
-    for (int q = 0; q < R; q++)
-        got[q] = len[me];
     // slice q of mine to rank q; all gets slice `me` of every rank, rank after rank
-    if (be->ops->alltoallv(be, mine, len, all, got, sizeof(float), s)) {
+    if (be->ops->alltoallv(be, mine, p.len, all, p.got, sizeof(float), s)) {
         a->out.fail = 1;
         return;
     }
-    size_t n_me = (size_t)len[me];
+    size_t n_me = (size_t)p.len[me];
     if (n_me)
-        sum_ordered<<<blocks_for(n_me), kThreads, 0, s>>>(all, R, n_me, n_me, out + lo[me]);
+        sum_ordered<<<blocks_for(n_me), kThreads, 0, s>>>(all, R, n_me, n_me, out + p.lo[me]);
     if (cudaGetLastError() != cudaSuccess ||
-        be->ops->allgatherv_inplace(be, out, len, sizeof(float), s)) {
+        be->ops->allgatherv_inplace(be, out, p.len, sizeof(float), s)) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = ((uint64_t)a->n - (uint64_t)len[me] + (uint64_t)len[me] * (uint64_t)(R - 1)) *
-                   sizeof(float);
+    a->out.bytes = p.nsend * sizeof(float);
 }
