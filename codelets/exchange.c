@@ -288,7 +288,9 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
     np_backend mpi, *be = host_backend(a, &mpi);
     int me = be ? be->rank : 0;
     const float *parts[NP_XCHG_MAX_RANKS];
-    if (!np_xchg_allreduce_rs(R)) {
+    np_xchg_allreduce_plan p;
+    np_xchg_plan_allreduce(a->n, R, me, &p);
+    if (!p.rs) {
         if (x_allgather(be, mine, all, a->n, sizeof(float))) {
             a->out.fail = 1;
             return;
@@ -296,27 +298,22 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
         for (int r = 0; r < R; r++)
             parts[r] = all + (size_t)r * a->n;
         np_sum_ordered(parts, R, a->n, out);
-        a->out.bytes = (uint64_t)a->n * (uint64_t)(R - 1) * sizeof(float);
+        a->out.bytes = p.nsend * sizeof(float);
         return;
     }
-    int64_t lo[NP_XCHG_MAX_RANKS], len[NP_XCHG_MAX_RANKS], got[NP_XCHG_MAX_RANKS];
-    np_xchg_slices(a->n, R, lo, len);
-    for (int q = 0; q < R; q++)
-        got[q] = len[me];
     /* slice q of mine to rank q; all gets slice `me` of every rank, rank after rank */
-    if (x_alltoallv(be, mine, len, all, got, sizeof(float))) {
+    if (x_alltoallv(be, mine, p.len, all, p.got, sizeof(float))) {
         a->out.fail = 1;
         return;
     }
     for (int r = 0; r < R; r++)
-        parts[r] = all + (size_t)r * (size_t)len[me];
-    np_sum_ordered(parts, R, (size_t)len[me], out + lo[me]);
-    if (x_allgatherv_inplace(be, out, len, sizeof(float))) {
+        parts[r] = all + (size_t)r * (size_t)p.len[me];
+    np_sum_ordered(parts, R, (size_t)p.len[me], out + p.lo[me]);
+    if (x_allgatherv_inplace(be, out, p.len, sizeof(float))) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = ((uint64_t)a->n - (uint64_t)len[me] + (uint64_t)len[me] * (uint64_t)(R - 1)) *
-                   sizeof(float);
+    a->out.bytes = p.nsend * sizeof(float);
 }
 
 NP_CODELET(np_cl_route, route_cpu, "route");

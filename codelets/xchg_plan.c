@@ -108,3 +108,16 @@ void np_xchg_slices(size_t n, int R, int64_t *lo, int64_t *len) {
         len[q] = (int64_t)(n * (size_t)(q + 1) / (size_t)R) - lo[q];
     }
 }
+
+void np_xchg_plan_allreduce(size_t n, int R, int me, np_xchg_allreduce_plan *p) {
+    p->rs = np_xchg_allreduce_rs(R);
+    if (!p->rs) { /* the whole gradient to every other rank */
+        p->nsend = (uint64_t)n * (uint64_t)(R - 1);
+        return;
+    }
+    np_xchg_slices(n, R, p->lo, p->len);
+    for (int q = 0; q < R; q++)
+        p->got[q] = p->len[me];
+    /* the other ranks' slices in the reduce-scatter, then its own slice to each of them */
+    p->nsend = (uint64_t)n - (uint64_t)p->len[me] + (uint64_t)p->len[me] * (uint64_t)(R - 1);
+}

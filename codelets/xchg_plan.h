@@ -64,6 +64,17 @@ int np_xchg_allreduce_rs(int R);
 /* Slice q of n floats over R ranks: [lo[q], lo[q] + len[q]), lo[q] = n q / R. */
 void np_xchg_slices(size_t n, int R, int64_t *lo, int64_t *len);
 
+/* Rank me's part of the dense all-reduce of n floats over R ranks. In the reduce-scatter
+ * form (rs 1) slice q (np_xchg_slices) of its gradient goes to rank q and len[me] floats
+ * come from every rank (got[q]); the other form fills none of the three. nsend: the floats
+ * it sends, for the codelets' bytes. */
+typedef struct np_xchg_allreduce_plan {
+    int rs;
+    int64_t lo[NP_XCHG_MAX_RANKS], len[NP_XCHG_MAX_RANKS], got[NP_XCHG_MAX_RANKS];
+    uint64_t nsend;
+} np_xchg_allreduce_plan;
+void np_xchg_plan_allreduce(size_t n, int R, int me, np_xchg_allreduce_plan *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,49 +23,22 @@
 #define NP_HD
 #endif
 
-/* ---- unfused float and double arithmetic */
-static inline NP_HD float np_fmul(float a, float b) {
+/* ---- unfused float and double arithmetic: name(a, b) = a op b rounded to nearest, never
+ * fused into a neighbour (the _rn intrinsic on the device, the operator in C) */
 #ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
+#define NP_RN_OP(name, type, op, rn)                                                               \
+    static inline NP_HD type name(type a, type b) { return rn(a, b); }
 #else
-    return a * b;
+#define NP_RN_OP(name, type, op, rn)                                                               \
+    static inline NP_HD type name(type a, type b) { return a op b; }
 #endif
-}
-static inline NP_HD float np_fadd(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-static inline NP_HD float np_fsub(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-static inline NP_HD double np_dmul(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-static inline NP_HD double np_dadd(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-static inline NP_HD double np_dsub(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
+NP_RN_OP(np_fmul, float, *, __fmul_rn)
+NP_RN_OP(np_fadd, float, +, __fadd_rn)
+NP_RN_OP(np_fsub, float, -, __fsub_rn)
+NP_RN_OP(np_dmul, double, *, __dmul_rn)
+NP_RN_OP(np_dadd, double, +, __dadd_rn)
+NP_RN_OP(np_dsub, double, -, __dsub_rn)
+#undef NP_RN_OP
 
 /* ---- embedding-bag pooling (codelets/embbag.c pool_fwd_cpu / pool_bwd_cpu)
  * off (T, nb+1) table-major, the chunk's samples start at row0; pos (nnz) is each key's

@@ -55,20 +55,29 @@ __global__ void sum_ordered(const float *parts, int R, size_t stride, size_t n, 
     }
 }
 
-// The counts the host needs, from the device's meta: an asynchronous copy on the worker's
-// stream and a synchronisation of that stream (the tasks queued before this one on it
-// included), then the plans run on the host. meta is NP_META_SIZE int64s: a few hundred
-// bytes. 0 or -1.
-int meta_to_host(const int64_t *dmeta, const np_cl_xchg_args *a, int64_t **out, cudaStream_t s) {
+using plan_fn = void (*)(const int64_t *, int, int, int, int, np_xchg_plan *);
+
+// What both exchanges start with: the backend, and window a->w's plan (np_xchg_plan_rows
+// or _grads) from the counts the host needs. Those come from the device's meta by an
+// asynchronous copy on the worker's stream and a synchronisation of that stream (the tasks
+// queued before this one on it included); meta is NP_META_SIZE int64s: a few hundred
+// bytes. keep: where the host's copy goes when the caller reads more of it (and frees it),
+// or NULL. 0, or -1 with a->out.fail set.
+int plan_window(const int64_t *dmeta, np_cl_xchg_args *a, plan_fn plan, cudaStream_t s,
+                np_xchg_plan *p, int64_t **keep) {
     size_t n = NP_META_SIZE((size_t)a->T, (size_t)a->W, (size_t)a->R);
-    int64_t *h = (int64_t *)malloc(n * sizeof *h);
-    if (!h) return -1;
-    if (cudaMemcpyAsync(h, dmeta, n * sizeof *h, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
+    int64_t *h = a->be ? (int64_t *)malloc(n * sizeof *h) : NULL; // no backend: a failure
+    if (!h || cudaMemcpyAsync(h, dmeta, n * sizeof *h, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
         cudaStreamSynchronize(s) != cudaSuccess) {
         free(h);
+        a->out.fail = 1;
         return -1;
     }
-    *out = h;
+    plan(h, a->T, a->W, a->R, a->w, p);
+    if (keep)
+        *keep = h;
+    else
+        free(h);
     return 0;
 }
 
@@ -82,15 +91,9 @@ extern "C" void np_cuda_exchange_rows(void *buffers[], void *cl_arg) {
     float *Rin = (float *)NP_BUF(buffers, 3), *sbuf = (float *)NP_BUF(buffers, 4);
     cudaStream_t s = starpu_cuda_get_local_stream();
     size_t d = (size_t)a->d;
-    int64_t *hmeta = NULL;
     np_backend *be = a->be;
-    if (!be || meta_to_host(meta, a, &hmeta, s)) {
-        a->out.fail = 1;
-        return;
-    }
     np_xchg_plan p;
-    np_xchg_plan_rows(hmeta, a->T, a->W, a->R, a->w, &p);
-    free(hmeta);
+    if (plan_window(meta, a, np_xchg_plan_rows, s, &p, NULL)) return;
     // requester after requester, key after key: np_xchg_pack_rows's order
     for (int q = 0; q < p.R; q++)
         if (p.send[q] > 0)
@@ -115,12 +118,8 @@ extern "C" void np_cuda_exchange_grads(void *buffers[], void *cl_arg) {
     int T = a->T, w = a->w;
     int64_t *hmeta = NULL;
     np_backend *be = a->be;
-    if (!be || meta_to_host(meta, a, &hmeta, s)) {
-        a->out.fail = 1;
-        return;
-    }
     np_xchg_plan p;
-    np_xchg_plan_grads(hmeta, T, a->W, a->R, w, &p);
+    if (plan_window(meta, a, np_xchg_plan_grads, s, &p, &hmeta)) return;
     int64_t uo = hmeta[NP_META_UO], wuq = hmeta[NP_META_WUQ(T, w)];
     free(hmeta);
     if (be->ops->alltoallv(be, grows, p.send, rbuf, p.recv, d * sizeof(float), s)) {
@@ -152,33 +151,30 @@ extern "C" void np_cuda_allreduce(void *buffers[], void *cl_arg) {
         return;
     }
     int me = be->rank;
-    if (!np_xchg_allreduce_rs(R)) {
+    np_xchg_allreduce_plan p;
+    np_xchg_plan_allreduce(a->n, R, me, &p);
+    if (!p.rs) {
         if (be->ops->allgather(be, mine, all, a->n, sizeof(float), s)) {
             a->out.fail = 1;
             return;
         }
         sum_ordered<<<blocks_for(a->n), kThreads, 0, s>>>(all, R, a->n, a->n, out);
         if (cudaGetLastError() != cudaSuccess) a->out.fail = 1;
-        a->out.bytes = (uint64_t)a->n * (uint64_t)(R - 1) * sizeof(float);
+        a->out.bytes = p.nsend * sizeof(float);
         return;
     }
-    int64_t lo[NP_XCHG_MAX_RANKS], len[NP_XCHG_MAX_RANKS], got[NP_XCHG_MAX_RANKS];
-    np_xchg_slices(a->n, R, lo, len);
-    for (int q = 0; q < R; q++)
-        got[q] = len[me];
     // slice q of mine to rank q; all gets slice `me` of every rank, rank after rank
-    if (be->ops->alltoallv(be, mine, len, all, got, sizeof(float), s)) {
+    if (be->ops->alltoallv(be, mine, p.len, all, p.got, sizeof(float), s)) {
         a->out.fail = 1;
         return;
     }
-    size_t n_me = (size_t)len[me];
+    size_t n_me = (size_t)p.len[me];
     if (n_me)
-        sum_ordered<<<blocks_for(n_me), kThreads, 0, s>>>(all, R, n_me, n_me, out + lo[me]);
+        sum_ordered<<<blocks_for(n_me), kThreads, 0, s>>>(all, R, n_me, n_me, out + p.lo[me]);
     if (cudaGetLastError() != cudaSuccess ||
-        be->ops->allgatherv_inplace(be, out, len, sizeof(float), s)) {
+        be->ops->allgatherv_inplace(be, out, p.len, sizeof(float), s)) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = ((uint64_t)a->n - (uint64_t)len[me] + (uint64_t)len[me] * (uint64_t)(R - 1)) *
-                   sizeof(float);
+    a->out.bytes = p.nsend * sizeof(float);
 }

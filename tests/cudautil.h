@@ -1,7 +1,8 @@
 /* Helpers shared by the CUDA kernel tests (test_cuda_host: the kernels' code run on the
  * host; test_cuda_kernels: the kernels on a GPU): a layer rig holding a CPU set and a
  * second set of every output buffer, the tolerances, and comparisons that print where
- * they fail. */
+ * they fail. test_layers builds its rigs here too (set 0 only), so every layer test draws
+ * its data the same way. */
 #ifndef NP_TESTS_CUDAUTIL_H
 #define NP_TESTS_CUDAUTIL_H
 
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codelets/kernels.h"
 #include "model/layers.h"
 
 /* GEMM-based results (linear, cross) against the CPU's oneDNN: the two sum the same
@@ -253,6 +255,29 @@ static inline void cu_pool_free(cu_pool *p) {
     free(p->off);
     free(p->pos);
     free(p->rows);
+}
+/* The CPU twins the pooling kernels answer to. Forward (pool_fwd_cpu): P (n, T*d), sample
+ * i's pooled bag of table t at P + i * T*d + t*d, of window samples row0 .. row0+n-1. */
+static inline void cu_pool_fwd_cpu(const cu_pool *p, long row0, long n, float *P) {
+    for (int t = 0; t < p->T; t++)
+        np_embbag_fwd(p->rows, p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d,
+                      P + (size_t)t * (size_t)p->d, (long)p->T * p->d);
+}
+/* Backward (pool_bwd_cpu): dP (n, T*d) added into the window's row grads g (U, d). */
+static inline void cu_pool_bwd_cpu(const cu_pool *p, const float *dP, long row0, long n,
+                                   float *g) {
+    for (int t = 0; t < p->T; t++)
+        np_embbag_bwd(dP + (size_t)t * (size_t)p->d, (long)p->T * p->d,
+                      p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d, g);
+}
+
+/* ---- BCE data: n logits in [-30, 30] (both tails of the sigmoid) and labels alternating
+ * 0, 1, with every third soft in [0, 1]. */
+static inline void cu_bce_data(float *z, float *y, int n, uint64_t seed) {
+    for (int s = 0; s < n; s++) {
+        z[s] = cu_unif(&seed, -30.0f, 30.0f);
+        y[s] = s % 3 == 2 ? cu_unif(&seed, 0.0f, 1.0f) : (float)(s % 2);
+    }
 }
 
 #endif

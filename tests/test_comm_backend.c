@@ -519,6 +519,22 @@ static void test_plan_by_hand(void **state) {
     assert_int_equal(len[1], 3);
     assert_int_equal(lo[3], 7);
     assert_int_equal(len[3], 3);
+    /* rank 1's all-reduce of them: 3 floats from each rank; it sends 10 - 3 floats, then its
+     * 3 to the 3 others (reduce-scatter), or all 10 to each (all-gather) */
+    np_xchg_allreduce_plan ar;
+    setenv("NP_ALLREDUCE", "rs", 1);
+    np_xchg_plan_allreduce(10, 4, 1, &ar);
+    assert_int_equal(ar.rs, 1);
+    assert_memory_equal(ar.lo, lo, sizeof lo);
+    assert_memory_equal(ar.len, len, sizeof len);
+    for (int q = 0; q < 4; q++)
+        assert_int_equal(ar.got[q], 3);
+    assert_int_equal(ar.nsend, 7 + 3 * 3);
+    setenv("NP_ALLREDUCE", "allgather", 1);
+    np_xchg_plan_allreduce(10, 4, 1, &ar);
+    assert_int_equal(ar.rs, 0);
+    assert_int_equal(ar.nsend, 10 * 3);
+    unsetenv("NP_ALLREDUCE");
 }
 
 /* --comm: the checks that need the device count, one line each naming the key. */

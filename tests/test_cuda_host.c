@@ -90,12 +90,6 @@ static const np_layer_hp hp0; /* all zero */
 
 /* ---- pooling: exact */
 
-static void cpu_pool_fwd(const cu_pool *p, long row0, long n, float *P) {
-    for (int t = 0; t < p->T; t++) /* pool_fwd_cpu */
-        np_embbag_fwd(p->rows, p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d,
-                      P + (size_t)t * (size_t)p->d, (long)p->T * p->d);
-}
-
 static void test_pool(void **state) {
     (void)state;
     cu_pool p;
@@ -107,16 +101,14 @@ static void test_pool(void **state) {
         long row0 = chunks[c][0], n = chunks[c][1];
         size_t m = (size_t)n * (size_t)p.T * (size_t)p.d;
         float *P0 = cu_garbage(m), *P1 = cu_garbage(m);
-        cpu_pool_fwd(&p, row0, n, P0);
+        cu_pool_fwd_cpu(&p, row0, n, P0);
         for (size_t e = 0; e < m; e++) /* k_pool_fwd */
             np_elem_pool_fwd(p.rows, p.off, p.pos, p.nb, row0, p.T, p.d, P1, e);
         cu_same("pool_fwd P", P1, P0, m);
 
         /* backward of P as dP into the window's grads, zeroed by the first chunk */
         if (c == 0) memset(g0, 0, gsz * sizeof *g0);
-        for (int t = 0; t < p.T; t++) /* pool_bwd_cpu */
-            np_embbag_bwd(P0 + (size_t)t * (size_t)p.d, (long)p.T * p.d,
-                          p.off + (size_t)t * (size_t)(p.nb + 1) + row0, p.pos, n, p.d, g0);
+        cu_pool_bwd_cpu(&p, P0, row0, n, g0);
         if (c == 0)
             for (size_t e = 0; e < gsz; e++) /* k_zero_counted */
                 g1[e] = 0.0f;
@@ -136,12 +128,8 @@ static void test_pool(void **state) {
 static void test_bce(void **state) {
     (void)state;
     enum { N = 257 };
-    uint64_t seed = 7;
     float z[N], y[N], dz0[N], dz1[N];
-    for (int s = 0; s < N; s++) {
-        z[s] = cu_unif(&seed, -30.0f, 30.0f);
-        y[s] = s % 3 == 2 ? cu_unif(&seed, 0.0f, 1.0f) : (float)(s % 2);
-    }
+    cu_bce_data(z, y, N, 7);
     z[0] = 0.0f;
     z[1] = -0.0f;
     z[2] = 88.0f;

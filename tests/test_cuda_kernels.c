@@ -51,17 +51,13 @@ static void test_pool(void **state) {
         size_t m = (size_t)n * (size_t)p.T * (size_t)p.d;
         float *P0 = cu_garbage(m), *P1 = cu_garbage(m);
         float *P_d = up(P1, FL(m));
-        for (int t = 0; t < p.T; t++)
-            np_embbag_fwd(p.rows, p.off + (size_t)t * (size_t)(p.nb + 1) + row0, p.pos, n, p.d,
-                          P0 + (size_t)t * (size_t)p.d, (long)p.T * p.d);
+        cu_pool_fwd_cpu(&p, row0, n, P0);
         np_cuda_pool_fwd_on(stream, rows_d, off_d, pos_d, P_d, p.nb, row0, n, p.T, p.d);
         down(P1, P_d, FL(m));
         cu_same("pool_fwd P", P1, P0, m);
 
         if (c == 0) memset(g0, 0, FL(gsz));
-        for (int t = 0; t < p.T; t++)
-            np_embbag_bwd(P0 + (size_t)t * (size_t)p.d, (long)p.T * p.d,
-                          p.off + (size_t)t * (size_t)(p.nb + 1) + row0, p.pos, n, p.d, g0);
+        cu_pool_bwd_cpu(&p, P0, row0, n, g0);
         np_cuda_pool_bwd_on(stream, P_d, off_d, pos_d, c == 0 ? meta_d + 1 : NULL, g_d, gcap, p.nb,
                             row0, n, p.T, p.d);
         down(g1, g_d, FL(gcap));
@@ -84,13 +80,9 @@ static void test_pool(void **state) {
 static void test_bce(void **state) {
     (void)state;
     enum { N = 3000 };
-    uint64_t seed = 7;
     float *z = malloc(FL(N)), *y = malloc(FL(N)), *dz0 = malloc(FL(N)), *dz1 = cu_garbage(N);
     assert_non_null(z && y && dz0);
-    for (int s = 0; s < N; s++) {
-        z[s] = cu_unif(&seed, -30.0f, 30.0f);
-        y[s] = s % 3 == 2 ? cu_unif(&seed, 0.0f, 1.0f) : (float)(s % 2);
-    }
+    cu_bce_data(z, y, N, 7);
     float *z_d = up(z, FL(N)), *y_d = up(y, FL(N)), *dz_d = up(dz1, FL(N));
     double *loss_d = up(NULL, sizeof(double)), loss;
     for (long n = 0; n <= N; n += N) { /* an empty chunk's loss is 0 */

@@ -16,99 +16,27 @@
 
 #include "core/shard.h"
 #include "model/model.h"
+#include "cudautil.h"
 #include "testutil.h"
 
-/* One kind on n rows, with every buffer it needs. */
-typedef struct rig {
-    const np_layer_def *def;
-    np_layer_hp hp;
-    np_layer_shape s;
-    long n;
-    float *in[NP_LAYER_MAX_IN], *din[NP_LAYER_MAX_IN];
-    float *param[NP_LAYER_MAX_PARAMS], *dparam[NP_LAYER_MAX_PARAMS];
-    float *out, *saved, *scratch, *R, *dout;
-} rig;
-
-static size_t pcount(const np_param_shape *p) {
-    return (size_t)p->dims[0] * (size_t)(p->ndim == 2 ? p->dims[1] : 1);
-}
-
-static float *randv(size_t n, uint64_t *s) {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(2.0 * tu_unif(s) - 1.0);
-    return x;
-}
-
-static void rig_make(rig *r, const char *kind, np_layer_hp hp, int n_in, const int *w, long n) {
-    memset(r, 0, sizeof *r);
-    r->def = np_layer_find(kind);
-    assert_non_null(r->def);
-    r->hp = hp;
-    r->n = n;
-    r->s.n_in = n_in;
-    for (int k = 0; k < n_in; k++)
-        r->s.in[k] = w[k];
-    np_error e;
-    if (r->def->shape(&r->hp, &r->s, &e)) fail_msg("%s shape: %s", kind, e.msg);
-    uint64_t seed = 12345;
-    for (int k = 0; k < n_in; k++) {
-        r->in[k] = randv((size_t)n * w[k], &seed);
-        r->din[k] = calloc((size_t)n * w[k], sizeof(float));
-    }
-    for (int p = 0; p < r->s.n_params; p++) {
-        r->param[p] = randv(pcount(&r->s.param[p]), &seed);
-        r->dparam[p] = calloc(pcount(&r->s.param[p]), sizeof(float));
-    }
-    r->out = calloc((size_t)n * r->s.out, sizeof(float));
-    r->saved = r->s.saved ? calloc((size_t)n * r->s.saved, sizeof(float)) : NULL;
-    r->scratch = r->s.scratch ? calloc((size_t)n * r->s.scratch, sizeof(float)) : NULL;
-    r->R = randv((size_t)n * r->s.out, &seed);
-    r->dout = calloc((size_t)n * r->s.out, sizeof(float));
-}
-
-static void rig_free(rig *r) {
-    for (int k = 0; k < r->s.n_in; k++) {
-        free(r->in[k]);
-        free(r->din[k]);
-    }
-    for (int p = 0; p < r->s.n_params; p++) {
-        free(r->param[p]);
-        free(r->dparam[p]);
-    }
-    free(r->out);
-    free(r->saved);
-    free(r->scratch);
-    free(r->R);
-    free(r->dout);
-}
-
-static np_layer_io rig_io(rig *r) {
-    np_layer_io io = {.hp = &r->hp, .shape = &r->s, .n = r->n, .out = r->out, .saved = r->saved,
-                      .scratch = r->scratch, .dout = r->dout};
-    for (int k = 0; k < r->s.n_in; k++) {
-        io.in[k] = r->in[k];
-        io.din[k] = r->din[k];
-    }
-    for (int p = 0; p < r->s.n_params; p++) {
-        io.param[p] = r->param[p];
-        io.dparam[p] = r->dparam[p];
-    }
-    return io;
+/* One kind on n rows: the rig of the CUDA kernel tests (tests/cudautil.h), its set 0 only
+ * (the CPU kernels), every input's gradient wanted, the same seed for every rig. */
+static void rig_make(cu_rig *r, const char *kind, np_layer_hp hp, int n_in, const int *w, long n) {
+    cu_rig_make(r, kind, hp, n_in, w, n, (1u << n_in) - 1u, 0, 12345);
 }
 
 /* L = sum(out * R), in double */
-static double rig_loss(rig *r) {
-    np_layer_io io = rig_io(r);
+static double rig_loss(cu_rig *r) {
+    np_layer_io io = cu_rig_io(r, 0);
     r->def->fwd(&io);
     double L = 0;
     for (size_t i = 0; i < (size_t)r->n * r->s.out; i++)
-        L += (double)r->out[i] * r->R[i];
+        L += (double)r->out[0][i] * r->R[i];
     return L;
 }
 
 /* Central differences of every element of x (count m) against the analytic g. */
-static double fd_worst(rig *r, float *x, const float *g, size_t m, const char *what) {
+static double fd_worst(cu_rig *r, float *x, const float *g, size_t m, const char *what) {
     const float h = 0.05f;
     double worst = 0;
     for (size_t i = 0; i < m; i++) {
@@ -129,23 +57,23 @@ static double fd_worst(rig *r, float *x, const float *g, size_t m, const char *w
 }
 
 static void check_kind(const char *kind, np_layer_hp hp, int n_in, const int *w) {
-    rig r;
+    cu_rig r;
     rig_make(&r, kind, hp, n_in, w, 3);
     rig_loss(&r);
-    memcpy(r.dout, r.R, (size_t)r.n * r.s.out * sizeof(float));
-    np_layer_io io = rig_io(&r);
+    memcpy(r.dout[0], r.R, (size_t)r.n * r.s.out * sizeof(float));
+    np_layer_io io = cu_rig_io(&r, 0);
     r.def->bwd(&io);
     /* the analytic gradients, kept before the finite differences rerun forward */
     float *gi[NP_LAYER_MAX_IN], *gp[NP_LAYER_MAX_PARAMS];
     for (int k = 0; k < n_in; k++) {
         size_t m = (size_t)r.n * w[k];
         gi[k] = malloc(m * sizeof(float));
-        memcpy(gi[k], r.din[k], m * sizeof(float));
+        memcpy(gi[k], r.din[0][k], m * sizeof(float));
     }
     for (int p = 0; p < r.s.n_params; p++) {
-        size_t m = pcount(&r.s.param[p]);
+        size_t m = cu_pcount(&r.s.param[p]);
         gp[p] = malloc(m * sizeof(float));
-        memcpy(gp[p], r.dparam[p], m * sizeof(float));
+        memcpy(gp[p], r.dparam[0][p], m * sizeof(float));
     }
     double worst = 0, x;
     for (int k = 0; k < n_in; k++) {
@@ -154,13 +82,13 @@ static void check_kind(const char *kind, np_layer_hp hp, int n_in, const int *w)
         free(gi[k]);
     }
     for (int p = 0; p < r.s.n_params; p++) {
-        x = fd_worst(&r, r.param[p], gp[p], pcount(&r.s.param[p]), r.s.param[p].name);
+        x = fd_worst(&r, r.param[p], gp[p], cu_pcount(&r.s.param[p]), r.s.param[p].name);
         worst = x > worst ? x : worst;
         free(gp[p]);
     }
     print_message("%-7s hp %d: worst relative error vs finite differences %.2e\n", kind, hp.i[0],
                   worst);
-    rig_free(&r);
+    cu_rig_free(&r);
 }
 
 static void test_fd_cross_full(void **state) {
@@ -188,7 +116,7 @@ static void test_cross_formula(void **state) {
     (void)state;
     for (int rank = 0; rank <= 2; rank += 2) {
         int w[2] = {5, 5};
-        rig r;
+        cu_rig r;
         rig_make(&r, "cross", (np_layer_hp){.i = {rank}}, 2, w, 4);
         rig_loss(&r);
         const float *W = r.param[0], *U = r.param[0], *V = r.param[1];
@@ -205,11 +133,11 @@ static void test_cross_formula(void **state) {
                     u += wij * xl[j];
                 }
                 double want = x0[i] * u + xl[i];
-                if (!tu_close(r.out[s * 5 + i], want, 1e-5, 1e-5))
+                if (!tu_close(r.out[0][s * 5 + i], want, 1e-5, 1e-5))
                     fail_msg("rank %d out[%ld,%d] = %g, formula %g", rank, s, i,
-                             (double)r.out[s * 5 + i], want);
+                             (double)r.out[0][s * 5 + i], want);
             }
-        rig_free(&r);
+        cu_rig_free(&r);
     }
 }
 
