@@ -19,6 +19,9 @@ extern "C" {
 /* "CUDA runtime 13.0, driver present, 1 device: NVIDIA H200 (sm_90, 140 GiB)"; returns
  * the number of devices (0 without a driver or a GPU). */
 int np_cuda_describe(char *buf, size_t n);
+/* Makes `device` the calling thread's current device (cudaSetDevice); errors are left to
+ * the first real call on it. */
+void np_cuda_use_device(int device);
 
 /* Codelet twins (codelets/embbag.c, bce.c, reduce.c, optim.c) */
 void np_cuda_pool_fwd(void *buffers[], void *cl_arg);

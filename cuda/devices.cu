@@ -23,3 +23,7 @@ int np_cuda_describe(char *buf, size_t n) {
     }
     return devices;
 }
+
+void np_cuda_use_device(int device) {
+    if (device >= 0) cudaSetDevice(device);
+}

@@ -22,7 +22,11 @@ cublasHandle_t np_cuda_blas(cudaStream_t s) {
         if (id >= 0 && starpu_worker_get_type(id) == STARPU_CUDA_WORKER) {
             cublasHandle_t h = starpu_cublas_get_local_handle();
             if (h) {
+                /* the handle is the worker's, shared with user layers' CUDA slots: set
+                 * what the plans rely on (host scalars, no TF32, this stream) each time */
                 NP_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+                NP_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+                NP_CUBLAS_CHECK(cublasSetStream(h, s));
                 return h;
             }
         }
@@ -30,6 +34,7 @@ cublasHandle_t np_cuda_blas(cudaStream_t s) {
     static thread_local cublasHandle_t own;
     if (!own) NP_CUBLAS_CHECK(cublasCreate(&own));
     NP_CUBLAS_CHECK(cublasSetMathMode(own, CUBLAS_DEFAULT_MATH));
+    NP_CUBLAS_CHECK(cublasSetPointerMode(own, CUBLAS_POINTER_MODE_HOST));
     NP_CUBLAS_CHECK(cublasSetStream(own, s));
     return own;
 }

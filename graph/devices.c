@@ -28,6 +28,11 @@ np_status np_devices_plan(const np_config *cfg, np_devices *d, np_error *err) {
     if (cfg->gpus > d->visible)
         return np_err(err, NP_STATUS_BAD_INPUT, "gpus: %d asked for, but CUDA sees %d (%s)",
                       cfg->gpus, d->visible, np_cuda_info());
+    if (cfg->gpus > STARPU_MAXCUDADEVS)
+        return np_err(err, NP_STATUS_UNSUPPORTED,
+                      "gpus: %d asked for, but this StarPU drives at most %d GPUs a process; run "
+                      "one rank per %d GPUs (or rebuild StarPU with --enable-maxcudadev)",
+                      cfg->gpus, STARPU_MAXCUDADEVS, STARPU_MAXCUDADEVS);
     if (cfg->comm == NP_COMM_NCCL) { /* NCCL drives exactly one GPU per rank */
         np_status st = np_comm_backend_check(cfg, d->visible, err);
         if (st) return st;
@@ -45,16 +50,22 @@ np_status np_devices_plan(const np_config *cfg, np_devices *d, np_error *err) {
         int ranks = cfg->local_ranks > 0 ? cfg->local_ranks : 1;
         per = d->visible >= ranks ? d->visible / ranks : d->visible > 0;
     }
-    if (per > STARPU_NMAXWORKERS / 2) per = STARPU_NMAXWORKERS / 2;
+    if (per > STARPU_MAXCUDADEVS) per = STARPU_MAXCUDADEVS; /* all: what StarPU can drive */
     d->ncuda = per;
     /* rank r on the host starts at its own device, so ranks spread over the GPUs first */
     d->first = d->visible ? (cfg->local_rank * (per ? per : 1)) % d->visible : 0;
     return NP_OK;
 }
 
-void np_devices_conf(const np_devices *d, struct starpu_conf *conf) {
+void np_devices_conf(const np_devices *d, int cpu_workers, struct starpu_conf *conf) {
     if (getenv("STARPU_NCUDA")) return; /* the user's choice; np_devices_check reads it */
     conf->ncuda = d->ncuda;
+    if (d->ncuda > 0 && cpu_workers > 0) { /* each CUDA worker's thread takes a core */
+        conf->ncpus = cpu_workers > d->ncuda ? cpu_workers - d->ncuda : 1;
+        if (conf->use_explicit_workers_bindid) /* the list wraps for a one-core slice */
+            for (int i = cpu_workers; i < conf->ncpus + d->ncuda && i < STARPU_NMAXWORKERS; i++)
+                conf->workers_bindid[i] = conf->workers_bindid[i % cpu_workers];
+    }
 #ifdef STARPU_USE_CUDA
     if (d->ncuda > 0 && d->visible > 0 && d->ncuda <= STARPU_NMAXWORKERS) {
         conf->use_explicit_workers_cuda_gpuid = 1;
@@ -79,6 +90,16 @@ np_status np_devices_check(const np_config *cfg, const struct np_model *m, np_de
                           kind_names[k], gpus, np_cuda_info());
     }
     if (!d->ncuda) memset(d->where, 0, sizeof d->where); /* every codelet has a CPU function */
+    d->nccl_dev = -1;
+    if (cfg->comm == NP_COMM_NCCL) { /* the communicator goes on its one worker's device */
+        int id;
+        if (d->ncuda != 1 || starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &id, 1) != 1)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "comm: nccl drives one GPU per rank, but StarPU started %d CUDA "
+                          "workers here (STARPU_NCUDA?)",
+                          d->ncuda);
+        d->nccl_dev = starpu_worker_get_devid(id);
+    }
     if (cfg->place[NP_PLACE_DENSE] == NP_ARCH_CUDA) {
         const np_graph_t *g = m->graph;
         for (int v = 0; v < g->n; v++) {

@@ -9,6 +9,8 @@
 #include <starpu_expert.h>
 #ifdef NP_HAVE_CUDA
 #include <starpu_cublas.h>
+
+#include "cuda/cuda.h"
 #endif
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,7 +195,6 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     conf.sched_policy_name = cfg->sched;
-    np_devices_conf(&dev, &conf);
     conf.nopencl = 0;
     if (pl.workers) conf.ncpus = pl.workers;
     if (pl.bind) {
@@ -201,6 +202,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         for (int w = 0; w < pl.workers; w++)
             conf.workers_bindid[w] = (unsigned)pl.bind_pu[w];
     }
+    np_devices_conf(&dev, pl.workers, &conf);
     /* unbound (more ranks than the cores can split): StarPU has no conf field for it */
     int nobind = !pl.bind && pl.workers && !getenv("STARPU_WORKERS_NOBIND");
     if (nobind) setenv("STARPU_WORKERS_NOBIND", "1", 1);
@@ -226,7 +228,12 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     }
     e->dev = dev;
 #ifdef NP_HAVE_CUDA
-    if (dev.ncuda) starpu_cublas_init(); /* a cuBLAS handle per CUDA worker, on its stream */
+    if (dev.ncuda) {
+        /* the driver's own CUDA calls (cuBLAS's main handle, NCCL's setup) on the rank's
+         * first device, not device 0 of every rank */
+        np_cuda_use_device(dev.nccl_dev >= 0 ? dev.nccl_dev : dev.first);
+        starpu_cublas_init(); /* a cuBLAS handle per CUDA worker, on its stream */
+    }
 #endif
 
     const char *spin = getenv("NP_IDLE_SPIN");
@@ -265,7 +272,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                        : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
     /* --comm nccl: the rank's communicator on the GPU of its CUDA worker (collective) */
     if (!st && cfg->comm == NP_COMM_NCCL)
-        st = dev.ncuda ? np_backend_nccl_create(e->comm, dev.first, &e->nccl, err)
+        st = dev.ncuda ? np_backend_nccl_create(e->comm, dev.nccl_dev, &e->nccl, err)
                        : np_err(err, NP_STATUS_BAD_INPUT,
                                 "comm: nccl needs this rank's CUDA worker, but StarPU started "
                                 "none (STARPU_NCUDA=0?)");
