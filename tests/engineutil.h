@@ -78,4 +78,21 @@ static inline int same_bytes(const np_model_t *a, const np_model_t *b) {
            !memcmp(a->table_mem, b->table_mem, n * 4);
 }
 
+/* Trains cs (an engine) and cr (the reference) for `steps` and holds them within (atol,
+ * rtol); shows the check can fail: the trained reference is far from its initial model. */
+static inline void expect_near_reference(const np_config *cs, const np_config *cr, long steps,
+                                         double atol, double rtol, const char *what) {
+    np_model_t *ms = train(cs, steps), *mr = train(cr, steps);
+    double d = model_diff(ms, mr, atol, rtol);
+    print_message("%s: worst |engine-ref| is %.3g of the tolerance\n", what, d);
+    assert_true(d <= 1.0);
+    np_model_t *m0;
+    np_error e = {{0}};
+    assert_int_equal(np_model_create(cr, &m0, &e), NP_OK);
+    assert_true(model_diff(m0, mr, atol, rtol) > 10.0);
+    np_model_free(m0);
+    np_model_free(ms);
+    np_model_free(mr);
+}
+
 #endif

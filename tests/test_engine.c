@@ -74,18 +74,7 @@ static np_model_t *train_ahead(const np_config *c, long steps, uint64_t *synced)
 
 static void check_vs_reference(const char *optim) {
     np_config cs = small_cfg(NP_ENGINE_STARPU, optim), cr = small_cfg(NP_ENGINE_REFERENCE, optim);
-    np_model_t *ms = train(&cs, 50), *mr = train(&cr, 50);
-    double d = model_diff(ms, mr, EQ_ATOL, EQ_RTOL);
-    print_message("%s: worst |starpu-ref| is %.3g of the tolerance\n", optim, d);
-    assert_true(d <= 1.0);
-    /* the comparison can fail: the trained model is far from the initial one */
-    np_model_t *m0;
-    np_error e = {{0}};
-    assert_int_equal(np_model_create(&cr, &m0, &e), NP_OK);
-    assert_true(model_diff(m0, mr, EQ_ATOL, EQ_RTOL) > 10.0);
-    np_model_free(m0);
-    np_model_free(ms);
-    np_model_free(mr);
+    expect_near_reference(&cs, &cr, 50, EQ_ATOL, EQ_RTOL, optim);
 }
 
 static void test_matches_reference_sgd(void **state) {

@@ -34,18 +34,9 @@ static np_config gpu_cfg(const char *optim, const char *place, const char *sched
 
 static void check_vs_reference(const char *optim, const char *place, const char *sched) {
     np_config cg = gpu_cfg(optim, place, sched), cr = small_cfg(NP_ENGINE_REFERENCE, optim);
-    np_model_t *mg = train(&cg, 50), *mr = train(&cr, 50);
-    double d = model_diff(mg, mr, GPU_ATOL, GPU_RTOL);
-    print_message("%s, place %s, sched %s: worst |gpu-ref| is %.3g of the tolerance\n", optim,
-                  place, sched, d);
-    assert_true(d <= 1.0);
-    np_model_t *m0; /* the comparison can fail: training moved the model */
-    np_error e = {{0}};
-    assert_int_equal(np_model_create(&cr, &m0, &e), NP_OK);
-    assert_true(model_diff(m0, mr, GPU_ATOL, GPU_RTOL) > 10.0);
-    np_model_free(m0);
-    np_model_free(mg);
-    np_model_free(mr);
+    char what[96];
+    snprintf(what, sizeof what, "%s, place %s, sched %s", optim, place, sched);
+    expect_near_reference(&cg, &cr, 50, GPU_ATOL, GPU_RTOL, what);
 }
 
 static void test_pinned_matches_reference_sgd(void **state) {
