@@ -77,8 +77,8 @@ void np_devices_conf(const np_devices *d, int cpu_workers, struct starpu_conf *c
 
 np_status np_devices_check(const np_config *cfg, const struct np_model *m, np_devices *d,
                            np_error *err) {
-    char gpus[16] = "all";
-    if (cfg->gpus >= 0) snprintf(gpus, sizeof gpus, "%d", cfg->gpus);
+    char gpus[16] = "?";
+    (void)np_config_get(cfg, "gpus", gpus, sizeof gpus); /* "all" or the count, as given */
     d->ncuda = (int)starpu_worker_get_count_by_type(STARPU_CUDA_WORKER);
     if (d->ncuda < 0) d->ncuda = 0;
     for (int k = 0; k < NP_PLACE_KINDS; k++) {
