@@ -49,7 +49,7 @@ typedef struct np_syn np_syn;
 NP_NODISCARD np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err);
 
 /* Writes records j0 .. j0+n-1 of split (stream indices from np_split_index) into b. */
-NP_NODISCARD np_status np_syn_fill(const np_syn *s, np_split split, long every, uint64_t j0, long n,
+NP_NODISCARD np_status np_syn_fill(np_syn *s, np_split split, long every, uint64_t j0, long n,
                                    np_batch *b, np_error *err);
 void np_syn_free(np_syn *s);
 

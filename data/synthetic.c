@@ -23,6 +23,10 @@
 
 /* A Zipf CDF of 8 bytes per row; beyond this the CDF alone would rival the tables. */
 #define SYN_CDF_MAX_ROWS (INT64_C(1) << 28)
+/* The teacher weights of keys below this are kept once computed: 64 KiB a table, where the
+ * most popular keys of a Zipf table without latent groups are (a cache of every row was
+ * no faster: its loads missed the cache as often as the draws it saved). */
+#define SYN_TEACHER_CACHE_KEYS 8192
 /* Key draw counters are ((i*T + t) << 16) + k, so a bag holds fewer than 2^16 keys. */
 #define SYN_MAX_BAG 65535
 
@@ -38,6 +42,14 @@ struct np_syn {
     double **own;       /* (n_own) the distinct CDFs, owned: cdf[t] points into these */
     int n_own;
     double *a; /* (n_dense) dense teacher weights */
+    /* (T) table t's teacher weights w_t[key] of its first w_keys[t] keys, filled on first
+     * use (0.0: not yet; a weight that is 0.0 is recomputed every time, which gives the
+     * same value). A cache of a pure function: the data are the same with or without it.
+     * np_syn_fill is not to be called on one np_syn from two threads. */
+    double **w;
+    int64_t *w_keys; /* (T) keys cached for table t: min(rows, SYN_TEACHER_CACHE_KEYS) */
+    double *zk; /* (zk_cap) np_syn_fill's scratch */
+    size_t zk_cap;
 };
 
 void np_syn_free(np_syn *s) {
@@ -49,7 +61,23 @@ void np_syn_free(np_syn *s) {
     free(s->guide);
     free(s->rows);
     free(s->a);
+    if (s->w)
+        for (int t = 0; t < s->T; t++)
+            free(s->w[t]);
+    free(s->w);
+    free(s->w_keys);
+    free(s->zk);
     free(s);
+}
+
+/* Table t's teacher weight of a key (docs/data.md "Synthetic data"). */
+static double teacher_weight(np_syn *s, int t, int64_t key) {
+    double *w = key < s->w_keys[t] ? s->w[t] + key : NULL;
+    if (w && *w != 0.0) return *w;
+    double v = np_rng_normal(s->seed ^ TEACHER_SEED_XOR, (uint64_t)NP_STREAM_TEACHER + (uint64_t)t,
+                             (uint64_t)key);
+    if (w) *w = v;
+    return v;
 }
 
 /* Buckets of a CDF's guide table: the inverse-CDF search of a key starts from its bucket's
@@ -122,7 +150,9 @@ np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err) {
     s->guide = np_zalloc((size_t)T, sizeof(int64_t *), "synthetic CDF guides", err);
     s->own = np_zalloc((size_t)T, sizeof(double *), "synthetic CDF list", err);
     s->a = np_alloc((size_t)n_dense, sizeof(double), "synthetic teacher weights", err);
-    if (!s->rows || !s->cdf || !s->guide || !s->own || !s->a) goto fail;
+    s->w = np_zalloc((size_t)T, sizeof(double *), "synthetic teacher caches", err);
+    s->w_keys = np_zalloc((size_t)T, sizeof(int64_t), "synthetic teacher cache sizes", err);
+    if (!s->rows || !s->cdf || !s->guide || !s->own || !s->a || !s->w || !s->w_keys) goto fail;
     for (int t = 0; t < T; t++) {
         s->rows[t] = np_config_rows(cfg, t);
         if (s->rows[t] < 1) {
@@ -148,6 +178,15 @@ np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err) {
         }
         for (int t = 0; t < T; t++)
             s->guide[t] = (const int64_t *)(const void *)(s->cdf[t] + s->rows[t]);
+    }
+    for (int t = 0; t < T; t++) {
+        /* latent groups rotate the popular keys away from the small ids: no cache then */
+        s->w_keys[t] = s->groups > 0                          ? 0
+                       : s->rows[t] < SYN_TEACHER_CACHE_KEYS ? s->rows[t]
+                                                              : SYN_TEACHER_CACHE_KEYS;
+        if (!(s->w[t] = np_zalloc((size_t)s->w_keys[t], sizeof(double), "synthetic teacher cache",
+                                  err)))
+            goto fail;
     }
     for (int j = 0; j < n_dense; j++)
         s->a[j] = np_rng_normal(s->seed, TEACHER_DENSE_STREAM, j);
@@ -218,7 +257,7 @@ static int64_t draw_rank(const np_syn *s, uint64_t i, int t, uint32_t k) {
     return lo;
 }
 
-np_status np_syn_fill(const np_syn *s, np_split split, long every, uint64_t j0, long n, np_batch *b,
+np_status np_syn_fill(np_syn *s, np_split split, long every, uint64_t j0, long n, np_batch *b,
                       np_error *err) {
     const int T = s->T, D = s->n_dense;
     const size_t n1 = (size_t)n + 1;
@@ -245,13 +284,33 @@ np_status np_syn_fill(const np_syn *s, np_split split, long every, uint64_t j0, 
     if ((st = np_batch_reserve_keys(b, (size_t)total, err))) return st;
     b->nnz = (size_t)total;
 
-    /* pass 2: keys */
+    /* pass 2: keys, and each bag's mean teacher weight summed into zk (table-major, so one
+     * table's CDF and weights stay in cache; each sample still adds its tables in order) */
+    double *zk = s->zk; /* (n) the key part of each sample's teacher logit */
+    if ((size_t)n > s->zk_cap) {
+        if (!(zk = np_alloc((size_t)n, sizeof *zk, "synthetic teacher sums", err)))
+            return NP_STATUS_NO_MEMORY;
+        free(s->zk);
+        s->zk = zk;
+        s->zk_cap = (size_t)n;
+    }
+    for (long r = 0; r < n; r++)
+        zk[r] = 0.0;
     for (int t = 0; t < T; t++) {
         for (long r = 0; r < n; r++) {
             uint64_t i = np_split_index(split, every, j0 + (uint64_t)r);
             uint32_t a = off[(size_t)t * n1 + (size_t)r], e = off[(size_t)t * n1 + (size_t)r + 1];
             for (uint32_t k = 0; k < e - a; k++)
                 b->keys[a + k] = draw_key(s, i, t, k);
+        }
+        /* the weights apart from the draws: each loop then runs tight */
+        for (long r = 0; r < n; r++) {
+            uint32_t a = off[(size_t)t * n1 + (size_t)r], e = off[(size_t)t * n1 + (size_t)r + 1];
+            if (e == a) continue; /* an empty bag says nothing */
+            double m = 0.0;
+            for (uint32_t q = a; q < e; q++)
+                m += teacher_weight(s, t, b->keys[q]);
+            zk[r] += m / (double)(e - a);
         }
     }
 
@@ -266,17 +325,7 @@ np_status np_syn_fill(const np_syn *s, np_split split, long every, uint64_t j0, 
                 (float)np_rng_normal(s->seed, NP_STREAM_SYN_DENSE, i * (uint64_t)D + (uint64_t)j);
             zd += s->a[j] * (double)x[j];
         }
-        double zk = 0.0;
-        for (int t = 0; t < T; t++) {
-            uint32_t a = off[(size_t)t * n1 + (size_t)r], e = off[(size_t)t * n1 + (size_t)r + 1];
-            if (e == a) continue; /* an empty bag says nothing */
-            double m = 0.0;
-            for (uint32_t q = a; q < e; q++)
-                m += np_rng_normal(s->seed ^ TEACHER_SEED_XOR, (uint64_t)NP_STREAM_TEACHER + t,
-                                   (uint64_t)b->keys[q]);
-            zk += m / (double)(e - a);
-        }
-        double z = TEACHER_BIAS + TEACHER_DENSE * zd / sqrt_d + TEACHER_KEY * zk / sqrt_t;
+        double z = TEACHER_BIAS + TEACHER_DENSE * zd / sqrt_d + TEACHER_KEY * zk[r] / sqrt_t;
         double p = 1.0 / (1.0 + exp(-z));
         b->label[r] = np_rng_uniform(s->seed, NP_STREAM_SYN_LABEL, i) < p ? 1.0f : 0.0f;
     }
