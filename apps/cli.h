@@ -21,6 +21,9 @@ int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_hel
 /* `nestpipe export` (apps/export.c). */
 int np_cmd_export(int argc, char **argv);
 
+/* `nestpipe generate` (apps/generate.c). */
+int np_cmd_generate(np_dist_t *dist, int argc, char **argv);
+
 /* `nestpipe predict` (apps/predict.c). */
 int np_cmd_predict(np_dist_t *dist, int argc, char **argv);
 

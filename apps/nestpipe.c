@@ -108,6 +108,7 @@ static const char *main_help =
     "commands:\n"
     "  train [flags]                        train a model (nestpipe train --help)\n"
     "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
+    "  generate OUT.bin --samples N [flags]  synthetic data to a binary file (--help)\n"
     "  predict --params P --data SPEC --out FILE   score records (nestpipe predict --help)\n"
     "  export MODEL.params OUT.npz          a --dump-params file as a NumPy archive\n"
     "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"
@@ -924,6 +925,7 @@ static int run(np_dist_t *dist, int argc, char **argv) {
     if (!strcmp(argv[1], "train")) return cmd_train(dist, argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(argv[1], "predict")) return np_cmd_predict(dist, argc - 2, argv + 2);
+    if (!strcmp(argv[1], "generate")) return np_cmd_generate(dist, argc - 2, argv + 2);
     if (!strcmp(argv[1], "export")) return np_cmd_export(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "trace")) return np_cmd_trace(argc - 2, argv + 2);

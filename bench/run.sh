@@ -81,6 +81,19 @@ log() { echo "run.sh: $*" >&2; }
 # ---- sgemm peaks: each library with 1 thread and with every core; the best all-core figure is
 # the one nestpipe's dense rate is set against (bench/README.md "sgemm peak").
 CFLAGS_BENCH=(-std=c11 -O2 -Wall -Wextra -pedantic -D_POSIX_C_SOURCE=200809L)
+# OpenBLAS is the bench's own dependency (nestpipe builds on oneDNN): installed from Debian
+# when missing and this is root, as .ci/deps does; otherwise a one-line refusal.
+if ! pkg-config --exists openblas; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    log "installing libopenblas-dev (the OpenBLAS sgemm peak rows)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends libopenblas-dev >/dev/null
+  fi
+  pkg-config --exists openblas || {
+    echo "bench/run.sh: needs OpenBLAS for its sgemm peak rows: apt-get install libopenblas-dev" >&2
+    exit 2
+  }
+fi
 log "building sgemm_peak (OpenBLAS, oneDNN) and the MKL shim"
 SGEMM_OB=$WORK/sgemm_peak_openblas
 # shellcheck disable=SC2046 # pkg-config prints a list of flags
@@ -186,7 +199,7 @@ record_fail() { printf '%s\tfailed\t%s\t\n' "$1" "$(printf '%s' "$2" | tr '\t\n'
 
 # nestpipe: one process per run, samples/s from its --metrics-json.
 run_nestpipe() { # ENGINE [LABEL-SUFFIX FLAG...]: extra flags make an extra row
-  local engine=$1 label="nestpipe --engine $1${2:-}" rates="" rates_c="" r m=$WORK/m.json steps loss
+  local engine=$1 label="nestpipe --engine $1${2:-}" rates="" r m=$WORK/m.json steps loss
   local ran pipe
   local extra=("${@:3}")
   for ((r = 1; r <= REPEATS; r++)); do
@@ -212,18 +225,34 @@ run_nestpipe() { # ENGINE [LABEL-SUFFIX FLAG...]: extra flags make an extra row
       LAYER_FLOPS=$(json_get "$m" dense_flop_per_sample) || LAYER_FLOPS=""
     fi
     rates+="$(json_get "$m" samples_per_s) "
-    rates_c+="$(json_get "$m" samples_per_s_compute) "
   done
-  record_ok "$label" "$rates" \
-    "pipeline ${pipe:-?}; all-in: synthetic batch generation included"
-  # The same runs with the time spent generating batches left out: PyTorch's footing.
-  ((${#extra[@]} == 0)) || return 0
-  record_ok "$label, data excluded" "$rates_c" \
-    "same runs; time in the data source left out, as PyTorch's figure leaves it out"
+  if [[ ${2:-} == ", data pre-generated" ]]; then
+    record_ok "$label" "$rates" \
+      "pipeline ${pipe:-?}; the same batches read from a file written beforehand by nestpipe generate (PyTorch's footing)"
+  else
+    record_ok "$label" "$rates" "pipeline ${pipe:-?}; all-in: synthetic batch generation included"
+  fi
 }
+# The same records, generated once beforehand as PyTorch's are: `nestpipe generate` writes
+# the synthetic stream to a binary file, and a run on it trains on the very batches (and
+# model) of the all-in run; its samples/s includes reading the file. (The metrics'
+# samples_per_s_compute, wall time minus time in the data source, is no such figure when
+# generation shares the cores with the workers: it counted generation's wall time as if
+# the workers had stood still meanwhile.)
+PREGEN=$WORK/pregen.bin
+PREGEN_RECORDS=$(((STEPS * BATCH * 10 + 8) / 9 + BATCH)) # train split of --eval-every 10
 LAYER_FLOPS=""
 run_nestpipe starpu
 run_nestpipe reference
+log "nestpipe generate: $PREGEN_RECORDS records"
+if "$NESTPIPE" generate "$PREGEN" --samples "$PREGEN_RECORDS" "${SHAPE[@]}" >"$WORK/out" \
+  2>"$WORK/err"; then
+  run_nestpipe starpu ", data pre-generated" --data "bin:$PREGEN"
+  run_nestpipe reference ", data pre-generated" --data "bin:$PREGEN"
+  rm -f "$PREGEN"
+else
+  record_fail "nestpipe --engine starpu, data pre-generated" "$(tail -n 1 "$WORK/err")"
+fi
 # the default pipeline against sequential, and bf16 products (on CPUs with avx512_bf16)
 run_nestpipe starpu ", --pipeline sequential" --pipeline sequential
 if "$NESTPIPE" --version | grep -q 'avx512_core_\(bf16\|amx\)'; then
@@ -321,10 +350,11 @@ med = {label: statistics.median(float(v) for v in data.split())
        for label, status, data, _ in rows if status == "ok"}
 torch = [k for k in med if k.startswith("PyTorch")]
 best = max(torch, key=med.get) if torch else None
-ref, sp = "nestpipe --engine reference", "nestpipe --engine starpu, data excluded"
+ref, sp = "nestpipe --engine reference", "nestpipe --engine starpu, data pre-generated"
 spa = "nestpipe --engine starpu"
-def ref_for(label):  # compare like with like: data excluded vs data excluded
-    return ref + ", data excluded" if label.endswith(", data excluded") else ref
+def ref_for(label):  # compare like with like: pre-generated vs pre-generated
+    pg = ", data pre-generated"
+    return ref + pg if label.endswith(pg) else ref
 def ratio(a, b):
     return f"{med[a] / med[b]:.2f}×" if a in med and b in med else "–"
 def gflops(label):
@@ -359,10 +389,11 @@ with open(sys.argv[6], "w", encoding="utf-8") as out:
             print(f"- {label}: dense work {gflops(label):.1f} GFLOP/s = {of_peak(label)} of the "
                   f"best {core_adj(nproc)} sgemm peak; no PyTorch row to compare with.", file=out)
     print(file=out)
-    if sp in med and best:
-        met = "met" if med[sp] >= 2 * med[best] else "not met"
-        print(f"Goal, starpu ≥ 2× the best PyTorch: **{met}** ({ratio(sp, best)} of {best}).",
-              file=out)
+    if spa in med and best:
+        met = "met" if med[spa] >= 2 * med[best] else "not met"
+        print(f"Goal, starpu with its default pipeline, data generation included, ≥ 2× the best "
+              f"PyTorch: **{met}** ({ratio(spa, best)} of {best}; "
+              f"{ratio(sp, best)} on pre-generated data).", file=out)
     else:
         print("Goal, starpu ≥ 2× the best PyTorch: **not measured** (a side failed).", file=out)
     if best and peak:
@@ -407,9 +438,10 @@ if [[ $QUICK == 1 ]]; then RUN_FLAGS="--quick"; fi
   echo
   echo "nestpipe's all-in samples/s is its own \`--metrics-json\` figure: every step from the"
   echo "first, synthetic batch generation included. PyTorch's leaves out data generation (done"
-  echo "beforehand) and its warm-up steps; the 'data excluded' rows leave out the time nestpipe"
-  echo "spends in its data source (\`samples_per_s_compute\`), which is the fair comparison and"
-  echo "the one the goal is judged on. **Best PyTorch** is the fastest PyTorch median: each build"
+  echo "beforehand) and its warm-up steps; the 'data pre-generated' rows are nestpipe on that"
+  echo "footing: the same records written to a file beforehand (\`nestpipe generate\`), read"
+  echo "during the run (the same batches, so the same model). The goal is judged all-in, as the"
+  echo "issue states it. **Best PyTorch** is the fastest PyTorch median: each build"
   echo "measured (Machine, below), with 1 and $NPROC thread(s), each with the library defaults"
   echo "and, where a knob changes the build's kernels, with the CPU's instruction set forced."
   echo

@@ -215,35 +215,65 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
     return NP_OK;
 }
 
-/* ---------------------------------------------------------------- convert */
+/* ---------------------------------------------------------------- writers */
 
-static void encode_header(unsigned char *h, uint64_t n_records, uint64_t n_keys) {
+static void encode_header(unsigned char *h, uint32_t n_dense, uint32_t n_tables,
+                          uint64_t n_records, uint64_t n_keys) {
     memcpy(h, bin_magic, sizeof bin_magic);
     np_le_put32(h + 8, NP_BIN_VERSION);
-    np_le_put32(h + 12, NP_CRITEO_DENSE);
-    np_le_put32(h + 16, NP_CRITEO_TABLES);
+    np_le_put32(h + 12, n_dense);
+    np_le_put32(h + 16, n_tables);
     np_le_put32(h + 20, 0);
     np_le_put64(h + 24, n_records);
     np_le_put64(h + 32, n_keys);
 }
 
+/* A binary file being written: beside the target under a unique name, renamed at the end,
+ * so a failed write leaves no half file and two writers to one target never share a
+ * temporary. The header's counts are patched in at the commit. */
+typedef struct {
+    np_outfile o;
+    const char *path;
+    uint32_t n_dense, n_tables;
+    uint64_t n_records, n_keys;
+} bin_writer;
+
+static np_status writer_open(bin_writer *w, const char *path, const char *what, int n_dense,
+                             int n_tables, np_error *err) {
+    *w = (bin_writer){.path = path, .n_dense = (uint32_t)n_dense, .n_tables = (uint32_t)n_tables};
+    np_status st = need_little_endian(err);
+    if (st || (st = np_outfile_open(&w->o, path, what, err))) return st;
+    setvbuf(w->o.f, NULL, _IOFBF, BIN_IO_CHUNK);
+    unsigned char h[NP_BIN_HEADER_BYTES];
+    encode_header(h, w->n_dense, w->n_tables, 0, 0); /* placeholder */
+    if (fwrite(h, 1, sizeof h, w->o.f) != sizeof h)
+        return np_err(err, NP_STATUS_IO, "%s: cannot write: %s", path, strerror(errno));
+    return NP_OK;
+}
+
+/* Bytes of records; the caller counts records and keys into w. */
+static np_status writer_put(bin_writer *w, const void *p, size_t n, np_error *err) {
+    if (fwrite(p, 1, n, w->o.f) == n) return NP_OK;
+    return np_err(err, NP_STATUS_IO, "%s: cannot write: %s", w->path, strerror(errno));
+}
+
+static np_status writer_commit(bin_writer *w, np_error *err) {
+    unsigned char h[NP_BIN_HEADER_BYTES];
+    encode_header(h, w->n_dense, w->n_tables, w->n_records, w->n_keys);
+    int failed = fseek(w->o.f, 0, SEEK_SET) || fwrite(h, 1, sizeof h, w->o.f) != sizeof h;
+    return np_outfile_commit(&w->o, failed, err);
+}
+
+/* ---------------------------------------------------------------- convert */
+
 np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip_bad_lines,
                             long *n_written, long *n_skipped, np_error *err) {
-    long written = 0, skipped = 0;
+    long skipped = 0;
     np_tsv_reader *in = NULL;
-    np_outfile o = {0};
-    FILE *f = NULL;
-    np_status st = need_little_endian(err);
-    if (st) goto done;
-    if ((st = np_tsv_open(tsv_path, &in, err))) goto done;
-    /* write beside the target under a unique name and rename at the end: a failed convert
-     * leaves no half file, and two converts to one target never share a temporary */
-    if ((st = np_outfile_open(&o, bin_path, "convert", err))) goto done;
-    f = o.f;
-    setvbuf(f, NULL, _IOFBF, BIN_IO_CHUNK);
-    unsigned char h[NP_BIN_HEADER_BYTES];
-    encode_header(h, 0, 0); /* placeholder; counts are patched at the end */
-    if (fwrite(h, 1, sizeof h, f) != sizeof h) goto write_fail;
+    bin_writer w = {0};
+    np_status st = np_tsv_open(tsv_path, &in, err);
+    if (st || (st = writer_open(&w, bin_path, "convert", NP_CRITEO_DENSE, NP_CRITEO_TABLES, err)))
+        goto done;
 
     /* one record: label, dense (13), count (26) all 1, keys (26) */
     enum { REC_BYTES = 4 + 4 * NP_CRITEO_DENSE + 4 * NP_CRITEO_TABLES + 8 * NP_CRITEO_TABLES };
@@ -268,20 +298,70 @@ np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip
         memcpy(rec, &cr.label, 4);
         memcpy(rec + 4, cr.dense, sizeof cr.dense);
         memcpy(rec + 4 + 4 * NP_CRITEO_DENSE + 4 * NP_CRITEO_TABLES, cr.cat, sizeof cr.cat);
-        if (fwrite(rec, 1, sizeof rec, f) != sizeof rec) goto write_fail;
-        written++;
+        if ((st = writer_put(&w, rec, sizeof rec, err))) goto done;
+        w.n_records++;
+        w.n_keys += NP_CRITEO_TABLES;
     }
-    st = NP_OK;
-    encode_header(h, (uint64_t)written, (uint64_t)written * NP_CRITEO_TABLES);
-    int failed = fseek(f, 0, SEEK_SET) || fwrite(h, 1, sizeof h, f) != sizeof h;
-    st = np_outfile_commit(&o, failed, err);
-    goto done;
-write_fail:
-    st = np_err(err, NP_STATUS_IO, "%s: cannot write: %s", bin_path, strerror(errno));
+    st = writer_commit(&w, err);
 done:
-    np_outfile_discard(&o); /* after a commit: nothing left to remove */
+    np_outfile_discard(&w.o); /* after a commit: nothing left to remove */
     np_tsv_close(in);
-    if (n_written) *n_written = written;
+    if (n_written) *n_written = (long)w.n_records;
     if (n_skipped) *n_skipped = skipped;
+    return st;
+}
+
+/* ---------------------------------------------------------------- generate */
+
+np_status np_generate_synthetic(const np_config *cfg, long n_records, const char *bin_path,
+                                np_error *err) {
+    if (n_records < 1)
+        return np_err(err, NP_STATUS_BAD_INPUT, "generate: %ld records; need at least 1",
+                      n_records);
+    np_syn *syn = NULL;
+    np_batch b = {0};
+    bin_writer w = {0};
+    unsigned char *rec = NULL;
+    const int D = cfg->bottom[0], T = cfg->tables;
+    np_status st = np_syn_create(cfg, &syn, err);
+    if (st || (st = writer_open(&w, bin_path, "generate", D, T, err))) goto done;
+    /* records in blocks of a few thousand: each record is a pure function of its index */
+    const long block = 4096;
+    for (long j0 = 0; j0 < n_records; j0 += block) {
+        long n = n_records - j0 < block ? n_records - j0 : block;
+        if ((st = np_syn_fill(syn, NP_SPLIT_TRAIN, 0, (uint64_t)j0, n, &b, err))) goto done;
+        const size_t n1 = (size_t)n + 1;
+        for (long r = 0; r < n; r++) {
+            size_t keys = 0;
+            for (int t = 0; t < T; t++)
+                keys += b.offsets[(size_t)t * n1 + (size_t)r + 1] - b.offsets[(size_t)t * n1 + (size_t)r];
+            size_t bytes = 4 + 4 * (size_t)D + 4 * (size_t)T + 8 * keys;
+            unsigned char *q = realloc(rec, bytes);
+            if (!q) {
+                st = np_err(err, NP_STATUS_NO_MEMORY, "generate: out of memory for a record");
+                goto done;
+            }
+            rec = q;
+            memcpy(q, &b.label[r], 4);
+            memcpy(q + 4, b.dense + (size_t)r * (size_t)D, 4 * (size_t)D);
+            unsigned char *cnt = q + 4 + 4 * (size_t)D, *key = cnt + 4 * (size_t)T;
+            for (int t = 0; t < T; t++) {
+                uint32_t a = b.offsets[(size_t)t * n1 + (size_t)r],
+                         e = b.offsets[(size_t)t * n1 + (size_t)r + 1];
+                np_le_put32(cnt + 4 * (size_t)t, e - a);
+                for (uint32_t k = a; k < e; k++, key += 8)
+                    np_le_put64(key, (uint64_t)b.keys[k]);
+            }
+            if ((st = writer_put(&w, q, bytes, err))) goto done;
+            w.n_records++;
+            w.n_keys += keys;
+        }
+    }
+    st = writer_commit(&w, err);
+done:
+    np_outfile_discard(&w.o);
+    free(rec);
+    np_batch_free(&b);
+    np_syn_free(syn);
     return st;
 }

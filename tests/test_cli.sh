@@ -130,10 +130,34 @@ grep -q '"sched": "dmda"' "$W/dmda.json" && ok "STARPU_SCHED=dmda runs and is re
 [[ ! -s $W/err && ! -s $W/out ]] && ok "--quiet: nothing printed, StarPU's notices included" ||
   bad "--quiet printed: $(head -c 300 "$W/err")"
 # every command answers --help
-for cmd in train convert compare trace predict export; do
+for cmd in train convert generate compare trace predict export; do
   expect_ok "$cmd --help" "$NP" $cmd --help
   grep -q "usage" "$W/out" && ok "$cmd --help prints a usage" || bad "$cmd --help: $(head -n 2 "$W/out")"
 done
+# generate: the synthetic stream in a file trains the same model as the stream itself
+GF=(--tables 3 --rows 500 --bottom 5-16-8 --top 16-1 --dim 8 --batch 64 --eval-every 7
+    --eval-samples 100 --steps 15 --seed 9 --hot 3 --groups 4 --zipf 0.8 --quiet)
+expect_ok "generate" "$NP" generate "$W/gen.bin" --samples 1200 "${GF[@]}"
+[[ $(stat -c %s "$W/gen.bin") -gt 40 ]] && ok "generate wrote a file" || bad "generate: no file"
+"$NP" train "${GF[@]}" --dump-params "$W/gen_syn.params" --metrics-json "$W/gen_syn.json" &&
+  "$NP" train "${GF[@]}" --data "bin:$W/gen.bin" --dump-params "$W/gen_bin.params" \
+    --metrics-json "$W/gen_bin.json" || bad "generate: a training run failed"
+cmp -s "$W/gen_syn.params" "$W/gen_bin.params" &&
+  ok "generate: bin:FILE trains the synthetic run's model, bit for bit" ||
+  bad "generate: the models differ"
+[[ $(grep -o '"eval_auc": [^,]*' "$W/gen_syn.json") == $(grep -o '"eval_auc": [^,]*' "$W/gen_bin.json") ]] &&
+  ok "generate: the same held-out records" || bad "generate: eval differs"
+"$NP" train "${GF[@]}" --seed 10 --dump-params "$W/gen_s10.params" &&
+  ! cmp -s "$W/gen_s10.params" "$W/gen_bin.params" && ok "generate: the check can fail (another seed differs)" ||
+  bad "generate: another seed gave the same model"
+expect_fail "generate without OUT" 2 "generate needs OUT.bin" -- "$NP" generate --samples 5
+expect_fail "generate without --samples" 2 "needs --samples N" -- "$NP" generate "$W/g.bin"
+expect_fail "generate --samples 0" 2 "--samples: need a whole number >= 1, got 0" -- "$NP" generate "$W/g.bin" --samples 0
+expect_fail "generate --samples x" 2 "got x" -- "$NP" generate "$W/g.bin" --samples x
+expect_fail "generate from a file" 2 "generate writes synthetic data" -- "$NP" generate "$W/g.bin" --samples 5 --data "bin:$W/gen.bin"
+expect_fail "generate a bad flag" 2 "unknown flag '--bogus'" -- "$NP" generate "$W/g.bin" --samples 5 --bogus 1
+expect_fail "generate into a missing folder" 2 "$W/nodir/g.bin" -- "$NP" generate "$W/nodir/g.bin" --samples 5
+[[ ! -e $W/g.bin ]] && ok "failed generate leaves no file" || bad "failed generate left $W/g.bin"
 # output paths are checked before the first step: a run that could not save fails at once
 start=$SECONDS
 expect_fail "dump-params into a missing folder" 2 "--dump-params $W/nodir/m: the folder $W/nodir does not exist" \

@@ -371,6 +371,13 @@ NP_NODISCARD NP_API np_status np_convert_criteo(const char *tsv_path, const char
                                          int skip_bad_lines, long *n_written, long *n_skipped,
                                          np_error *err);
 
+/* Writes records 0 .. n_records-1 of cfg's synthetic stream (every record, held-out ones
+ * included, in stream order) to the binary format, as np_convert_criteo does (a temporary
+ * and a rename). Training on `data = bin:PATH` then reads the very batches `data =
+ * synthetic` gives under the same config (docs/data.md "Generated files"). */
+NP_NODISCARD NP_API np_status np_generate_synthetic(const np_config *cfg, long n_records,
+                                                    const char *bin_path, np_error *err);
+
 /* ---------------------------------------------------------------- model */
 
 typedef struct np_model np_model_t;
