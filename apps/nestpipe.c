@@ -108,7 +108,7 @@ static const char *main_help =
     "commands:\n"
     "  train [flags]                        train a model (nestpipe train --help)\n"
     "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
-    "  generate OUT.bin --samples N [flags]  synthetic data to a binary file (--help)\n"
+    "  generate OUT.bin --samples N [flags] synthetic data to a binary file (generate --help)\n"
     "  predict --params P --data SPEC --out FILE   score records (nestpipe predict --help)\n"
     "  export MODEL.params OUT.npz          a --dump-params file as a NumPy archive\n"
     "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"

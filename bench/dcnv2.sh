@@ -158,7 +158,7 @@ run_nestpipe() { # RANK [LABEL-SUFFIX FLAG...]
 PREGEN=$WORK/pregen.bin
 PREGEN_RECORDS=$(((STEPS * BATCH * 10 + 8) / 9 + BATCH)) # train split of --eval-every 10
 run_nestpipe_pregen() { # RANK
-  if [[ ! -f $PREGEN ]] && ! "$NESTPIPE" generate "$PREGEN" --samples "$PREGEN_RECORDS" \
+  if [[ ! -f $PREGEN ]] && ! timeout "$RUN_TIMEOUT" "$NESTPIPE" generate "$PREGEN" --samples "$PREGEN_RECORDS" \
     "${SHAPE[@]}" >"$WORK/out" 2>"$WORK/err"; then
     record_fail "$1" "nestpipe, data pre-generated" "$(tail -n 1 "$WORK/err")"
     return

@@ -245,13 +245,16 @@ LAYER_FLOPS=""
 run_nestpipe starpu
 run_nestpipe reference
 log "nestpipe generate: $PREGEN_RECORDS records"
-if "$NESTPIPE" generate "$PREGEN" --samples "$PREGEN_RECORDS" "${SHAPE[@]}" >"$WORK/out" \
-  2>"$WORK/err"; then
+if timeout 600 "$NESTPIPE" generate "$PREGEN" --samples "$PREGEN_RECORDS" "${SHAPE[@]}" \
+  >"$WORK/out" 2>"$WORK/err"; then
   run_nestpipe starpu ", data pre-generated" --data "bin:$PREGEN"
   run_nestpipe reference ", data pre-generated" --data "bin:$PREGEN"
   rm -f "$PREGEN"
 else
-  record_fail "nestpipe --engine starpu, data pre-generated" "$(tail -n 1 "$WORK/err")"
+  for e in starpu reference; do
+    record_fail "nestpipe --engine $e, data pre-generated" \
+      "nestpipe generate: $(tail -n 1 "$WORK/err")"
+  done
 fi
 # the default pipeline against sequential, and bf16 products (on CPUs with avx512_bf16)
 run_nestpipe starpu ", --pipeline sequential" --pipeline sequential

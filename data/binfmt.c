@@ -241,6 +241,9 @@ typedef struct {
 static np_status writer_open(bin_writer *w, const char *path, const char *what, int n_dense,
                              int n_tables, np_error *err) {
     *w = (bin_writer){.path = path, .n_dense = (uint32_t)n_dense, .n_tables = (uint32_t)n_tables};
+    struct stat sb; /* refused before any work, not at the final rename */
+    if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+        return np_err(err, NP_STATUS_BAD_INPUT, "%s %s: is a folder, not a file", what, path);
     np_status st = need_little_endian(err);
     if (st || (st = np_outfile_open(&w->o, path, what, err))) return st;
     setvbuf(w->o.f, NULL, _IOFBF, BIN_IO_CHUNK);
@@ -318,15 +321,27 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
     if (n_records < 1)
         return np_err(err, NP_STATUS_BAD_INPUT, "generate: %ld records; need at least 1",
                       n_records);
+    /* the data's own rules only: what training needs besides (memory for the tables, a
+     * step count) is no concern of a file */
+    if (cfg->n_rows != 1 && cfg->n_rows != cfg->tables)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "rows: %d row counts for %d tables; give one count or one per table",
+                      cfg->n_rows, cfg->tables);
     np_syn *syn = NULL;
     np_batch b = {0};
     bin_writer w = {0};
     unsigned char *rec = NULL;
+    size_t rec_cap = 0;
     const int D = cfg->bottom[0], T = cfg->tables;
     np_status st = np_syn_create(cfg, &syn, err);
     if (st || (st = writer_open(&w, bin_path, "generate", D, T, err))) goto done;
-    /* records in blocks of a few thousand: each record is a pure function of its index */
-    const long block = 4096;
+    /* records in blocks (each is a pure function of its index) of at most 2^24 keys, as
+     * many as a bag size allows up to 4096 records: a block fits a batch's 32-bit offsets */
+    uint64_t max_bag = cfg->hot <= 1 ? 1 : (uint64_t)cfg->hot + (uint64_t)cfg->hot / 2;
+    uint64_t per_rec = (uint64_t)T * max_bag;
+    long block = (long)((UINT64_C(1) << 24) / per_rec);
+    if (block > 4096) block = 4096;
+    if (block < 1) block = 1;
     for (long j0 = 0; j0 < n_records; j0 += block) {
         long n = n_records - j0 < block ? n_records - j0 : block;
         if ((st = np_syn_fill(syn, NP_SPLIT_TRAIN, 0, (uint64_t)j0, n, &b, err))) goto done;
@@ -336,12 +351,16 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
             for (int t = 0; t < T; t++)
                 keys += b.offsets[(size_t)t * n1 + (size_t)r + 1] - b.offsets[(size_t)t * n1 + (size_t)r];
             size_t bytes = 4 + 4 * (size_t)D + 4 * (size_t)T + 8 * keys;
-            unsigned char *q = realloc(rec, bytes);
-            if (!q) {
-                st = np_err(err, NP_STATUS_NO_MEMORY, "generate: out of memory for a record");
-                goto done;
+            if (bytes > rec_cap) {
+                unsigned char *q = realloc(rec, bytes);
+                if (!q) {
+                    st = np_err(err, NP_STATUS_NO_MEMORY, "generate: out of memory for a record");
+                    goto done;
+                }
+                rec = q;
+                rec_cap = bytes;
             }
-            rec = q;
+            unsigned char *q = rec;
             memcpy(q, &b.label[r], 4);
             memcpy(q + 4, b.dense + (size_t)r * (size_t)D, 4 * (size_t)D);
             unsigned char *cnt = q + 4 + 4 * (size_t)D, *key = cnt + 4 * (size_t)T;

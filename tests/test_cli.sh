@@ -150,6 +150,18 @@ cmp -s "$W/gen_syn.params" "$W/gen_bin.params" &&
 "$NP" train "${GF[@]}" --seed 10 --dump-params "$W/gen_s10.params" &&
   ! cmp -s "$W/gen_s10.params" "$W/gen_bin.params" && ok "generate: the check can fail (another seed differs)" ||
   bad "generate: another seed gave the same model"
+# the same without latent groups: the generator's teacher-weight cache on
+GF0=(--tables 3 --rows 500,9000,40 --bottom 5-16-8 --top 16-1 --dim 8 --batch 64 --eval-every 7
+     --eval-samples 100 --steps 15 --seed 4 --hot 3 --quiet)
+"$NP" generate "$W/gen0.bin" --samples 1200 "${GF0[@]}" >/dev/null &&
+  "$NP" train "${GF0[@]}" --dump-params "$W/gen0_syn.params" &&
+  "$NP" train "${GF0[@]}" --data "bin:$W/gen0.bin" --dump-params "$W/gen0_bin.params" &&
+  cmp -s "$W/gen0_syn.params" "$W/gen0_bin.params" &&
+  ok "generate without groups: bin:FILE trains the synthetic run's model, bit for bit" ||
+  bad "generate without groups: the models differ or a run failed"
+# only the data's rules apply: a model too big for this machine or --steps 0 is no reason
+expect_ok "generate ignores the model's memory" "$NP" generate "$W/big.bin" --samples 3 \
+  --tables 2 --rows 1000000000 --zipf 0 --dim 64 --bottom 13-64 --steps 0
 expect_fail "generate without OUT" 2 "generate needs OUT.bin" -- "$NP" generate --samples 5
 expect_fail "generate without --samples" 2 "needs --samples N" -- "$NP" generate "$W/g.bin"
 expect_fail "generate --samples 0" 2 "--samples: need a whole number >= 1, got 0" -- "$NP" generate "$W/g.bin" --samples 0
@@ -157,7 +169,15 @@ expect_fail "generate --samples x" 2 "got x" -- "$NP" generate "$W/g.bin" --samp
 expect_fail "generate from a file" 2 "generate writes synthetic data" -- "$NP" generate "$W/g.bin" --samples 5 --data "bin:$W/gen.bin"
 expect_fail "generate a bad flag" 2 "unknown flag '--bogus'" -- "$NP" generate "$W/g.bin" --samples 5 --bogus 1
 expect_fail "generate into a missing folder" 2 "$W/nodir/g.bin" -- "$NP" generate "$W/nodir/g.bin" --samples 5
+expect_fail "generate into a folder" 2 "generate $W: is a folder, not a file" -- "$NP" generate "$W" --samples 5
+expect_fail "generate a row list of the wrong length" 2 "rows: 2 row counts for 3 tables" -- "$NP" generate "$W/g.bin" --samples 5 --tables 3 --rows 10,20
 [[ ! -e $W/g.bin ]] && ok "failed generate leaves no file" || bad "failed generate left $W/g.bin"
+# a write that fails midway (the file size limit): exit 2, and no file nor temporary left
+( ulimit -f 64; trap '' XFSZ; "$NP" generate "$W/lim.bin" --samples 5000 "${GF[@]}" ) >"$W/out" 2>"$W/err"
+rc=$?
+[[ $rc == 2 ]] && grep -q "lim.bin" "$W/err" && ok "generate: a write failing midway exits 2" ||
+  bad "generate under a file size limit: exit $rc: $(cat "$W/err")"
+ls "$W"/lim.bin* >/dev/null 2>&1 && bad "generate left $(ls "$W"/lim.bin*)" || ok "generate: no file or temporary left after a failed write"
 # output paths are checked before the first step: a run that could not save fails at once
 start=$SECONDS
 expect_fail "dump-params into a missing folder" 2 "--dump-params $W/nodir/m: the folder $W/nodir does not exist" \
