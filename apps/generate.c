@@ -58,10 +58,10 @@ int np_cmd_generate(np_dist_t *dist, int argc, char **argv) {
     free(rest);
     if (rc) return rc;
     if (help || print) return usage_error_generate("takes no --print-config", NULL);
+    if (!samples) return usage_error_generate("needs --samples N, the records to write", NULL);
     char *end = NULL;
     errno = 0;
-    long count = samples ? strtol(samples, &end, 10) : 0;
-    if (!samples) return usage_error_generate("needs --samples N, the records to write", NULL);
+    long count = strtol(samples, &end, 10);
     if (errno || end == samples || *end || count < 1)
         return usage_error_generate("--samples: need a whole number >= 1, got", samples);
     np_error err = {{0}};

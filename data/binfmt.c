@@ -330,8 +330,6 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
     np_syn *syn = NULL;
     np_batch b = {0};
     bin_writer w = {0};
-    unsigned char *rec = NULL;
-    size_t rec_cap = 0;
     const int D = cfg->bottom[0], T = cfg->tables;
     np_status st = np_syn_create(cfg, &syn, err);
     if (st || (st = writer_open(&w, bin_path, "generate", D, T, err))) goto done;
@@ -346,40 +344,31 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
         long n = n_records - j0 < block ? n_records - j0 : block;
         if ((st = np_syn_fill(syn, NP_SPLIT_TRAIN, 0, (uint64_t)j0, n, &b, err))) goto done;
         const size_t n1 = (size_t)n + 1;
-        for (long r = 0; r < n; r++) {
-            size_t keys = 0;
-            for (int t = 0; t < T; t++)
-                keys += b.offsets[(size_t)t * n1 + (size_t)r + 1] - b.offsets[(size_t)t * n1 + (size_t)r];
-            size_t bytes = 4 + 4 * (size_t)D + 4 * (size_t)T + 8 * keys;
-            if (bytes > rec_cap) {
-                unsigned char *q = realloc(rec, bytes);
-                if (!q) {
-                    st = np_err(err, NP_STATUS_NO_MEMORY, "generate: out of memory for a record");
-                    goto done;
+        for (long r = 0; r < n; r++) { /* label, dense, counts, keys: stdio buffers them */
+            if ((st = writer_put(&w, &b.label[r], 4, err)) ||
+                (st = writer_put(&w, b.dense + (size_t)r * (size_t)D, 4 * (size_t)D, err)))
+                goto done;
+            unsigned char le[8];
+            for (int t = 0; t < T && !st; t++) {
+                const uint32_t *o = b.offsets + (size_t)t * n1 + (size_t)r;
+                np_le_put32(le, o[1] - o[0]);
+                st = writer_put(&w, le, 4, err);
+                w.n_keys += o[1] - o[0];
+            }
+            for (int t = 0; t < T && !st; t++) {
+                const uint32_t *o = b.offsets + (size_t)t * n1 + (size_t)r;
+                for (uint32_t k = o[0]; k < o[1] && !st; k++) {
+                    np_le_put64(le, (uint64_t)b.keys[k]);
+                    st = writer_put(&w, le, 8, err);
                 }
-                rec = q;
-                rec_cap = bytes;
             }
-            unsigned char *q = rec;
-            memcpy(q, &b.label[r], 4);
-            memcpy(q + 4, b.dense + (size_t)r * (size_t)D, 4 * (size_t)D);
-            unsigned char *cnt = q + 4 + 4 * (size_t)D, *key = cnt + 4 * (size_t)T;
-            for (int t = 0; t < T; t++) {
-                uint32_t a = b.offsets[(size_t)t * n1 + (size_t)r],
-                         e = b.offsets[(size_t)t * n1 + (size_t)r + 1];
-                np_le_put32(cnt + 4 * (size_t)t, e - a);
-                for (uint32_t k = a; k < e; k++, key += 8)
-                    np_le_put64(key, (uint64_t)b.keys[k]);
-            }
-            if ((st = writer_put(&w, q, bytes, err))) goto done;
+            if (st) goto done;
             w.n_records++;
-            w.n_keys += keys;
         }
     }
     st = writer_commit(&w, err);
 done:
     np_outfile_discard(&w.o);
-    free(rec);
     np_batch_free(&b);
     np_syn_free(syn);
     return st;
