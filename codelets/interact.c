@@ -34,9 +34,100 @@ static void sample_dots(const float *f, int T1, int d, float *ft, float *acc, fl
  * lane-contiguous (T1, d, LANES), so every multiply-add runs across samples in one vector
  * register. Each lane does exactly the scalar operations of its sample in the scalar order
  * (dots: (0 + f_i0 f_j0) + f_i1 f_j1 + ... over k; gradients: pairs in output order), so
- * the bits equal the per-sample kernels'. target_clones picks the widest vector unit the
- * CPU has at run time; -ffp-contract=off keeps multiply and add separate on every one. */
+ * the bits equal the per-sample kernels'. The widest vector unit the CPU has is picked at
+ * run time (lanes_isa); -ffp-contract=off keeps multiply and add separate on every one. */
 #define NP_DOT_LANES 16
+
+/* ---- lane transposes between NP_DOT_LANES per-sample rows and the lane-contiguous layout:
+ * to_lanes: dst[e * LANES + l] = src[l][e]; from_lanes: dst[l][e] = src[e * LANES + l], for
+ * e < n. Pure moves, so the bits never depend on the path. On x86-64 with AVX2 they run as
+ * 8 x 8 register transposes (the scalar loops touched one float at a time: a third of the
+ * blocked kernels' time); elsewhere, and for the last n % 8 elements, the plain loops. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define NP_LANES_X86 1
+
+__attribute__((target("avx2"))) static inline void tr8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+__attribute__((target("avx2"))) static size_t to_lanes_avx2(const float *const *src, size_t n,
+                                                            float *dst) {
+    size_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        for (int h = 0; h < NP_DOT_LANES; h += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps(src[h + i] + e);
+            tr8(r);
+            for (int i = 0; i < 8; i++)
+                _mm256_storeu_ps(dst + (e + (size_t)i) * NP_DOT_LANES + h, r[i]);
+        }
+    return e;
+}
+
+__attribute__((target("avx2"))) static size_t from_lanes_avx2(const float *src, size_t n,
+                                                              float *const *dst) {
+    size_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        for (int h = 0; h < NP_DOT_LANES; h += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps(src + (e + (size_t)i) * NP_DOT_LANES + h);
+            tr8(r);
+            for (int i = 0; i < 8; i++)
+                _mm256_storeu_ps(dst[h + i] + e, r[i]);
+        }
+    return e;
+}
+
+/* The widest lane kernels this CPU runs: 2 AVX-512, 1 AVX2, 0 neither. NP_LANES=v4, avx2 or
+ * avx512 lowers it (never past the CPU), so that tests run every width on one machine. */
+static int lanes_isa(void) {
+    static int v = -1;
+    if (v < 0) {
+        int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+        const char *f = getenv("NP_LANES");
+        int want = !f ? 2 : !strcmp(f, "v4") ? 0 : !strcmp(f, "avx2") ? 1 : 2;
+        v = want < cpu ? want : cpu;
+    }
+    return v;
+}
+#endif
+
+static void to_lanes(const float *const *src, size_t n, float *dst) {
+    size_t e0 = 0;
+#ifdef NP_LANES_X86
+    if (lanes_isa() >= 1) e0 = to_lanes_avx2(src, n, dst);
+#endif
+    for (int l = 0; l < NP_DOT_LANES; l++)
+        for (size_t e = e0; e < n; e++)
+            dst[e * NP_DOT_LANES + (size_t)l] = src[l][e];
+}
+
+static void from_lanes(const float *src, size_t n, float *const *dst) {
+    size_t e0 = 0;
+#ifdef NP_LANES_X86
+    if (lanes_isa() >= 1) e0 = from_lanes_avx2(src, n, dst);
+#endif
+    for (int l = 0; l < NP_DOT_LANES; l++)
+        for (size_t e = e0; e < n; e++)
+            dst[l][e] = src[e * NP_DOT_LANES + (size_t)l];
+}
 
 size_t np_interact_ws_floats(int T1, int d) {
     size_t P = (size_t)T1 * (size_t)(T1 - 1) / 2, fsz = (size_t)T1 * (size_t)d;
@@ -60,6 +151,17 @@ typedef struct dot_dparts {
 
 /* ft (T1*d, LANES) <- samples s0 .. s0+nb-1; lanes past nb are zero */
 static void block_in(const dot_parts *F, long s0, int nb, size_t fsz, float *ft) {
+    if (nb == NP_DOT_LANES) { /* a whole block: every element is written */
+        size_t e0 = 0;
+        for (int k = 0; k < F->n; k++) {
+            const float *src[NP_DOT_LANES];
+            for (int l = 0; l < NP_DOT_LANES; l++)
+                src[l] = F->base[k] + (size_t)(s0 + l) * F->w[k];
+            to_lanes(src, F->w[k], ft + e0 * NP_DOT_LANES);
+            e0 += F->w[k];
+        }
+        return;
+    }
     memset(ft, 0, fsz * NP_DOT_LANES * sizeof *ft);
     for (int l = 0; l < nb; l++) {
         size_t e0 = 0;
@@ -74,6 +176,19 @@ static void block_in(const dot_parts *F, long s0, int nb, size_t fsz, float *ft)
 
 /* samples s0 .. s0+nb-1 of dF <- dft (T1*d, LANES) */
 static void block_out(const float *dft, long s0, int nb, const dot_dparts *dF) {
+    if (nb == NP_DOT_LANES) {
+        size_t e0 = 0;
+        for (int k = 0; k < dF->n; k++) {
+            if (dF->base[k]) {
+                float *dst[NP_DOT_LANES];
+                for (int l = 0; l < NP_DOT_LANES; l++)
+                    dst[l] = dF->base[k] + (size_t)(s0 + l) * dF->w[k];
+                from_lanes(dft + e0 * NP_DOT_LANES, dF->w[k], dst);
+            }
+            e0 += dF->w[k];
+        }
+        return;
+    }
     for (int l = 0; l < nb; l++) {
         size_t e0 = 0;
         for (int k = 0; k < dF->n; k++) {
@@ -85,47 +200,50 @@ static void block_out(const float *dft, long s0, int nb, const dot_dparts *dF) {
     }
 }
 
-NP_TARGET_CLONES
+/* The blocked kernels themselves, once per vector width: NP_LW floats a register (16 with
+ * AVX-512, 8 with AVX2, 4 otherwise), NP_DOT_LANES / NP_LW registers per lane set
+ * (interact_lanes.h). */
+#define NP_LW 4
+#define NP_LSFX _v4
+#define NP_LTGT
+#include "codelets/interact_lanes.h"
+#ifdef NP_LANES_X86
+#define NP_LW 8
+#define NP_LSFX _avx2
+#define NP_LTGT __attribute__((target("avx2")))
+#include "codelets/interact_lanes.h"
+#define NP_LW 16
+#define NP_LSFX _avx512
+#define NP_LTGT __attribute__((target("avx512f")))
+#include "codelets/interact_lanes.h"
+#endif
+
 static void dots_block(const float *ft, int T1, int d, float *acc) {
-    /* acc (P, LANES): the pairs of every lane */
-    size_t p = 0;
-    for (int i = 1; i < T1; i++)
-        for (int j = 0; j < i; j++, p++) {
-            float a[NP_DOT_LANES] = {0};
-            for (int k = 0; k < d; k++) {
-                const float *x = ft + ((size_t)i * d + k) * NP_DOT_LANES;
-                const float *y = ft + ((size_t)j * d + k) * NP_DOT_LANES;
-                for (int l = 0; l < NP_DOT_LANES; l++)
-                    a[l] += x[l] * y[l];
-            }
-            memcpy(acc + p * NP_DOT_LANES, a, sizeof a);
-        }
+#ifdef NP_LANES_X86
+    if (lanes_isa() == 2) {
+        dots_block_avx512(ft, T1, d, acc);
+        return;
+    }
+    if (lanes_isa() == 1) {
+        dots_block_avx2(ft, T1, d, acc);
+        return;
+    }
+#endif
+    dots_block_v4(ft, T1, d, acc);
 }
 
-NP_TARGET_CLONES
-static void grads_block(const float *ft, const float *gt, int T1, int d, float *dft, float *acc) {
-    /* dft (T1*d, LANES) += each pair's gradient, pairs in output order. Row i's own sum runs
-     * over j < i without any other pair touching it, so it is kept in acc (d, LANES) for
-     * the whole of i and stored once: the same additions in the same order. */
-    size_t p = 0, row = (size_t)d * NP_DOT_LANES;
-    for (int i = 1; i < T1; i++) {
-        const float *x = ft + (size_t)i * row;
-        memcpy(acc, dft + (size_t)i * row, row * sizeof *acc);
-        for (int j = 0; j < i; j++, p++) {
-            const float *g = gt + p * NP_DOT_LANES, *y = ft + (size_t)j * row;
-            float *dj = dft + (size_t)j * row;
-            for (int k = 0; k < d; k++) {
-                float *a = acc + (size_t)k * NP_DOT_LANES, *b = dj + (size_t)k * NP_DOT_LANES;
-                const float *xk = x + (size_t)k * NP_DOT_LANES, *yk = y + (size_t)k * NP_DOT_LANES;
-#pragma GCC ivdep
-                for (int l = 0; l < NP_DOT_LANES; l++) {
-                    a[l] += g[l] * yk[l];
-                    b[l] += g[l] * xk[l];
-                }
-            }
-        }
-        memcpy(dft + (size_t)i * row, acc, row * sizeof *acc);
+static void grads_block(const float *ft, const float *gt, int T1, int d, float *dft) {
+#ifdef NP_LANES_X86
+    if (lanes_isa() == 2) {
+        grads_block_avx512(ft, gt, T1, d, dft);
+        return;
     }
+    if (lanes_isa() == 1) {
+        grads_block_avx2(ft, gt, T1, d, dft);
+        return;
+    }
+#endif
+    grads_block_v4(ft, gt, T1, d, dft);
 }
 
 /* Blocked forward, ws of np_interact_ws_floats(T1, d) floats. */
@@ -138,12 +256,19 @@ static void interact_fwd_blocked(const dot_parts *F, long B, int T1, int d, floa
         int nb = B - s0 < NP_DOT_LANES ? (int)(B - s0) : NP_DOT_LANES;
         block_in(F, s0, nb, fsz, ft);
         dots_block(ft, T1, d, acc);
+        float *dst[NP_DOT_LANES];
         for (int l = 0; l < nb; l++) {
             float *o = out + (size_t)(s0 + l) * width;
             memcpy(o, F->base[0] + (size_t)(s0 + l) * F->w[0], (size_t)d * sizeof *o);
-            for (size_t p = 0; p < P; p++)
-                o[d + p] = acc[p * NP_DOT_LANES + l];
+            dst[l] = o + d;
         }
+        if (nb == NP_DOT_LANES) {
+            from_lanes(acc, P, dst);
+            continue;
+        }
+        for (int l = 0; l < nb; l++)
+            for (size_t p = 0; p < P; p++)
+                dst[l][p] = acc[p * NP_DOT_LANES + l];
     }
 }
 
@@ -156,6 +281,19 @@ static void interact_bwd_blocked(const dot_parts *F, const float *dout, long B, 
     for (long s0 = 0; s0 < B; s0 += NP_DOT_LANES) {
         int nb = B - s0 < NP_DOT_LANES ? (int)(B - s0) : NP_DOT_LANES;
         block_in(F, s0, nb, fsz, ft);
+        if (nb == NP_DOT_LANES) { /* F[s,0] passes straight through; the pairs' gradients */
+            const float *src[NP_DOT_LANES], *srcp[NP_DOT_LANES];
+            for (int l = 0; l < NP_DOT_LANES; l++) {
+                src[l] = dout + (size_t)(s0 + l) * width;
+                srcp[l] = src[l] + d;
+            }
+            to_lanes(src, (size_t)d, dft);
+            memset(dft + (size_t)d * NP_DOT_LANES, 0, (fsz - (size_t)d) * NP_DOT_LANES * sizeof *dft);
+            to_lanes(srcp, P, gt);
+            grads_block(ft, gt, T1, d, dft);
+            block_out(dft, s0, nb, dF);
+            continue;
+        }
         memset(dft, 0, fsz * NP_DOT_LANES * sizeof *dft);
         memset(gt, 0, P * NP_DOT_LANES * sizeof *gt);
         for (int l = 0; l < nb; l++) {
@@ -165,7 +303,7 @@ static void interact_bwd_blocked(const dot_parts *F, const float *dout, long B, 
             for (size_t p = 0; p < P; p++)
                 gt[p * NP_DOT_LANES + l] = g[d + p];
         }
-        grads_block(ft, gt, T1, d, dft, gt + P * NP_DOT_LANES);
+        grads_block(ft, gt, T1, d, dft);
         block_out(dft, s0, nb, dF);
     }
 }

@@ -409,8 +409,9 @@ static double bce_loss(void *ctx) {
     return L * c->scale;
 }
 
-/* The blocked (16 samples a register) interaction kernels give the per-sample kernels'
- * bits exactly: every shape, a partial last block, and the clone the CPU picked. */
+/* The blocked (16 samples a block) interaction kernels give the per-sample kernels'
+ * bits exactly: every shape, a partial last block, and the vector width this process runs
+ * (the widest the CPU has, or NP_LANES's: tests/CMakeLists.txt runs each). */
 static void test_interact_blocked_bits(void **state) {
     (void)state;
     const int shapes[][3] = {{37, 27, 16}, {16, 2, 3}, {5, 4, 7}, {33, 9, 1}}; /* B, T1, d */
