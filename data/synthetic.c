@@ -50,6 +50,8 @@ struct np_syn {
     int64_t *w_keys; /* (T) keys cached for table t: min(rows, SYN_TEACHER_CACHE_KEYS) */
     double *zk; /* (zk_cap) np_syn_fill's scratch */
     size_t zk_cap;
+    double *xs; /* (xs_cap) np_syn_fill's scratch: one table's inverse-CDF arguments */
+    size_t xs_cap;
 };
 
 void np_syn_free(np_syn *s) {
@@ -67,6 +69,7 @@ void np_syn_free(np_syn *s) {
     free(s->w);
     free(s->w_keys);
     free(s->zk);
+    free(s->xs);
     free(s);
 }
 
@@ -216,32 +219,29 @@ static int64_t group_shift(const np_syn *s, uint64_t i, int t) {
                      (uint64_t)s->rows[t]);
 }
 
-static int64_t draw_rank(const np_syn *s, uint64_t i, int t, uint32_t k);
-
-/* Key k of bag (i, t): a Zipf rank (rank 0 the most popular), rotated by the group shift. */
-static int64_t draw_key(const np_syn *s, uint64_t i, int t, uint32_t k) {
-    int64_t r = draw_rank(s, i, t, k);
-    return s->groups > 0 ? (r + group_shift(s, i, t)) % s->rows[t] : r;
+/* The uniform draw of key k of bag (i, t), in [0, 1). */
+static double key_uniform(const np_syn *s, uint64_t i, int t, uint32_t k) {
+    uint64_t ctr = ((i * (uint64_t)s->T + (uint64_t)t) << 16) + k;
+    return np_rng_uniform(s->seed, NP_STREAM_SYN_KEY, ctr);
 }
 
-/* Zipf rank by inverse CDF. */
-static int64_t draw_rank(const np_syn *s, uint64_t i, int t, uint32_t k) {
-    uint64_t ctr = ((i * (uint64_t)s->T + (uint64_t)t) << 16) + k;
-    double u = np_rng_uniform(s->seed, NP_STREAM_SYN_KEY, ctr); /* [0, 1) */
+/* The guide bucket x falls in, roughly: where the search below starts, and what the draws'
+ * prefetches fetch ahead of it. */
+static int64_t guide_guess(double x, double total, int64_t G) {
+    int64_t g = (int64_t)(x / (total / (double)G));
+    return g >= G ? G - 1 : g < 0 ? 0 : g;
+}
+
+/* Zipf rank of x = u * total by inverse CDF: the smallest r with cdf[r] > x (rows - 1 when
+ * rounding leaves x == total). The answer is monotone in x, so for guide_bound(g) <= x <
+ * guide_bound(g + 1) it lies in [guide[g], guide[g + 1]]: the same answer as a search of
+ * the whole CDF. */
+static int64_t zipf_rank(const np_syn *s, int t, double x) {
     int64_t rows = s->rows[t];
     const double *cdf = s->cdf[t];
-    if (!cdf) { /* zipf 0: the uniform inverse CDF */
-        int64_t r = (int64_t)(u * (double)rows);
-        return r < rows ? r : rows - 1;
-    }
-    /* smallest r with cdf[r] > u * total (rows - 1 when rounding leaves x == total). The
-     * answer is monotone in x, so for guide_bound(g) <= x < guide_bound(g + 1) it lies in
-     * [guide[g], guide[g + 1]]: the same answer as a search of the whole CDF. */
-    double total = cdf[rows - 1], x = u * total;
+    double total = cdf[rows - 1];
     const int64_t *guide = s->guide[t];
-    int64_t G = guide_size(rows), g = (int64_t)(x / (total / (double)G));
-    if (g >= G) g = G - 1;
-    if (g < 0) g = 0;
+    int64_t G = guide_size(rows), g = guide_guess(x, total, G);
     while (g > 0 && guide_bound(total, G, g) > x)
         g--;
     while (g + 1 < G && guide_bound(total, G, g + 1) <= x)
@@ -255,6 +255,54 @@ static int64_t draw_rank(const np_syn *s, uint64_t i, int t, uint32_t k) {
             lo = mid + 1;
     }
     return lo;
+}
+
+/* How many keys ahead the draws prefetch: the guide entries at twice this distance, the
+ * CDF rows they point to at this distance. The draws are independent, so their cache
+ * misses overlap instead of following one another (a third of the generation time went
+ * to the guide and CDF loads). */
+#define SYN_PREFETCH 8
+
+/* Table t's keys of samples j0 .. j0+n-1 (slots off_t[0] .. off_t[n] of keys), each
+ * the rank of its uniform draw (Zipf by inverse CDF, or uniform), rotated by its sample's
+ * group shift where there are latent groups (docs/data.md "Synthetic data"). */
+static void draw_table_keys(np_syn *s, np_split split, long every, uint64_t j0, long n, int t,
+                            const uint32_t *off_t, int64_t *keys) {
+    int64_t rows = s->rows[t];
+    const double *cdf = s->cdf[t];
+    uint32_t q0 = off_t[0], q1 = off_t[n];
+    if (!cdf) { /* zipf 0: the uniform inverse CDF */
+        for (long r = 0; r < n; r++) {
+            uint64_t i = np_split_index(split, every, j0 + (uint64_t)r);
+            for (uint32_t k = 0; k < off_t[r + 1] - off_t[r]; k++) {
+                int64_t v = (int64_t)(key_uniform(s, i, t, k) * (double)rows);
+                keys[off_t[r] + k] = v < rows ? v : rows - 1;
+            }
+        }
+    } else {
+        /* the arguments first, then the searches with their loads fetched ahead */
+        double total = cdf[rows - 1], *xs = s->xs - q0;
+        const int64_t *guide = s->guide[t];
+        int64_t G = guide_size(rows);
+        for (long r = 0; r < n; r++) {
+            uint64_t i = np_split_index(split, every, j0 + (uint64_t)r);
+            for (uint32_t k = 0; k < off_t[r + 1] - off_t[r]; k++)
+                xs[off_t[r] + k] = key_uniform(s, i, t, k) * total;
+        }
+        for (uint32_t q = q0; q < q1; q++) {
+            if (q + 2 * SYN_PREFETCH < q1)
+                __builtin_prefetch(guide + guide_guess(xs[q + 2 * SYN_PREFETCH], total, G));
+            if (q + SYN_PREFETCH < q1)
+                __builtin_prefetch(cdf + guide[guide_guess(xs[q + SYN_PREFETCH], total, G)]);
+            keys[q] = zipf_rank(s, t, xs[q]);
+        }
+    }
+    if (s->groups > 0)
+        for (long r = 0; r < n; r++) {
+            int64_t shift = group_shift(s, np_split_index(split, every, j0 + (uint64_t)r), t);
+            for (uint32_t q = off_t[r]; q < off_t[r + 1]; q++)
+                keys[q] = (keys[q] + shift) % rows;
+        }
 }
 
 np_status np_syn_fill(np_syn *s, np_split split, long every, uint64_t j0, long n, np_batch *b,
@@ -296,17 +344,29 @@ np_status np_syn_fill(np_syn *s, np_split split, long every, uint64_t j0, long n
     }
     for (long r = 0; r < n; r++)
         zk[r] = 0.0;
+    size_t most = 0; /* the most keys of one table */
     for (int t = 0; t < T; t++) {
-        for (long r = 0; r < n; r++) {
-            uint64_t i = np_split_index(split, every, j0 + (uint64_t)r);
-            uint32_t a = off[(size_t)t * n1 + (size_t)r], e = off[(size_t)t * n1 + (size_t)r + 1];
-            for (uint32_t k = 0; k < e - a; k++)
-                b->keys[a + k] = draw_key(s, i, t, k);
-        }
+        size_t c = off[(size_t)t * n1 + (size_t)n] - off[(size_t)t * n1];
+        most = c > most ? c : most;
+    }
+    if (most > s->xs_cap) {
+        double *xs = np_alloc(most, sizeof *xs, "synthetic key draws", err);
+        if (!xs) return NP_STATUS_NO_MEMORY;
+        free(s->xs);
+        s->xs = xs;
+        s->xs_cap = most;
+    }
+    for (int t = 0; t < T; t++) {
+        const uint32_t *off_t = off + (size_t)t * n1;
+        draw_table_keys(s, split, every, j0, n, t, off_t, b->keys);
         /* the weights apart from the draws: each loop then runs tight */
+        const double *w = s->w[t];
+        int64_t wk = s->w_keys[t];
         for (long r = 0; r < n; r++) {
-            uint32_t a = off[(size_t)t * n1 + (size_t)r], e = off[(size_t)t * n1 + (size_t)r + 1];
+            uint32_t a = off_t[r], e = off_t[r + 1];
             if (e == a) continue; /* an empty bag says nothing */
+            if (e + SYN_PREFETCH < off_t[n] && b->keys[e + SYN_PREFETCH] < wk)
+                __builtin_prefetch(w + b->keys[e + SYN_PREFETCH]);
             double m = 0.0;
             for (uint32_t q = a; q < e; q++)
                 m += teacher_weight(s, t, b->keys[q]);
