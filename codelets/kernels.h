@@ -28,7 +28,9 @@ void np_linear_fwd(const float *x, /* (B, in) */
                    float *y,       /* (B, out) */
                    long B, int in, int out, unsigned flags);
 
-/* dx = dy W (skipped when dx is NULL), dW = dy^T x, db = column sums of dy. */
+/* dx = dy W (skipped when dx is NULL), dW = dy^T x, db = column sums of dy (left alone
+ * with NP_LINEAR_DB_DONE in flags: the caller formed them, np_relu_bwd_colsum). */
+#define NP_LINEAR_DB_DONE 0x100u
 void np_linear_bwd(const float *x,  /* (B, in) */
                    const float *W,  /* (out, in) */
                    const float *dy, /* (B, out) */
@@ -41,6 +43,9 @@ void np_linear_bwd(const float *x,  /* (B, in) */
 void np_relu_fwd(const float *x, float *y, size_t n);
 /* dx = dy where y > 0 else 0; dx may equal dy. */
 void np_relu_bwd(const float *y, const float *dy, float *dx, size_t n);
+/* In place over dy (B, out): dy = dy where y > 0 else 0, and db = the column sums of the
+ * result, sample by sample: np_relu_bwd then np_linear_bwd's sums, in one pass. */
+void np_relu_bwd_colsum(const float *y, float *dy, long B, int out, float *db);
 
 /* ---- embedding bag, sum pooling
  * Bag i holds idx[off[i] .. off[i+1]) (off is absolute into idx); each idx is a row of

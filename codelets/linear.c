@@ -42,6 +42,7 @@ void np_linear_bwd(const float *x,  /* (B, in) */
         if (dx) np_gemm(bf, B, in, out, dy, out, W, in, NULL, dx, in);       /* dx = dy W */
         np_gemm(NP_GEMM_TA | bf, out, in, B, dy, out, x, in, NULL, dW, in); /* dW = dy^T x */
     }
+    if (flags & NP_LINEAR_DB_DONE) return;
     /* Column sums sample by sample: a fixed order and a contiguous inner loop over out. */
     memset(db, 0, (size_t)out * sizeof *db);
     for (long s = 0; s < B; s++) {
@@ -76,9 +77,13 @@ static void linear_layer_fwd(const np_layer_io *io) {
 
 static void linear_layer_bwd(const np_layer_io *io) {
     int in = io->shape->in[0], out = io->shape->out;
-    if (io->hp->i[1]) np_relu_bwd(io->out, io->dout, io->dout, (size_t)io->n * (size_t)out);
+    unsigned flags = np_gemm_precision(io->precision);
+    if (io->hp->i[1] && io->n > 0) { /* the ReLU's mask and the bias gradient in one pass */
+        np_relu_bwd_colsum(io->out, io->dout, io->n, out, io->dparam[1]);
+        flags |= NP_LINEAR_DB_DONE;
+    }
     np_linear_bwd(io->in[0], io->param[0], io->dout, io->din[0], io->dparam[0], io->dparam[1],
-                  io->n, in, out, np_gemm_precision(io->precision));
+                  io->n, in, out, flags);
 }
 
 static double linear_flops(const np_layer_hp *hp, const np_layer_shape *s, long n, int bwd) {

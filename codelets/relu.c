@@ -24,6 +24,26 @@ NP_TARGET_CLONES static void relu_bwd_apart(const float *restrict y, const float
         dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+NP_TARGET_CLONES static void relu_bwd_colsum(const float *restrict y, float *restrict dy, long B,
+                                             int out, float *restrict db) {
+    for (int j = 0; j < out; j++)
+        db[j] = 0.0f;
+    for (long s = 0; s < B; s++) {
+        const float *ys = y + (size_t)s * (size_t)out; /* (out) */
+        float *ds = dy + (size_t)s * (size_t)out;       /* (out) */
+        for (int j = 0; j < out; j++) {
+            float v = ys[j] > 0.0f ? ds[j] : 0.0f;
+            ds[j] = v;
+            db[j] += v;
+        }
+    }
+}
+
+void np_relu_bwd_colsum(const float *y, float *dy, long B, int out, float *db) {
+    /* each db[j] is 0 + v_0 + v_1 + ... in sample order, as np_linear_bwd sums them */
+    relu_bwd_colsum(y, dy, B, out, db);
+}
+
 void np_relu_bwd(const float *y, const float *dy, float *dx, size_t n) { /* all (n) */
     /* The mask reads the forward OUTPUT, so callers may keep y (in place) and drop x. */
     if (dx == dy)

@@ -291,6 +291,18 @@ static void test_relu(void **state) {
     memcpy(buf, R, sizeof buf);
     np_relu_bwd(y, buf, buf, N);
     assert_memory_equal(buf, dx, sizeof dx);
+
+    /* Fused with the bias gradient: the mask's bits, and the column sums np_linear_bwd forms
+     * (0 + v_0 + v_1 + ... sample by sample), over 5 samples of 8. */
+    enum { B = 5, OUT = N / B };
+    float db[OUT], want[OUT] = {0};
+    memcpy(buf, R, sizeof buf);
+    np_relu_bwd_colsum(y, buf, B, OUT, db);
+    assert_memory_equal(buf, dx, sizeof dx);
+    for (int s = 0; s < B; s++)
+        for (int j = 0; j < OUT; j++)
+            want[j] += dx[s * OUT + j];
+    assert_memory_equal(db, want, sizeof db);
 }
 
 /* ---- interaction */
