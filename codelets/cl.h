@@ -126,6 +126,12 @@ typedef struct np_cl_xchg_args {
  * table across requesters and windows, and for each received key its E row */
 /* exchange_rows buffers: E R, map R, meta R, Rin_w W, sbuf W (scratch), token RW: window
  * w's rows */
+/* rows_fresh buffers: E R, map R, meta R, Rin_w W, sbuf W, token RW, obits_w W, rbits_w W,
+ * uniq_o of the previous batch R, its meta R, uniq_o R: window w's rows the previous batch
+ * does not hold, placed in Rin_w; the bitmaps of which rows are shared (owner's, then the
+ * requester's, xchg_plan.h) are kept for rows_shared */
+/* rows_shared buffers: E R, map R, meta R, Rin_w RW, sbuf W, token RW, obits_w R, rbits_w R,
+ * rbuf W (scratch): after the sync, the rest of window w's rows into Rin_w */
 /* exchange_grads buffers: grows_w R, map R, meta R, gE RW, rbuf W (scratch), token RW:
  * window w's grads; gE[map[i]] += received grad i in rank order, gE zeroed by window 0:
  * each row's sum runs in (window, rank, key) order in every pipeline */
@@ -133,7 +139,7 @@ typedef struct np_cl_xchg_args {
  * all-gather then a sum in rank order (R <= 2), or a reduce-scatter summing each slice in
  * rank order then an all-gather (R > 2): the same bits on every rank and in both forms */
 extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_cl_exchange_rows,
-    np_cl_exchange_grads, np_cl_allreduce;
+    np_cl_rows_fresh, np_cl_rows_shared, np_cl_exchange_grads, np_cl_allreduce;
 /* The same three on a CUDA worker through the args' NCCL backend (cuda/exchange.cu), same
  * buffers and arguments: CUDA functions only, so StarPU never runs them on a CPU and
  * --comm mpi never runs the CPU ones on a GPU. Defined in the CUDA flavour only. */

@@ -250,6 +250,80 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
     a->out.bytes = (uint64_t)p.nsend * d * sizeof(float);
 }
 
+/* ---- window w's rows in two parts (dbp across ranks, docs/pipeline.md "The batch
+ *      boundary"): the fresh ones while the previous batch still trains, the shared ones
+ *      after the sync refreshed them. Together they fill Rin as exchange_rows does. */
+static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
+    np_cl_xchg_args *a = cl_arg;
+    const float *E = NP_BUF(buffers, 0);
+    const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
+    float *Rin = NP_BUF(buffers, 3), *sbuf = NP_BUF(buffers, 4);
+    uint32_t *obits = NP_BUF(buffers, 6), *rbits = NP_BUF(buffers, 7);
+    const int64_t *uprev = NP_BUF(buffers, 8), *mprev = NP_BUF(buffers, 9);
+    const int64_t *ucur = NP_BUF(buffers, 10);
+    size_t d = (size_t)a->d;
+    np_xchg_plan p;
+    np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    np_backend mpi, *be = host_backend(a, &mpi);
+    uint8_t *shared = malloc((size_t)meta[NP_META_UO] + 1);
+    if (!shared) {
+        a->out.fail = 1;
+        return;
+    }
+    np_xchg_mark_shared(uprev, mprev, ucur, meta, a->T, shared);
+    np_xchg_mark_rows(&p, map, shared, obits);
+    free(shared);
+    int64_t ws[NP_XCHG_MAX_RANKS], wr[NP_XCHG_MAX_RANKS], cs[NP_XCHG_MAX_RANKS],
+        cr[NP_XCHG_MAX_RANKS];
+    np_xchg_bit_counts(&p, 0, ws);
+    np_xchg_bit_counts(&p, 1, wr);
+    /* the requesters learn which of their rows come now, then get them */
+    if (x_alltoallv(be, obits, ws, rbits, wr, sizeof *obits)) {
+        a->out.fail = 1;
+        return;
+    }
+    np_xchg_part_counts(&p, obits, 0, 0, cs);
+    np_xchg_part_counts(&p, rbits, 1, 0, cr);
+    np_xchg_pack_part(&p, map, E, d, obits, 0, sbuf);
+    if (x_alltoallv(be, sbuf, cs, Rin, cr, d * sizeof(float))) {
+        a->out.fail = 1;
+        return;
+    }
+    np_xchg_place_part(&p, rbits, 0, Rin, d, Rin);
+    uint64_t rows = 0, words = 0;
+    for (int q = 0; q < a->R; q++) {
+        rows += (uint64_t)cs[q];
+        words += (uint64_t)ws[q];
+    }
+    a->out.bytes = be ? rows * d * sizeof(float) + words * sizeof *obits : 0;
+}
+
+static void rows_shared_cpu(void *buffers[], void *cl_arg) {
+    np_cl_xchg_args *a = cl_arg;
+    const float *E = NP_BUF(buffers, 0);
+    const int64_t *map = NP_BUF(buffers, 1), *meta = NP_BUF(buffers, 2);
+    float *Rin = NP_BUF(buffers, 3), *sbuf = NP_BUF(buffers, 4);
+    const uint32_t *obits = NP_BUF(buffers, 6), *rbits = NP_BUF(buffers, 7);
+    float *rbuf = NP_BUF(buffers, 8);
+    size_t d = (size_t)a->d;
+    np_xchg_plan p;
+    np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    np_backend mpi, *be = host_backend(a, &mpi);
+    int64_t cs[NP_XCHG_MAX_RANKS], cr[NP_XCHG_MAX_RANKS];
+    np_xchg_part_counts(&p, obits, 0, 1, cs);
+    np_xchg_part_counts(&p, rbits, 1, 1, cr);
+    np_xchg_pack_part(&p, map, E, d, obits, 1, sbuf);
+    if (x_alltoallv(be, sbuf, cs, rbuf, cr, d * sizeof(float))) {
+        a->out.fail = 1;
+        return;
+    }
+    np_xchg_place_part(&p, rbits, 1, rbuf, d, Rin);
+    uint64_t rows = 0;
+    for (int q = 0; q < a->R; q++)
+        rows += (uint64_t)cs[q];
+    a->out.bytes = be ? rows * d * sizeof(float) : 0;
+}
+
 /* ---- window w's gradients back to the owners, added per row in a fixed order */
 static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
@@ -320,6 +394,8 @@ NP_CODELET(np_cl_route, route_cpu, "route");
 NP_CODELET(np_cl_a2a_keys, a2a_keys_cpu, "a2a_keys");
 NP_CODELET(np_cl_route_owner, route_owner_cpu, "route_owner");
 NP_CODELET(np_cl_exchange_rows, exchange_rows_cpu, "exchange_rows");
+NP_CODELET(np_cl_rows_fresh, rows_fresh_cpu, "exchange_rows_fresh");
+NP_CODELET(np_cl_rows_shared, rows_shared_cpu, "exchange_rows_shared");
 NP_CODELET(np_cl_exchange_grads, exchange_grads_cpu, "exchange_grads");
 NP_CODELET(np_cl_allreduce, allreduce_cpu, "allreduce");
 

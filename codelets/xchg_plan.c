@@ -73,6 +73,95 @@ void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const float *r
     }
 }
 
+void np_xchg_mark_shared(const int64_t *uprev, const int64_t *mprev, const int64_t *ucur,
+                         const int64_t *mcur, int T, uint8_t *shared) {
+    memset(shared, 0, (size_t)mcur[NP_META_UCNT(T)]);
+    for (int t = 0; t < T; t++) { /* the merge of sync_cpu (codelets/rows.c) */
+        int64_t i = mprev[NP_META_UCNT(t)], ie = mprev[NP_META_UCNT(t + 1)];
+        int64_t j = mcur[NP_META_UCNT(t)], je = mcur[NP_META_UCNT(t + 1)];
+        while (i < ie && j < je) {
+            if (uprev[i] < ucur[j]) {
+                i++;
+            } else if (uprev[i] > ucur[j]) {
+                j++;
+            } else {
+                shared[j++] = 1;
+                i++;
+            }
+        }
+    }
+}
+
+static int64_t seg_rows(const np_xchg_plan *p, int side, int q) {
+    return side ? p->recv[q] : p->send[q];
+}
+
+static int bit_of(const uint32_t *bits, int64_t i) {
+    return (int)(bits[i / 32] >> (i % 32) & 1u);
+}
+
+void np_xchg_bit_counts(const np_xchg_plan *p, int side, int64_t *words) {
+    for (int q = 0; q < p->R; q++)
+        words[q] = np_xchg_bit_words(seg_rows(p, side, q));
+}
+
+void np_xchg_mark_rows(const np_xchg_plan *p, const int64_t *map, const uint8_t *shared,
+                       uint32_t *bits) {
+    for (int q = 0; q < p->R; q++) {
+        const int64_t *mp = map + p->seg[q];
+        int64_t n = p->send[q];
+        memset(bits, 0, (size_t)np_xchg_bit_words(n) * sizeof *bits);
+        for (int64_t i = 0; i < n; i++)
+            bits[i / 32] |= (uint32_t)shared[mp[i]] << (i % 32);
+        bits += np_xchg_bit_words(n);
+    }
+}
+
+void np_xchg_part_counts(const np_xchg_plan *p, const uint32_t *bits, int side, int part,
+                         int64_t *count) {
+    for (int q = 0; q < p->R; q++) {
+        int64_t n = seg_rows(p, side, q), c = 0;
+        for (int64_t i = 0; i < n; i++)
+            c += bit_of(bits, i) == part;
+        count[q] = c;
+        bits += np_xchg_bit_words(n);
+    }
+}
+
+void np_xchg_pack_part(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
+                       const uint32_t *bits, int part, float *sbuf) {
+    for (int q = 0; q < p->R; q++) {
+        const int64_t *mp = map + p->seg[q];
+        for (int64_t i = 0; i < p->send[q]; i++)
+            if (bit_of(bits, i) == part) {
+                memcpy(sbuf, E + (size_t)mp[i] * d, d * sizeof(float));
+                sbuf += d;
+            }
+        bits += np_xchg_bit_words(p->send[q]);
+    }
+}
+
+void np_xchg_place_part(const np_xchg_plan *p, const uint32_t *bits, int part, const float *src,
+                        size_t d, float *Rin) {
+    int64_t total = 0, words = 0, cnt[NP_XCHG_MAX_RANKS], off[NP_XCHG_MAX_RANKS];
+    np_xchg_part_counts(p, bits, 1, part, cnt);
+    for (int o = 0; o < p->R; o++) {
+        off[o] = words;
+        words += np_xchg_bit_words(p->recv[o]);
+        total += cnt[o];
+    }
+    /* from the last row back: a packed row sits at or before its place */
+    for (int o = p->R - 1; o >= 0; o--) {
+        const uint32_t *b = bits + off[o];
+        for (int64_t i = p->recv[o] - 1; i >= 0; i--) {
+            if (bit_of(b, i) != part) continue;
+            float *dst = Rin + (size_t)(p->rdispl[o] + i) * d;
+            const float *from = src + (size_t)--total * d;
+            if (dst != from) memmove(dst, from, d * sizeof(float));
+        }
+    }
+}
+
 static int cmp_i64(const void *x, const void *y) {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
     return (a > b) - (a < b);

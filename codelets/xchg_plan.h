@@ -56,6 +56,40 @@ void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const float *r
  * atomics, and ranks one after another keep the rank order. 0 otherwise (a bug). */
 int np_xchg_segments_distinct(const np_xchg_plan *p, const int64_t *map);
 
+/* ---- The split row exchange of the batch boundary (docs/pipeline.md "The batch
+ * boundary"). Under dbp a window's rows travel in two parts: the rows the previous batch
+ * does not hold (fresh in the table when retrieved, so final) while that batch still
+ * computes, and the rows both batches hold after the dual-buffer sync refreshed them.
+ * Every row lands where the whole exchange would put it: the same Rin, bit for bit.
+ * Bitmaps hold a bit per row of each rank's segment, 1 = shared, in 32-bit words,
+ * np_xchg_bit_words(n) words per segment of n rows, segment after segment (rank order). */
+
+/* shared[j] = 1 when E row j of the current batch (owner rows ucur, table by table as its
+ * meta mcur says, sorted within a table) is also a row of the previous batch (uprev, mprev),
+ * else 0: the rows the sync copies. shared: (Uo of mcur) bytes. */
+void np_xchg_mark_shared(const int64_t *uprev, const int64_t *mprev, const int64_t *ucur,
+                         const int64_t *mcur, int T, uint8_t *shared);
+static inline int64_t np_xchg_bit_words(int64_t n) {
+    return (n + 31) / 32;
+}
+/* The words of each rank's bitmap segment: side 0 the owner's (rows plan: send[q] rows to
+ * requester q), side 1 the requester's (recv[o] rows from owner o). */
+void np_xchg_bit_counts(const np_xchg_plan *p, int side, int64_t *words);
+/* Owner side of a rows plan: bits of the rows each requester's keys name. */
+void np_xchg_mark_rows(const np_xchg_plan *p, const int64_t *map, const uint8_t *shared,
+                       uint32_t *bits);
+/* Rows of each rank's segment whose bit is `part` (0 fresh, 1 shared), on side 0 or 1. */
+void np_xchg_part_counts(const np_xchg_plan *p, const uint32_t *bits, int side, int part,
+                         int64_t *count);
+/* Owner side: sbuf = the part's E rows, requester after requester, in key order. */
+void np_xchg_pack_part(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
+                       const uint32_t *bits, int part, float *sbuf);
+/* Requester side: the part's rows, packed owner after owner in key order in src, to their
+ * rows rdispl[o] + i of Rin. src may be Rin itself: a row only moves forward, and the rows
+ * are placed from the last one back. */
+void np_xchg_place_part(const np_xchg_plan *p, const uint32_t *bits, int part, const float *src,
+                        size_t d, float *Rin);
+
 /* The dense all-reduce's form: 1 for a reduce-scatter (each rank sums its slice of every
  * rank's gradient in rank order) then an all-gather of the slices, 0 for an all-gather and
  * the whole sum in rank order. Both give the same bits. Above 2 ranks the former;

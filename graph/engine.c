@@ -48,6 +48,13 @@ np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv, size_
     if (!st) st = np_buf_grow(&e->gE, cap_recv, row, "owner row gradients", err);
     if (!st) st = np_buf_grow(&e->sbuf, cap_recv, row, "send staging", err);
     if (!st) st = np_buf_grow(&e->rbuf, cap_recv, row, "receive staging", err);
+    for (int w = 0; w < 2 && e->split && !st; w++) {
+        size_t R = (size_t)e->R;
+        st = np_buf_grow(&e->obits[w], cap_recv / 32 + R, sizeof(uint32_t), "owner row bitmaps",
+                         err);
+        if (!st)
+            st = np_buf_grow(&e->rbits[w], cap_win / 32 + R, sizeof(uint32_t), "row bitmaps", err);
+    }
     if (!st) {
         e->cap_nnz = cap;
         e->cap_recv = cap_recv;
@@ -77,7 +84,9 @@ static void unreg_all_buffers(np_sp_engine *e) {
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             np_buf_unreg(all[i]);
     }
-    np_buf *all[] = {&e->E[0], &e->E[1], &e->Es[0], &e->Es[1], &e->gE, &e->sbuf, &e->rbuf, &e->token};
+    np_buf *all[] = {&e->E[0],     &e->E[1],     &e->Es[0],    &e->Es[1],   &e->gE,
+                     &e->sbuf,     &e->rbuf,     &e->token,    &e->obits[0], &e->obits[1],
+                     &e->rbits[0], &e->rbits[1]};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         np_buf_unreg(all[i]);
     for (int v = 0; v < NP_MAX_NODES; v++) {
@@ -276,6 +285,20 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                        : np_err(err, NP_STATUS_BAD_INPUT,
                                 "comm: nccl needs this rank's CUDA worker, but StarPU started "
                                 "none (STARPU_NCUDA=0?)");
+    /* the split row exchange (docs/pipeline.md "The batch boundary"): dbp on MPI across
+     * ranks, where a batch's compute leaves the wire idle; not under fwp, whose windows keep
+     * it busy (bench/fwp.sh: +8% for dbp, -1% and -3% for nestpipe at W = 4 and 8).
+     * NP_EARLY_ROWS=0|1 turns it off or on (for nestpipe too); every rank must agree, as for
+     * any collective, so one rank's "off" wins */
+    e->fresh_for = -1;
+    if (!st && e->sync && e->comm && e->R > 1 && !e->nccl) {
+        const char *v = getenv("NP_EARLY_ROWS");
+        int64_t off = v && !strcmp(v, "0") ? 1 : v && !strcmp(v, "1") ? 0 : e->fwp;
+        if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &off, 1))
+            st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on NP_EARLY_ROWS",
+                        cfg->rank);
+        e->split = !off;
+    }
     if (!st && cfg->trace[0]) {
         /* one time origin for all ranks: everyone leaves this barrier at about the same time */
         if (np_comm_barrier(e->comm, NP_CHAN_CTL))

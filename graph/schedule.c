@@ -18,6 +18,11 @@ static np_rset *rset_of(np_sp_engine *e, long b) {
     return &e->rset[b % NP_RSETS];
 }
 
+/* Windows whose rows np_engine_submit sends before the later batches' stages. */
+static int early_windows(const np_sp_engine *e) {
+    return e->fwp && e->W > 1 ? 2 : 1;
+}
+
 /* Stages 1-4 of batch b, each a separate call so the driver can run them ahead. */
 static np_status submit_prefetch(np_sp_engine *e, long b, const np_batch *src, np_error *err) {
     np_batch_args a;
@@ -85,6 +90,31 @@ static np_status submit_exchange_rows(np_sp_engine *e, long b, int w, np_error *
                                    e->Rin[w].h, e->sbuf.h, e->token.h, err);
 }
 
+/* The split form (docs/pipeline.md "The batch boundary"): window w of batch b gets the
+ * rows batch b-1 does not hold while b-1 still trains (they are final once retrieved), and
+ * the rest after sync(b) refreshed them. */
+static np_status submit_rows_fresh(np_sp_engine *e, long b, int w, np_error *err) {
+    np_batch_args a;
+    np_engine_batch_args(e, b, &a);
+    a.ctx.window = w;
+    a.xa.w = w;
+    np_rset *prev = rset_of(e, b - 1), *r = rset_of(e, b);
+    return np_submit_rows_fresh(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
+                                e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
+                                e->rbits[w].h, prev->uniq_o.h, prev->meta.h, r->uniq_o.h, err);
+}
+
+static np_status submit_rows_shared(np_sp_engine *e, long b, int w, np_error *err) {
+    np_batch_args a;
+    np_engine_batch_args(e, b, &a);
+    a.ctx.window = w;
+    a.xa.w = w;
+    np_rset *r = rset_of(e, b);
+    return np_submit_rows_shared(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
+                                 e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
+                                 e->rbits[w].h, e->rbuf.h, err);
+}
+
 /* Window w of batch b returns its row gradients; the owner adds them to gE. */
 np_status np_exchange_grads_submit(np_sp_engine *e, long b, int w, np_error *err) {
     np_batch_args a;
@@ -96,9 +126,15 @@ np_status np_exchange_grads_submit(np_sp_engine *e, long b, int w, np_error *err
                                     e->rbuf.h, e->token.h, err);
 }
 
-/* Windows whose rows np_engine_submit sends before the later batches' stages. */
-static int early_windows(const np_sp_engine *e) {
-    return e->fwp && e->W > 1 ? 2 : 1;
+
+/* The early windows' rows of batch b, when the step opens: whole, or (split) the part the
+ * previous step did not send yet. */
+static np_status submit_first_rows(np_sp_engine *e, long b, np_error *err) {
+    np_status st = NP_OK;
+    for (int w = 0; w < early_windows(e) && !st; w++)
+        st = e->fresh_for == b ? submit_rows_shared(e, b, w, err)
+                               : submit_exchange_rows(e, b, w, err);
+    return st;
 }
 
 /* The rest of stage 5: window after window, forward/backward chunk by chunk and the
@@ -130,6 +166,15 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
             a.ctx.boost = e->W - w;
             st = np_chunk_submit(e, &a.ctx, &e->ch[w * e->C + c], sl, r, err);
         }
+        /* split: once every reader of the early windows' Rin is submitted, batch b+1's fresh
+         * rows take the wire under b's last window, before its gradients and the dense
+         * all-reduce; b+1 was retrieved this step (the sync's condition) */
+        if (!st && w == e->W - 1 && e->split && e->next[3] > b + 1) {
+            for (int v = 0; v < early_windows(e) && !st; v++)
+                st = submit_rows_fresh(e, b + 1, v, err);
+            if (!st) e->fresh_for = b + 1;
+        }
+
         /* the last window's row gradients go inside the dense reduction */
         if (!st)
             st = w < e->W - 1 ? np_exchange_grads_submit(e, b, w, err)
@@ -229,8 +274,7 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     /* 2. its rows to their requesters; then the stages of the batches ahead, in docs/pipeline.md's
      *    order prefetch(t+4), h2d(t+3), route(t+2), retrieve(t+1), each never past the newest
      *    batch the driver has read. Retrieve(t+1) stays before write-back(t): the rule. */
-    for (int w = 0; w < early_windows(e) && !st; w++)
-        st = submit_exchange_rows(e, t, w, err);
+    if (!st) st = submit_first_rows(e, t, err);
     static const int lag[4] = {4, 3, 2, 1};
     long last = t + (n - 1 < e->ahead ? n - 1 : e->ahead);
     for (int s = 0; s < 4 && !st; s++) {

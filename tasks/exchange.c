@@ -39,6 +39,29 @@ np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a
                           m, a, sizeof *a, NP_REPORT_IN_ARGS, err);
 }
 
+np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
+                               np_h meta, np_h Rin, np_h sbuf, np_h token, np_h obits, np_h rbits,
+                               np_h uniq_prev, np_h meta_prev, np_h uniq, np_error *err) {
+    np_task_ctx cc = *c;
+    cc.pin = 1;
+    np_h h[11] = {E, map, meta, Rin, sbuf, token, obits, rbits, uniq_prev, meta_prev, uniq};
+    enum starpu_data_access_mode m[11] = {R, R, R, W, W, RW, W, W, R, R, R};
+    return np_task_submit(&cc, &np_cl_rows_fresh, NP_NODE_EXCHANGE_EMB, NP_PRIO_CRITICAL, 11, h, m,
+                          a, sizeof *a, NP_REPORT_IN_ARGS, err);
+}
+
+np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
+                                np_h meta, np_h Rin, np_h sbuf, np_h token, np_h obits, np_h rbits,
+                                np_h rbuf, np_error *err) {
+    np_task_ctx cc = *c;
+    cc.pin = 1;
+    /* Rin RW: the fresh rows stay */
+    np_h h[9] = {E, map, meta, Rin, sbuf, token, obits, rbits, rbuf};
+    enum starpu_data_access_mode m[9] = {R, R, R, RW, W, RW, R, R, W};
+    return np_task_submit(&cc, &np_cl_rows_shared, NP_NODE_EXCHANGE_EMB, NP_PRIO_CRITICAL, 9, h, m,
+                          a, sizeof *a, NP_REPORT_IN_ARGS, err);
+}
+
 np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a, np_h grows,
                                    np_h map, np_h meta, np_h gE, np_h rbuf, np_h token,
                                    np_error *err) {

@@ -100,6 +100,17 @@ NP_NODISCARD np_status np_submit_sync(const np_task_ctx *c, const np_cl_sync_arg
 NP_NODISCARD np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a,
                                                np_h E, np_h map, np_h meta, np_h Rin, np_h sbuf,
                                                np_h token, np_error *err);
+/* The split form of exchange_rows (dbp across ranks, CPU codelets on MPI): `fresh` sends
+ * the rows the previous batch (uniq_prev, meta_prev) does not hold and keeps the bitmaps
+ * of the others in obits (owner's) and rbits (requester's); `shared` sends those after the
+ * sync, through rbuf. */
+NP_NODISCARD np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
+                                            np_h map, np_h meta, np_h Rin, np_h sbuf, np_h token,
+                                            np_h obits, np_h rbits, np_h uniq_prev,
+                                            np_h meta_prev, np_h uniq, np_error *err);
+NP_NODISCARD np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
+                                             np_h map, np_h meta, np_h Rin, np_h sbuf, np_h token,
+                                             np_h obits, np_h rbits, np_h rbuf, np_error *err);
 NP_NODISCARD np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a,
                                                 np_h grows, np_h map, np_h meta, np_h gE, np_h rbuf,
                                                 np_h token, np_error *err);

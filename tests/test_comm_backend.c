@@ -6,8 +6,9 @@
  * sharding alone, the owners' summed gradients bit for bit against a (window, rank) order
  * sum computed here, the all-reduce against the rank-order sum; the CUDA codelets' way of
  * doing the same work (plans, per-segment gathers, one rank's gradients added in parallel
- * then the next) is replayed on the host and must give the same bytes. Also --comm's
- * checks. No StarPU runtime: codelet functions get hand-made vector interfaces. */
+ * then the next) is replayed on the host and must give the same bytes. The split row
+ * exchange (rows_fresh before the sync, with the shared rows stale, then rows_shared) must
+ * fill Rin with the bytes of the whole one. Also --comm's checks. No StarPU runtime: codelet functions get hand-made vector interfaces. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,8 +148,8 @@ static const np_backend_ops sim_ops = {.name = "sim",
 /* ---------------------------------------------------------------- codelets without StarPU */
 
 static void run_cl(struct starpu_codelet *cl, int n, void *const *ptrs, np_cl_xchg_args *a) {
-    struct starpu_vector_interface v[8];
-    void *bufs[8];
+    struct starpu_vector_interface v[12];
+    void *bufs[12];
     memset(v, 0, sizeof v);
     for (int i = 0; i < n; i++) {
         v[i].ptr = (uintptr_t)ptrs[i];
@@ -186,8 +187,12 @@ static float dense_val(int r, int i) {
     return (float)((i * 31 + r * 17) % 23) * (r == 1 ? 1e-3f : 0.1f) + 1.0f / (float)(1 + i + r);
 }
 
+enum { KEYS = NB * T * 4, OKEYS = MAXR * KEYS, BITS = 64 }; /* requester, owner sides */
+
 typedef struct rank_state {
     int r, R;
+    int split; /* 1: a previous batch first, and the split row exchange too */
+    int salt;  /* which batch fill_batch draws: 0 the one checked, 1 the previous one */
     np_shard shard;
     np_backend *be; /* NULL: one rank without a backend (local copies) */
     /* requester */
@@ -199,6 +204,12 @@ typedef struct rank_state {
     int64_t recvkeys[MAXR * NB * T * 4], uniq_o[MAXR * NB * T * 4], map[MAXR * NB * T * 4];
     float E[MAXR * NB * T * 4 * D], gE[MAXR * NB * T * 4 * D];
     float scratch[MAXR * NB * T * 4 * D];
+    /* the split row exchange: the previous batch's owner rows, E with the rows both batches
+     * hold stale (before the sync), the bitmaps, the rows received, a second scratch */
+    int64_t uprev[OKEYS], mprev[NP_META_SIZE(T, W, MAXR)];
+    float stale[OKEYS * D], Rsplit[W][KEYS * D], scratch2[OKEYS * D];
+    uint32_t obits[W][BITS], rbits[W][BITS];
+    int64_t nshared, nfresh; /* E rows of each kind */
     /* dense */
     float mine[NDENSE], out[NDENSE], all[MAXR * NDENSE];
     int fail;
@@ -227,10 +238,54 @@ static void fill_batch(rank_state *s) {
         /* keys lie table after table, each table's bags in sample order */
         for (int b = 0; b < NB; b++) {
             o[b] = (uint32_t)nk;
-            for (int i = 0; i < bag_len(s->r, b, t); i++)
-                s->keys[nk++] = key_of(s->r, b, t, i);
+            for (int i = 0; i < bag_len(s->r, b, t); i++) /* salt 1: shares samples */
+                s->keys[nk++] = key_of(s->r, b + 13 * s->salt, t, i);
         }
         o[NB] = (uint32_t)nk;
+    }
+}
+
+/* A batch's keys routed: requester side, the key All2All, owner side. */
+static void route_batch(rank_state *s, np_cl_xchg_args *a) {
+    fill_batch(s);
+    run_cl(&np_cl_route, 6, (void *[]){s->off, s->keys, s->uniq, s->pos, s->sendkeys, s->meta}, a);
+    s->fail |= a->out.fail;
+    run_cl(&np_cl_a2a_keys, 3, (void *[]){s->meta, s->sendkeys, s->recvkeys}, a);
+    s->fail |= a->out.fail;
+    s->bytes[0] = a->out.bytes;
+    run_cl(&np_cl_route_owner, 4, (void *[]){s->recvkeys, s->meta, s->uniq_o, s->map}, a);
+    s->fail |= a->out.fail;
+}
+
+/* The split row exchange of every window into Rsplit: the fresh rows while the shared ones
+ * are still stale in E (poisoned here), then the shared ones once the sync refreshed them. */
+static void split_rows(rank_state *s, np_cl_xchg_args *a) {
+    int64_t UO = s->meta[NP_META_UO];
+    uint8_t shared[OKEYS];
+    np_xchg_mark_shared(s->uprev, s->mprev, s->uniq_o, s->meta, T, shared);
+    memcpy(s->stale, s->E, (size_t)UO * D * sizeof(float));
+    for (int64_t u = 0; u < UO; u++) {
+        s->nshared += shared[u];
+        s->nfresh += !shared[u];
+        if (shared[u])
+            for (int j = 0; j < D; j++)
+                s->stale[u * D + j] = -1e30f;
+    }
+    for (int w = 0; w < W; w++) {
+        a->w = w;
+        run_cl(&np_cl_rows_fresh, 11,
+               (void *[]){s->stale, s->map, s->meta, s->Rsplit[w], s->scratch, NULL, s->obits[w],
+                          s->rbits[w], s->uprev, s->mprev, s->uniq_o},
+               a);
+        s->fail |= a->out.fail;
+    }
+    for (int w = 0; w < W; w++) {
+        a->w = w;
+        run_cl(&np_cl_rows_shared, 9,
+               (void *[]){s->E, s->map, s->meta, s->Rsplit[w], s->scratch, NULL, s->obits[w],
+                          s->rbits[w], s->scratch2},
+               a);
+        s->fail |= a->out.fail;
     }
 }
 
@@ -238,14 +293,14 @@ static void fill_batch(rank_state *s) {
 static void *rank_main(void *arg) {
     rank_state *s = arg;
     np_cl_xchg_args a = args_of(s);
-    fill_batch(s);
-    run_cl(&np_cl_route, 6, (void *[]){s->off, s->keys, s->uniq, s->pos, s->sendkeys, s->meta}, &a);
-    s->fail |= a.out.fail;
-    run_cl(&np_cl_a2a_keys, 3, (void *[]){s->meta, s->sendkeys, s->recvkeys}, &a);
-    s->fail |= a.out.fail;
-    s->bytes[0] = a.out.bytes;
-    run_cl(&np_cl_route_owner, 4, (void *[]){s->recvkeys, s->meta, s->uniq_o, s->map}, &a);
-    s->fail |= a.out.fail;
+    if (s->split) { /* the previous batch's owner rows, for the split exchange */
+        s->salt = 1;
+        route_batch(s, &a);
+        memcpy(s->uprev, s->uniq_o, sizeof s->uprev);
+        memcpy(s->mprev, s->meta, sizeof s->mprev);
+        s->salt = 0;
+    }
+    route_batch(s, &a);
     /* the owner's rows, by where they live */
     for (int t = 0; t < T; t++)
         for (int64_t u = s->meta[NP_META_UCNT(t)]; u < s->meta[NP_META_UCNT(t + 1)]; u++)
@@ -258,6 +313,7 @@ static void *rank_main(void *arg) {
         s->fail |= a.out.fail;
         s->bytes[1] += a.out.bytes;
     }
+    if (s->split) split_rows(s, &a);
     /* every key's gradient lands on its row of the window's grows (repeats agree) */
     for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++) {
@@ -282,7 +338,7 @@ static void *rank_main(void *arg) {
 }
 
 /* R simulated ranks (with_backend 0 and R 1: no backend at all, as without MPI) */
-static rank_state *run_ranks(int R, np_shard shard, int with_backend, hub *h) {
+static rank_state *run_ranks(int R, np_shard shard, int with_backend, int split, hub *h) {
     rank_state *st = calloc((size_t)R, sizeof *st);
     np_backend be[MAXR];
     sim sims[MAXR];
@@ -293,7 +349,8 @@ static rank_state *run_ranks(int R, np_shard shard, int with_backend, hub *h) {
     for (int r = 0; r < R; r++) {
         sims[r] = (sim){h, r};
         be[r] = (np_backend){.ops = &sim_ops, .rank = r, .size = R, .impl = &sims[r]};
-        st[r] = (rank_state){.r = r, .R = R, .shard = shard, .be = with_backend ? &be[r] : NULL};
+        st[r] = (rank_state){
+            .r = r, .R = R, .split = split, .shard = shard, .be = with_backend ? &be[r] : NULL};
     }
     for (int r = 0; r < R; r++)
         assert_int_equal(pthread_create(&th[r], NULL, rank_main, &st[r]), 0);
@@ -406,7 +463,7 @@ static void check_device_order(const rank_state *st, int R) {
  * the same bits as the codelet, because a segment never names a row twice. */
 static void check_device_sum(int R, np_shard shard) {
     hub h;
-    rank_state *st = run_ranks(R, shard, 1, &h);
+    rank_state *st = run_ranks(R, shard, 1, 0, &h);
     /* the received grads of each window again, through the plans, into a fresh gE */
     for (int r = 0; r < R; r++) {
         rank_state *o = &st[r];
@@ -433,6 +490,43 @@ static void check_device_sum(int R, np_shard shard) {
     free(st);
 }
 
+/* The split exchange filled Rsplit with the whole exchange's bytes, both kinds of rows
+ * occurring. */
+static void check_split(const rank_state *st, int R) {
+    int64_t shared = 0, fresh = 0;
+    for (int r = 0; r < R; r++) {
+        const rank_state *s = &st[r];
+        for (int w = 0; w < W; w++)
+            assert_memory_equal(s->Rsplit[w], s->Rin[w],
+                                (size_t)s->meta[NP_META_WUQ(T, w)] * D * sizeof(float));
+        shared += s->nshared;
+        fresh += s->nfresh;
+    }
+    assert_true(shared > 0 && fresh > 0);
+}
+
+static void test_split_rows(void **state) {
+    (void)state;
+    for (int sh = 0; sh < 2; sh++)
+        for (int R = 1; R <= MAXR; R++) {
+            hub h;
+            np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
+            rank_state *st = run_ranks(R, shard, 1, 1, &h);
+            check_exchanges(st, R, shard);
+            check_split(st, R);
+            /* the previous batch's counts and keys; per window bitmaps and fresh rows, then
+             * shared rows */
+            uint64_t want = 2 + 2 + 2 * W + 3 * W + (np_xchg_allreduce_rs(R) ? 2 : 1);
+            for (int r = 0; r < R; r++)
+                assert_int_equal(h.calls[r], want);
+            free(st);
+        }
+    hub h; /* one rank without a backend: local copies */
+    rank_state *st = run_ranks(1, NP_SHARD_ROW, 0, 1, &h);
+    check_split(st, 1);
+    free(st);
+}
+
 static void test_ranks(void **state) {
     (void)state;
     for (int sh = 0; sh < 2; sh++)
@@ -441,7 +535,7 @@ static void test_ranks(void **state) {
                 setenv("NP_ALLREDUCE", form ? "rs" : "allgather", 1);
                 hub h;
                 np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
-                rank_state *st = run_ranks(R, shard, 1, &h);
+                rank_state *st = run_ranks(R, shard, 1, 0, &h);
                 check_exchanges(st, R, shard);
                 check_device_order(st, R);
                 /* collectives per rank: counts, keys, W rows, W grads, the all-reduce (one
@@ -460,7 +554,8 @@ static void test_ranks(void **state) {
 static void test_one_rank_paths(void **state) {
     (void)state;
     hub h1, h0;
-    rank_state *a = run_ranks(1, NP_SHARD_ROW, 1, &h1), *b = run_ranks(1, NP_SHARD_ROW, 0, &h0);
+    rank_state *a = run_ranks(1, NP_SHARD_ROW, 1, 0, &h1);
+    rank_state *b = run_ranks(1, NP_SHARD_ROW, 0, 0, &h0);
     assert_memory_equal(a->Rin, b->Rin, sizeof a->Rin);
     assert_memory_equal(a->gE, b->gE, sizeof a->gE);
     assert_memory_equal(a->out, b->out, sizeof a->out);
@@ -580,6 +675,7 @@ int main(void) {
         cmocka_unit_test(test_plan_by_hand),
         cmocka_unit_test(test_ranks),
         cmocka_unit_test(test_one_rank_paths),
+        cmocka_unit_test(test_split_rows),
         cmocka_unit_test(test_comm_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,7 @@ bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 # one StarPU worker per rank: four ranks share two cores
 export STARPU_NCPU=${STARPU_NCPU:-1} STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
-  -x STARPU_NCPU -x STARPU_SILENT -x STARPU_WORKERS_NOBIND -x STARPU_HOME)
+  -x STARPU_NCPU -x STARPU_SILENT -x STARPU_WORKERS_NOBIND -x STARPU_HOME -x NP_EARLY_ROWS)
 SM=(--rows 1000,700,1200,333,50,900 --tables 6 --hot 2 --bottom 13-16-16 --top 16-8-1
   --batch 48 --steps 30 --quiet --chunks 2)
 
@@ -66,6 +66,16 @@ for optim in sgd rowwise-adagrad; do
       bad "R=$R $optim: dbp differs from sequential"
     grep -q '"rows_synced": [1-9]' "$W/dbp.json" && ok "R=$R $optim: dbp synced rows" ||
       bad "R=$R $optim: no rows synced"
+    # the split row exchange ran (its bitmaps make the row bytes exceed the gradient
+    # bytes, which mirror the whole exchange's rows); NP_EARLY_ROWS=0 sends them whole
+    rb=$(sed -n 's/.*"rows": \([0-9]*\).*/\1/p' "$W/dbp.json" | head -n 1)
+    gb=$(sed -n 's/.*"grads": \([0-9]*\).*/\1/p' "$W/dbp.json" | head -n 1)
+    [[ -n $rb && -n $gb && $rb -gt $gb ]] && ok "R=$R $optim: dbp split its row exchanges" ||
+      bad "R=$R $optim: dbp row bytes $rb, gradient bytes $gb: no split exchange"
+    NP_EARLY_ROWS=0 run_np "$R" "$W/whole" --sparse-optim "$optim" --rows 300 --zipf 1.2 \
+      --pipeline dbp || bad "R=$R NP_EARLY_ROWS=0 dbp run failed: $(tail -n 3 "$W/err")"
+    cmp -s "$W/seq" "$W/whole" && ok "R=$R $optim: dbp with whole row exchanges, same bytes" ||
+      bad "R=$R $optim: dbp with NP_EARLY_ROWS=0 differs from sequential"
   done
 done
 # fwp and nestpipe reorder work, never arithmetic: with the same windows and clustering they
@@ -87,6 +97,11 @@ for optim in sgd rowwise-adagrad; do
       cmp -s "$W/seq" "$W/$p" && ok "R=$R $optim: $p gives the bytes of sequential" ||
         bad "R=$R $optim: $p differs from sequential"
     done
+    # nestpipe with the split row exchange forced on (two early windows)
+    NP_EARLY_ROWS=1 run_np "$R" "$W/split" --sparse-optim "$optim" "${FW[@]}" \
+      --pipeline nestpipe || bad "R=$R NP_EARLY_ROWS=1 nestpipe failed: $(tail -n 3 "$W/err")"
+    cmp -s "$W/seq" "$W/split" && ok "R=$R $optim: nestpipe, split row exchange, same bytes" ||
+      bad "R=$R $optim: nestpipe with NP_EARLY_ROWS=1 differs from sequential"
   done
 done
 # clustering moves fewer rows than contiguous windows on grouped data
