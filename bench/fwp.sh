@@ -2,20 +2,26 @@
 # Frozen-Window Pipelining benchmark: 2 ranks over a bandwidth-limited link on this machine
 # (a network namespace whose loopback is shaped by `tc qdisc ... tbf rate 2gbit`, MPI over
 # TCP on it), all measured in this one run:
-# - the ablation table: sequential, dbp, fwp, nestpipe, async at W windows (samples/s:
+# - the ablation table: sequential, dbp, fwp, nestpipe, async at W windows, and the split
+#   row exchange of the batch boundary toggled against each mode's default (dbp-whole: dbp
+#   with NP_EARLY_ROWS=0; nestpipe-split: nestpipe with NP_EARLY_ROWS=1) (samples/s:
 #   medians of untraced runs; exposed lookup and exchange: from a traced run of each, first
 #   batches left out; eval AUC);
 # - the ideal speedup T_seq / max(T_cpu_work, T_wire) from the sequential trace, per W;
 # - exchanged row bytes per step with --cluster keys and --cluster none;
-# - SVG timelines of sequential and nestpipe.
+# - SVG timelines of sequential and nestpipe;
+# - the split row exchange at one window (dbp's default shape): dbp with NP_EARLY_ROWS=1
+#   and 0, alternating, --split-repeats runs each (--split-only: this part alone, written
+#   to bench/results/<date>-fwp-split.md).
 # Writes bench/results/<date>-fwp.md (+ .svg). Needs root (ip netns, tc). See bench/README.md.
 #
 #   bash bench/fwp.sh [--steps S] [--repeats R] [--windows "4 8"] [--rate 2gbit] [--quick]
+#                     [--split-repeats N] [--split-only]
 # (the committed results: --repeats 5)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-STEPS=10 REPEATS=3 WINDOWS="4 8" RATE=2gbit QUICK=0
+STEPS=10 REPEATS=3 WINDOWS="4 8" RATE=2gbit QUICK=0 SPLIT_REPEATS=4 SPLIT_ONLY=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
   --steps) STEPS=$2; shift 2 ;;
@@ -23,6 +29,8 @@ while [[ $# -gt 0 ]]; do
   --windows) WINDOWS=$2; shift 2 ;;
   --rate) RATE=$2; shift 2 ;;
   --quick) QUICK=1; shift ;;
+  --split-repeats) SPLIT_REPEATS=$2; shift 2 ;;
+  --split-only) SPLIT_ONLY=1; shift ;;
   *) echo "fwp.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +47,12 @@ TRACE_STEPS=8 WARM=3
 if [[ $QUICK == 1 ]]; then
   SHAPE=(--tables 26 --rows 20000 --dim 64 --zipf 1.05 --hot 4 --groups 16
     --bottom 13-128-64 --top 256-128-1 --batch 2048 --eval-samples 2048 --chunks 1 --quiet)
-  STEPS=5 REPEATS=1 TRACE_STEPS=5 WARM=2 WINDOWS=4
+  STEPS=5 REPEATS=1 TRACE_STEPS=5 WARM=2 WINDOWS=4 SPLIT_REPEATS=1
+fi
+[[ $SPLIT_REPEATS =~ ^[0-9]+$ ]] || { echo "fwp.sh: --split-repeats must be a whole number" >&2; exit 2; }
+if [[ $SPLIT_ONLY == 1 ]]; then
+  WINDOWS=""
+  ((SPLIT_REPEATS > 0)) || { echo "fwp.sh: --split-only needs --split-repeats >= 1" >&2; exit 2; }
 fi
 W=$(mktemp -d /tmp/np_fwp_XXXXXX)
 NS=np_fwp_$$
@@ -56,6 +69,7 @@ ip netns exec "$NS" ip link set lo up
 ip netns exec "$NS" tc qdisc add dev lo root tbf rate "$RATE" burst 256kb latency 100ms
 STAMP=$(date +%Y-%m-%d)
 OUT=bench/results/$STAMP-fwp.md
+[[ $SPLIT_ONLY == 1 ]] && OUT=bench/results/$STAMP-fwp-split.md
 mkdir -p bench/results
 export STARPU_SILENT=1 STARPU_HOME=$W/starpu OMPI_ALLOW_RUN_AS_ROOT=1 \
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -63,27 +77,33 @@ export STARPU_SILENT=1 STARPU_HOME=$W/starpu OMPI_ALLOW_RUN_AS_ROOT=1 \
 launch() { # ARGS...: one 2-rank run inside the namespace, MPI over TCP on its shaped lo
   timeout 600 ip netns exec "$NS" mpirun --allow-run-as-root --oversubscribe -np 2 \
     --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-    -x STARPU_SILENT -x STARPU_HOME "$NP" train "${SHAPE[@]}" "$@"
+    -x STARPU_SILENT -x STARPU_HOME -x NP_EARLY_ROWS "$NP" train "${SHAPE[@]}" "$@"
 }
 jget() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d' + sys.argv[2]))" "$@"; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 RES=$W/res.tsv
-: >"$RES"
+: >"$RES" >"$W/dense.tsv" >"$W/none.tsv" >"$W/split.tsv"
 NT=$((TRACE_STEPS - WARM))
 for win in $WINDOWS; do
-  for p in sequential dbp fwp nestpipe async; do
+  for p in sequential dbp dbp-whole fwp nestpipe nestpipe-split async; do
+    case $p in # the mode, and NP_EARLY_ROWS ("": the mode's default)
+    dbp-whole) pipe=dbp early=0 ;;
+    nestpipe-split) pipe=nestpipe early=1 ;;
+    *) pipe=$p early= ;;
+    esac
+    export NP_EARLY_ROWS=$early
     rates=""
     for ((k = 1; k <= REPEATS; k++)); do
       echo "fwp.sh: $(date +%T) W=$win $p run $k/$REPEATS" >&2
-      launch --windows "$win" --pipeline "$p" --steps "$STEPS" --metrics-json "$W/m.json" \
+      launch --windows "$win" --pipeline "$pipe" --steps "$STEPS" --metrics-json "$W/m.json" \
         2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
       rates+="$(jget "$W/m.json" "['samples_per_s']") "
     done
     auc=$(jget "$W/m.json" "['eval_auc']")
     rowbytes=$(jget "$W/m.json" "['bytes_exchanged']['rows'] // $STEPS")
     echo "fwp.sh: $(date +%T) W=$win $p traced run" >&2
-    launch --windows "$win" --pipeline "$p" --steps "$TRACE_STEPS" --trace "$W/t.json" \
+    launch --windows "$win" --pipeline "$pipe" --steps "$TRACE_STEPS" --trace "$W/t.json" \
       2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
     "$NP" trace report "$W/t.json" --json --from-batch "$WARM" >"$W/rep.json"
     # per rank and step: the report sums over the ranks
@@ -114,53 +134,86 @@ x=('exchange_emb', 'exchange_grad'); print(sum(k[i]['exposed_us'] for i in x) / 
   printf '%s\t%s\n' "$win" "$(jget "$W/m.json" "['bytes_exchanged']['rows'] // $STEPS")" >>"$W/none.tsv"
 done
 
-SHAPE_TEXT="${SHAPE[*]}" /usr/bin/python3 - "$RES" "$W/dense.tsv" "$W/none.tsv" >"$OUT" <<'EOF'
+# the split row exchange at one window, the two settings alternating
+for ((k = 1; k <= SPLIT_REPEATS; k++)); do
+  for early in 1 0; do
+    echo "fwp.sh: $(date +%T) W=1 dbp NP_EARLY_ROWS=$early run $k/$SPLIT_REPEATS" >&2
+    NP_EARLY_ROWS=$early launch --windows 1 --pipeline dbp --steps "$STEPS" \
+      --metrics-json "$W/m.json" 2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
+    printf '%s\t%s\t%s\n' "$early" "$(jget "$W/m.json" "['samples_per_s']")" \
+      "$(jget "$W/m.json" "['eval_auc']")" >>"$W/split.tsv"
+  done
+done
+
+SHAPE_TEXT="${SHAPE[*]}" /usr/bin/python3 - "$RES" "$W/dense.tsv" "$W/none.tsv" "$W/split.tsv" >"$OUT" <<'EOF'
 import sys, os, platform, subprocess
 res = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 dense = {(r[0], r[1]): float(r[2]) for r in (l.split("\t") for l in open(sys.argv[2]))}
 none = {r[0]: int(r[1]) for r in (l.split("\t") for l in open(sys.argv[3]))}
 cpu = subprocess.run(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p'"], capture_output=True, text=True).stdout.strip()
+flags = open("/proc/cpuinfo").read().split("flags", 1)[-1].split("\n", 1)[0].split()
+isa = "avx512f" if "avx512f" in flags else "avx2" if "avx2" in flags else "no avx2"
+cpu += " (%s)" % isa
 print("# FWP benchmark: 2 ranks over a 2 Gbit/s link\n")
 print("Machine: %s, %d cores, %s. Both ranks share this machine; MPI runs over TCP on the "
       "loopback of a network namespace shaped with `tc tbf` (see bench/fwp.sh)." %
       (cpu, os.cpu_count(), platform.platform()))
 print("\nShape: `%s`.\n" % " ".join(os.environ.get("SHAPE_TEXT", "").split()))
-print("samples/s: median of the untraced runs (all runs listed). Per rank and step, from a "
-      "traced run with the first batches left out: lookup = route + retrieve + sync, "
-      "exchange = row/gradient exchanges + dense all-reduce; exposed = not overlapped by "
-      "dense compute. Ratio = exposed exchange / exchange; All2All ratio: the same for the "
-      "row and gradient exchanges alone; all-reduce ms: the dense all-reduce (part of "
-      "exchange), which stays at the end of each batch in every mode.\n")
-print("| W | pipeline | samples/s | vs sequential | runs | lookup ms | exposed | exchange ms | exposed | exposed ratio | All2All ratio | all-reduce ms | row bytes/step | eval AUC |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-seq = {r[0]: float(r[2]) for r in res if r[1] == "sequential"}
-for r in res:
-    w, p, med, runs, auc, rb, lk, lkx, wi, wix, ratio, a2a, ar = r
-    print("| %s | %s | %.0f | %.2fx | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f | %s | %.4f |" % (
-        w, p, float(med), float(med) / seq[w], " ".join("%.0f" % float(x) for x in runs.split()),
-        float(lk), float(lkx), float(wi), float(wix), float(ratio), float(a2a), float(ar), rb,
-        float(auc)))
-print("\n## Ideal speedup from the sequential trace\n")
-print("T_seq = batch / samples/s; T_cpu = lookup + dense compute (fwd + bwd union); T_wire = "
-      "exchange time; ideal = T_seq / max(T_cpu, T_wire).\n")
-print("| W | T_seq ms | T_cpu ms | T_wire ms | ideal | nestpipe | % of ideal | fwp | dbp |")
-print("|---|---|---|---|---|---|---|---|---|")
-batch = 2048
-for w in seq:
-    row = {r[1]: r for r in res if r[0] == w}
-    s = row["sequential"]
-    tseq = batch / float(s[2]) * 1e3
-    tcpu = float(s[6]) + dense[(w, "sequential")]
-    twire = float(s[8])
-    ideal = tseq / max(tcpu, twire)
-    sp = lambda p: float(row[p][2]) / float(s[2])
-    print("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.0f%% | %.2fx | %.2fx |" % (
-        w, tseq, tcpu, twire, ideal, sp("nestpipe"), 100 * sp("nestpipe") / ideal, sp("fwp"), sp("dbp")))
-print("\n## Clustering: exchanged row bytes per step (rank 0, sequential)\n")
-print("| W | --cluster none | --cluster keys | cut |")
-print("|---|---|---|---|")
-for w in seq:
-    k = int([r for r in res if r[0] == w and r[1] == "sequential"][0][5])
-    print("| %s | %d | %d | %.1f%% |" % (w, none[w], k, 100 * (1 - k / none[w])))
+if res:
+    print("samples/s: median of the untraced runs (all runs listed). Per rank and step, from a "
+          "traced run with the first batches left out: lookup = route + retrieve + sync, "
+          "exchange = row/gradient exchanges + dense all-reduce; exposed = not overlapped by "
+          "dense compute. Ratio = exposed exchange / exchange; All2All ratio: the same for the "
+          "row and gradient exchanges alone; all-reduce ms: the dense all-reduce (part of "
+          "exchange), which stays at the end of each batch in every mode. dbp-whole and "
+          "nestpipe-split toggle the split row exchange of the batch boundary against the "
+          "mode's default (docs/pipeline.md \"The batch boundary\"): dbp with NP_EARLY_ROWS=0 "
+          "(whole row exchanges), nestpipe with NP_EARLY_ROWS=1.\n")
+    print("| W | pipeline | samples/s | vs sequential | runs | lookup ms | exposed | exchange ms | exposed | exposed ratio | All2All ratio | all-reduce ms | row bytes/step | eval AUC |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    seq = {r[0]: float(r[2]) for r in res if r[1] == "sequential"}
+    for r in res:
+        w, p, med, runs, auc, rb, lk, lkx, wi, wix, ratio, a2a, ar = r
+        print("| %s | %s | %.0f | %.2fx | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f | %s | %.4f |" % (
+            w, p, float(med), float(med) / seq[w], " ".join("%.0f" % float(x) for x in runs.split()),
+            float(lk), float(lkx), float(wi), float(wix), float(ratio), float(a2a), float(ar), rb,
+            float(auc)))
+    print("\n## Ideal speedup from the sequential trace\n")
+    print("T_seq = batch / samples/s; T_cpu = lookup + dense compute (fwd + bwd union); T_wire = "
+          "exchange time; ideal = T_seq / max(T_cpu, T_wire).\n")
+    print("| W | T_seq ms | T_cpu ms | T_wire ms | ideal | nestpipe | % of ideal | fwp | dbp |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    batch = 2048
+    for w in seq:
+        row = {r[1]: r for r in res if r[0] == w}
+        s = row["sequential"]
+        tseq = batch / float(s[2]) * 1e3
+        tcpu = float(s[6]) + dense[(w, "sequential")]
+        twire = float(s[8])
+        ideal = tseq / max(tcpu, twire)
+        sp = lambda p: float(row[p][2]) / float(s[2])
+        print("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.0f%% | %.2fx | %.2fx |" % (
+            w, tseq, tcpu, twire, ideal, sp("nestpipe"), 100 * sp("nestpipe") / ideal, sp("fwp"), sp("dbp")))
+    print("\n## Clustering: exchanged row bytes per step (rank 0, sequential)\n")
+    print("| W | --cluster none | --cluster keys | cut |")
+    print("|---|---|---|---|")
+    for w in seq:
+        k = int([r for r in res if r[0] == w and r[1] == "sequential"][0][5])
+        print("| %s | %d | %d | %.1f%% |" % (w, none[w], k, 100 * (1 - k / none[w])))
+split = [l.rstrip("\n").split("\t") for l in open(sys.argv[4])]
+if split:
+    med = lambda xs: sorted(xs)[len(xs) // 2] if len(xs) % 2 else sum(sorted(xs)[len(xs) // 2 - 1:len(xs) // 2 + 1]) / 2
+    on = [float(r[1]) for r in split if r[0] == "1"]
+    off = [float(r[1]) for r in split if r[0] == "0"]
+    print("\n## The split row exchange at one window (dbp's default)\n")
+    print("`--pipeline dbp --windows 1`, %d runs with NP_EARLY_ROWS=1 (split: batch t+1's "
+          "fresh rows under batch t's compute, the shared ones after the sync) and %d with "
+          "NP_EARLY_ROWS=0 (whole row exchanges), alternating; samples/s.\n" % (len(on), len(off)))
+    print("| row exchange | samples/s (median) | runs | eval AUC |")
+    print("|---|---|---|---|")
+    for name, xs, k in (("split", on, "1"), ("whole", off, "0")):
+        aucs = sorted(set("%.4f" % float(r[2]) for r in split if r[0] == k))
+        print("| %s | %.0f | %s | %s |" % (name, med(xs), " ".join("%.0f" % x for x in xs), " ".join(aucs)))
+    print("\nsplit / whole: **%.2fx**." % (med(on) / med(off)))
 EOF
 echo "fwp.sh: wrote $OUT" >&2

@@ -265,14 +265,12 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     np_xchg_plan p;
     np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
     np_backend mpi, *be = host_backend(a, &mpi);
-    uint8_t *shared = malloc((size_t)meta[NP_META_UO] + 1);
-    if (!shared) {
-        a->out.fail = 1;
-        return;
-    }
+    /* which E rows are shared, a byte each, in sbuf before it stages the rows (Uo bytes fit
+     * in its (cap_recv, d) floats): nothing to allocate, nothing to fail before the
+     * collectives, which every rank must reach */
+    uint8_t *shared = (uint8_t *)sbuf;
     np_xchg_mark_shared(uprev, mprev, ucur, meta, a->T, shared);
     np_xchg_mark_rows(&p, map, shared, obits);
-    free(shared);
     int64_t ws[NP_XCHG_MAX_RANKS], wr[NP_XCHG_MAX_RANKS], cs[NP_XCHG_MAX_RANKS],
         cr[NP_XCHG_MAX_RANKS];
     np_xchg_bit_counts(&p, 0, ws);

@@ -126,7 +126,6 @@ np_status np_exchange_grads_submit(np_sp_engine *e, long b, int w, np_error *err
                                     e->rbuf.h, e->token.h, err);
 }
 
-
 /* The early windows' rows of batch b, when the step opens: whole, or (split) the part the
  * previous step did not send yet. */
 static np_status submit_first_rows(np_sp_engine *e, long b, np_error *err) {

@@ -28,7 +28,8 @@ static const char *codelet_name(const char *name) {
         &np_cl_bce_fwd,      &np_cl_bce_bwd,     &np_cl_sum,           &np_cl_route,
         &np_cl_a2a_keys,     &np_cl_route_owner, &np_cl_exchange_rows, &np_cl_exchange_grads,
         &np_cl_allreduce,    &np_cl_gather,      &np_cl_scatter,       &np_cl_sparse_update,
-        &np_cl_dense_update, &np_cl_prefetch,    &np_cl_h2d,           &np_cl_sync};
+        &np_cl_dense_update, &np_cl_prefetch,    &np_cl_h2d,           &np_cl_sync,
+        &np_cl_rows_fresh,   &np_cl_rows_shared};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!strcmp(all[i]->name, name)) return all[i]->name;
     if (!strcmp(name, "data")) return "data"; /* the driver's own work */

@@ -257,12 +257,25 @@ static void route_batch(rank_state *s, np_cl_xchg_args *a) {
     s->fail |= a->out.fail;
 }
 
+/* E row u of the current batch is a row of the previous one too: found by a plain search of
+ * the previous batch's rows of the same table, apart from np_xchg_mark_shared's merge */
+static int held_before(const rank_state *s, int64_t u) {
+    int t = 0;
+    while (u >= s->meta[NP_META_UCNT(t + 1)])
+        t++;
+    for (int64_t i = s->mprev[NP_META_UCNT(t)]; i < s->mprev[NP_META_UCNT(t + 1)]; i++)
+        if (s->uprev[i] == s->uniq_o[u]) return 1;
+    return 0;
+}
+
 /* The split row exchange of every window into Rsplit: the fresh rows while the shared ones
  * are still stale in E (poisoned here), then the shared ones once the sync refreshed them. */
 static void split_rows(rank_state *s, np_cl_xchg_args *a) {
     int64_t UO = s->meta[NP_META_UO];
     uint8_t shared[OKEYS];
     np_xchg_mark_shared(s->uprev, s->mprev, s->uniq_o, s->meta, T, shared);
+    for (int64_t u = 0; u < UO; u++)
+        if (shared[u] != held_before(s, u)) s->fail = 1;
     memcpy(s->stale, s->E, (size_t)UO * D * sizeof(float));
     for (int64_t u = 0; u < UO; u++) {
         s->nshared += shared[u];

@@ -15,6 +15,7 @@ failed=0
 ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 
+unset NP_EARLY_ROWS # the split row exchange at its defaults unless a check sets it
 # one StarPU worker per rank: four ranks share two cores
 export STARPU_NCPU=${STARPU_NCPU:-1} STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
@@ -73,9 +74,14 @@ for optim in sgd rowwise-adagrad; do
     [[ -n $rb && -n $gb && $rb -gt $gb ]] && ok "R=$R $optim: dbp split its row exchanges" ||
       bad "R=$R $optim: dbp row bytes $rb, gradient bytes $gb: no split exchange"
     NP_EARLY_ROWS=0 run_np "$R" "$W/whole" --sparse-optim "$optim" --rows 300 --zipf 1.2 \
-      --pipeline dbp || bad "R=$R NP_EARLY_ROWS=0 dbp run failed: $(tail -n 3 "$W/err")"
+      --pipeline dbp --metrics-json "$W/whole.json" ||
+      bad "R=$R NP_EARLY_ROWS=0 dbp run failed: $(tail -n 3 "$W/err")"
     cmp -s "$W/seq" "$W/whole" && ok "R=$R $optim: dbp with whole row exchanges, same bytes" ||
       bad "R=$R $optim: dbp with NP_EARLY_ROWS=0 differs from sequential"
+    rb=$(sed -n 's/.*"rows": \([0-9]*\).*/\1/p' "$W/whole.json" | head -n 1)
+    gb=$(sed -n 's/.*"grads": \([0-9]*\).*/\1/p' "$W/whole.json" | head -n 1)
+    [[ -n $rb && $rb == "$gb" ]] && ok "R=$R $optim: NP_EARLY_ROWS=0 sends rows whole" ||
+      bad "R=$R $optim: NP_EARLY_ROWS=0: row bytes $rb, gradient bytes $gb"
   done
 done
 # fwp and nestpipe reorder work, never arithmetic: with the same windows and clustering they
@@ -304,6 +310,22 @@ if run_np 2 "$W/tp" --steps 4 --pipeline sequential --trace "$W/t.json" --metric
   fi
 else
   bad "2-rank traced run: $(tail -n 3 "$W/err")"
+fi
+# under dbp the split row exchange's two parts carry their names from both ranks into the
+# merged trace, and rows do go early (fresh parts that moved bytes)
+if run_np 2 "$W/td" --steps 4 --pipeline dbp --trace "$W/td.json"; then
+  for part in fresh shared; do
+    for pid in 0 1; do
+      n=$(grep -o "\"name\":\"exchange_rows_$part\",[^}]*\"pid\":$pid," "$W/td.json" | wc -l)
+      [[ $n -ge 2 ]] && ok "dbp trace: rank $pid has $n exchange_rows_$part tasks" ||
+        bad "dbp trace: rank $pid has $n exchange_rows_$part tasks"
+    done
+  done
+  n=$(grep -o '"name":"exchange_rows_fresh",[^}]*"bytes":[1-9]' "$W/td.json" | wc -l)
+  [[ $n -ge 2 ]] && ok "dbp trace: $n fresh parts moved rows" ||
+    bad "dbp trace: $n fresh parts moved rows"
+else
+  bad "2-rank dbp traced run: $(tail -n 3 "$W/err")"
 fi
 
 # bad rank/batch combinations: exit 2 and one nestpipe line
