@@ -253,6 +253,23 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
 /* ---- window w's rows in two parts (dbp across ranks, docs/pipeline.md "The batch
  *      boundary"): the fresh ones while the previous batch still trains, the shared ones
  *      after the sync refreshed them. Together they fill Rin as exchange_rows does. */
+/* One part (0 fresh, 1 shared) of a split exchange, counted from both sides' bitmaps:
+ * packed into sbuf, sent, received packed into recv (Rin itself for the fresh part) and
+ * placed in Rin. *rows: rows sent. 0, or -1 when the collective failed. */
+static int send_part(const np_xchg_plan *p, np_backend *be, const int64_t *map, const float *E,
+                     size_t d, const uint32_t *obits, const uint32_t *rbits, int part, float *sbuf,
+                     float *recv, float *Rin, uint64_t *rows) {
+    int64_t cs[NP_XCHG_MAX_RANKS], cr[NP_XCHG_MAX_RANKS];
+    np_xchg_part_counts(p, obits, 0, part, cs);
+    np_xchg_part_counts(p, rbits, 1, part, cr);
+    np_xchg_pack_part(p, map, E, d, obits, part, sbuf);
+    if (x_alltoallv(be, sbuf, cs, recv, cr, d * sizeof(float))) return -1;
+    np_xchg_place_part(p, rbits, part, recv, d, Rin);
+    for (int q = 0; q < p->R; q++)
+        *rows += (uint64_t)cs[q];
+    return 0;
+}
+
 static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     const float *E = NP_BUF(buffers, 0);
@@ -271,8 +288,7 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     uint8_t *shared = (uint8_t *)sbuf;
     np_xchg_mark_shared(uprev, mprev, ucur, meta, a->T, shared);
     np_xchg_mark_rows(&p, map, shared, obits);
-    int64_t ws[NP_XCHG_MAX_RANKS], wr[NP_XCHG_MAX_RANKS], cs[NP_XCHG_MAX_RANKS],
-        cr[NP_XCHG_MAX_RANKS];
+    int64_t ws[NP_XCHG_MAX_RANKS], wr[NP_XCHG_MAX_RANKS];
     np_xchg_bit_counts(&p, 0, ws);
     np_xchg_bit_counts(&p, 1, wr);
     /* the requesters learn which of their rows come now, then get them */
@@ -280,19 +296,13 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
         a->out.fail = 1;
         return;
     }
-    np_xchg_part_counts(&p, obits, 0, 0, cs);
-    np_xchg_part_counts(&p, rbits, 1, 0, cr);
-    np_xchg_pack_part(&p, map, E, d, obits, 0, sbuf);
-    if (x_alltoallv(be, sbuf, cs, Rin, cr, d * sizeof(float))) {
+    uint64_t rows = 0, words = 0;
+    if (send_part(&p, be, map, E, d, obits, rbits, 0, sbuf, Rin, Rin, &rows)) {
         a->out.fail = 1;
         return;
     }
-    np_xchg_place_part(&p, rbits, 0, Rin, d, Rin);
-    uint64_t rows = 0, words = 0;
-    for (int q = 0; q < a->R; q++) {
-        rows += (uint64_t)cs[q];
+    for (int q = 0; q < a->R; q++)
         words += (uint64_t)ws[q];
-    }
     a->out.bytes = be ? rows * d * sizeof(float) + words * sizeof *obits : 0;
 }
 
@@ -307,18 +317,11 @@ static void rows_shared_cpu(void *buffers[], void *cl_arg) {
     np_xchg_plan p;
     np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
     np_backend mpi, *be = host_backend(a, &mpi);
-    int64_t cs[NP_XCHG_MAX_RANKS], cr[NP_XCHG_MAX_RANKS];
-    np_xchg_part_counts(&p, obits, 0, 1, cs);
-    np_xchg_part_counts(&p, rbits, 1, 1, cr);
-    np_xchg_pack_part(&p, map, E, d, obits, 1, sbuf);
-    if (x_alltoallv(be, sbuf, cs, rbuf, cr, d * sizeof(float))) {
+    uint64_t rows = 0;
+    if (send_part(&p, be, map, E, d, obits, rbits, 1, sbuf, rbuf, Rin, &rows)) {
         a->out.fail = 1;
         return;
     }
-    np_xchg_place_part(&p, rbits, 1, rbuf, d, Rin);
-    uint64_t rows = 0;
-    for (int q = 0; q < a->R; q++)
-        rows += (uint64_t)cs[q];
     a->out.bytes = be ? rows * d * sizeof(float) : 0;
 }
 

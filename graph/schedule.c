@@ -77,14 +77,19 @@ static np_status submit_sync(np_sp_engine *e, long b, np_error *err) {
                           e->Es[b % 2].h, err);
 }
 
+/* The arguments of window w's tasks of batch b. */
+static void window_args(np_sp_engine *e, long b, int w, np_batch_args *a) {
+    np_engine_batch_args(e, b, a);
+    a->ctx.window = w;
+    a->xa.w = w;
+}
+
 /* Window w of batch b gets its rows. Window 0's (and with fwp window 1's) are submitted
  * before the later batches' route, so their key All2All (same comm token) does not delay
  * them. */
 static np_status submit_exchange_rows(np_sp_engine *e, long b, int w, np_error *err) {
     np_batch_args a;
-    np_engine_batch_args(e, b, &a);
-    a.ctx.window = w;
-    a.xa.w = w;
+    window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
     return np_submit_exchange_rows(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
                                    e->Rin[w].h, e->sbuf.h, e->token.h, err);
@@ -95,9 +100,7 @@ static np_status submit_exchange_rows(np_sp_engine *e, long b, int w, np_error *
  * the rest after sync(b) refreshed them. */
 static np_status submit_rows_fresh(np_sp_engine *e, long b, int w, np_error *err) {
     np_batch_args a;
-    np_engine_batch_args(e, b, &a);
-    a.ctx.window = w;
-    a.xa.w = w;
+    window_args(e, b, w, &a);
     np_rset *prev = rset_of(e, b - 1), *r = rset_of(e, b);
     return np_submit_rows_fresh(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
                                 e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
@@ -106,9 +109,7 @@ static np_status submit_rows_fresh(np_sp_engine *e, long b, int w, np_error *err
 
 static np_status submit_rows_shared(np_sp_engine *e, long b, int w, np_error *err) {
     np_batch_args a;
-    np_engine_batch_args(e, b, &a);
-    a.ctx.window = w;
-    a.xa.w = w;
+    window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
     return np_submit_rows_shared(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
                                  e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
@@ -118,9 +119,7 @@ static np_status submit_rows_shared(np_sp_engine *e, long b, int w, np_error *er
 /* Window w of batch b returns its row gradients; the owner adds them to gE. */
 np_status np_exchange_grads_submit(np_sp_engine *e, long b, int w, np_error *err) {
     np_batch_args a;
-    np_engine_batch_args(e, b, &a);
-    a.ctx.window = w;
-    a.xa.w = w;
+    window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
     return np_submit_exchange_grads(&a.ctx, &a.xa, e->grows[w].h, r->map.h, r->meta.h, e->gE.h,
                                     e->rbuf.h, e->token.h, err);
