@@ -439,7 +439,7 @@ static void check_exchanges(const rank_state *st, int R, np_shard shard) {
     }
     if (R > 2) assert_true(order_shows); /* the data can tell the orders apart */
     /* the dense all-reduce: the rank-order sum on every rank */
-    const float *parts[MAXR];
+    const float *parts[MAXR] = {0};
     for (int r = 0; r < R; r++)
         parts[r] = st[r].mine;
     float want[NDENSE];
