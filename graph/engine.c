@@ -287,7 +287,8 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                                 "none (STARPU_NCUDA=0?)");
     /* the split row exchange (docs/pipeline.md "The batch boundary"): dbp on MPI across
      * ranks, where a batch's compute leaves the wire idle; not under fwp, whose windows keep
-     * it busy (bench/fwp.sh: +8% for dbp, -1% and -3% for nestpipe at W = 4 and 8).
+     * it busy (bench/results/2026-12-01-zen3-fwp.md: dbp 1.12x, nestpipe 0.94x and 0.97x at
+     * W = 4 and 8).
      * NP_EARLY_ROWS=0|1 turns it off or on (for nestpipe too); every rank must agree, as for
      * any collective, so one rank's "off" wins */
     e->fresh_for = -1;

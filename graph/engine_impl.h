@@ -103,10 +103,10 @@ struct np_sp_engine {
     /* the split row exchange of the first windows (docs/pipeline.md "The batch boundary"):
      * which rows of the next batch are shared, per early window: the owner's bitmaps
      * (cap_recv / 32 + R words) and the requester's (cap_win / 32 + R words) */
-    int split;          /* 1: dbp across ranks on MPI: fresh rows go before the boundary */
-    long fresh_for;     /* the batch whose fresh rows went; -1: none */
+    int split;      /* 1: dbp across ranks on MPI: fresh rows go before the boundary */
+    long fresh_for; /* the batch whose fresh rows went; -1: none */
     np_buf obits[2], rbits[2];
-    np_buf token;      /* (1) the comm token: every collective takes it RW */
+    np_buf token; /* (1) the comm token: every collective takes it RW */
     /* dense gradients per node with parameters, so each node's all-reduce can start as
      * soon as the last window's backward is past it */
     np_buf glocal[NP_MAX_NODES]; /* (pn) this rank's, summed over chunks */
