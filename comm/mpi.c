@@ -1,6 +1,8 @@
 /* MPI backend of comm.h. Collectives are non-blocking calls polled with sched_yield():
  * on an oversubscribed machine a blocking collective busy-polls and starves the ranks it
- * waits for. Not here: what is exchanged (codelets/exchange.c) or when (graph/). */
+ * waits for. NP_LINK_GBIT paces the data channel to emulate a link (below). Not here: what
+ * is exchanged (codelets/exchange.c) or when (graph/). */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <mpi.h>
@@ -18,8 +20,38 @@ struct np_comm {
     int mpi; /* 1: MPI initialised by us */
     int rank, size;
     int local_rank, local_size, nodes; /* among the ranks sharing this host; hosts */
-    MPI_Comm chan[2]; /* NP_CHAN_DATA, NP_CHAN_CTL */
+    MPI_Comm chan[2];   /* NP_CHAN_DATA, NP_CHAN_CTL */
+    double link_bytes_s; /* NP_LINK_GBIT in bytes a second; 0: no pacing */
 };
+
+/* An emulated link (bench/README.md "An emulated link"): with NP_LINK_GBIT=G, once a
+ * data-channel collective has completed (over shared memory: just after the last rank
+ * joined it), the calling thread sleeps for its bytes to or from other ranks (the larger
+ * of the two: a full-duplex NIC per rank) at G Gbit/s, as if they only then crossed the
+ * wire. The host's cores stay free meanwhile, as with a NIC that moves the bytes by itself
+ * (a shaped TCP loopback on the same cores is not that). Pessimistic by the memcpy's own
+ * time. Control collectives (a few bytes) are not paced. Off unless set. */
+static np_status link_rate(np_comm *c, np_error *err) {
+    const char *v = getenv("NP_LINK_GBIT");
+    if (!v) return NP_OK;
+    char *end;
+    double g = strtod(v, &end);
+    if (end == v || *end || !(g > 0) || !isfinite(g))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "NP_LINK_GBIT: '%s' is not a positive link rate in Gbit/s", v);
+    c->link_bytes_s = g * 1e9 / 8;
+    return NP_OK;
+}
+
+/* Sleeps for a completed collective's bytes on the link. */
+static void link_pace(const np_comm *c, np_channel ch, double sent, double recvd) {
+    if (ch != NP_CHAN_DATA || c->link_bytes_s <= 0) return;
+    double left = (sent > recvd ? sent : recvd) / c->link_bytes_s;
+    if (left <= 0) return;
+    struct timespec ts = {(time_t)left, (long)((left - floor(left)) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
 
 static np_comm *world;
 
@@ -40,6 +72,11 @@ np_status np_comm_init(int *argc, char ***argv, np_comm **out, np_error *err) {
     np_comm *c = calloc(1, sizeof *c);
     if (!c) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (comm)");
     c->size = c->local_size = c->nodes = 1;
+    np_status st = link_rate(c, err);
+    if (st) {
+        free(c);
+        return st;
+    }
     if (!launched_by_mpirun()) {
         *out = world = c;
         return NP_OK;
@@ -151,10 +188,21 @@ int np_comm_alltoall_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t
         return 0;
     }
     MPI_Request req;
+    double bytes = (double)per_rank * sizeof(int64_t) * (c->size - 1);
     if (MPI_Ialltoall(send, per_rank, MPI_INT64_T, recv, per_rank, MPI_INT64_T, c->chan[ch],
                       &req) != MPI_SUCCESS)
         return -1;
-    return wait_yield(&req);
+    int rc = wait_yield(&req);
+    link_pace(c, ch, bytes, bytes);
+    return rc;
+}
+
+/* Elements of counts[] to or from ranks other than `self`. */
+static double off_rank(const int64_t *counts, int n, int self) {
+    double s = 0;
+    for (int q = 0; q < n; q++)
+        if (q != self) s += (double)counts[q];
+    return s;
 }
 
 int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t *scounts,
@@ -174,6 +222,8 @@ int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t
                            &req) == MPI_SUCCESS)
             rc = wait_yield(&req);
         MPI_Type_free(&t);
+        link_pace(c, ch, off_rank(scounts, n, c->rank) * (double)elem,
+                  off_rank(rcounts, n, c->rank) * (double)elem);
     }
     free(buf);
     return rc;
@@ -189,9 +239,11 @@ int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, s
     if (n > INT_MAX || elem_type(elem, &t)) return -1;
     MPI_Request req;
     int rc = -1;
+    double bytes = (double)n * (double)elem * (c->size - 1);
     if (MPI_Iallgather(send, (int)n, t, recv, (int)n, t, c->chan[ch], &req) == MPI_SUCCESS)
         rc = wait_yield(&req);
     MPI_Type_free(&t);
+    link_pace(c, ch, bytes, bytes);
     return rc;
 }
 
@@ -208,6 +260,8 @@ int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64
             MPI_SUCCESS)
             rc = wait_yield(&req);
         MPI_Type_free(&t);
+        link_pace(c, ch, (double)counts[c->rank] * (double)elem * (n - 1),
+                  off_rank(counts, n, c->rank) * (double)elem);
     }
     free(cd);
     return rc;

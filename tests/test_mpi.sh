@@ -328,6 +328,54 @@ else
   bad "2-rank dbp traced run: $(tail -n 3 "$W/err")"
 fi
 
+# NP_LINK_GBIT paces the data collectives to an emulated link (bench/fwp.sh --link
+# emulated): the same bytes as unpaced, and a run at least as long as its rank's bytes take
+# at that rate (the wall time of an unpaced run must be under that bound, or the check
+# would prove nothing); a bad rate is refused in one line per process, exit 2
+link_run() { # GBIT OUT.params METRICS: 2 ranks, paced unless GBIT is empty
+  local g=$1
+  shift
+  if [[ -n $g ]]; then
+    NP_LINK_GBIT=$g timeout 120 "${MPIRUN[@]}" -x NP_LINK_GBIT -np 2 "$NP" train "${SM[@]}" \
+      --steps 10 --dump-params "$1" --metrics-json "$2" >"$W/out" 2>"$W/err"
+  else
+    timeout 120 "${MPIRUN[@]}" -np 2 "$NP" train "${SM[@]}" --steps 10 --dump-params "$1" \
+      --metrics-json "$2" >"$W/out" 2>"$W/err"
+  fi
+}
+LINK_GBIT=0.001 # 125 kB/s: 10 steps of SM move about a second's worth per rank
+if link_run "" "$W/lu" "$W/lu.json" && link_run "$LINK_GBIT" "$W/lp" "$W/lp.json"; then
+  cmp -s "$W/lu" "$W/lp" && ok "NP_LINK_GBIT: the paced run gives the unpaced bytes" ||
+    bad "NP_LINK_GBIT: the paced run differs from the unpaced one"
+  read -r bound tu tp < <(/usr/bin/python3 -c "import json,sys
+u, p = (json.load(open(f)) for f in sys.argv[1:3])
+b = p['bytes_exchanged']
+# summed over the 2 ranks, so one rank sends at least half of each; the all-reduce's
+# bytes all go to the other rank, while rows, gradients and keys count a rank's own part
+# too (about half of them on 2 ranks: at least 30% are taken to cross)
+print(0.9 * (b['allreduce'] + 0.3 * (b['rows'] + b['grads'])) / 2 / ($LINK_GBIT * 1e9 / 8),
+      u['train_seconds'], p['train_seconds'])" "$W/lu.json" "$W/lp.json")
+  if /usr/bin/python3 -c "import sys; b, u, p = map(float, sys.argv[1:]); sys.exit(not (u < b <= p))" \
+    "$bound" "$tu" "$tp"; then
+    ok "NP_LINK_GBIT=$LINK_GBIT: ${tp} s paced, ${tu} s unpaced, bound ${bound} s"
+  else
+    bad "NP_LINK_GBIT=$LINK_GBIT: ${tp} s paced, ${tu} s unpaced, bound ${bound} s"
+  fi
+else
+  bad "NP_LINK_GBIT runs failed: $(tail -n 3 "$W/err")"
+fi
+for v in 0 -1 fast 2x; do
+  NP_LINK_GBIT=$v timeout 60 "${MPIRUN[@]}" -x NP_LINK_GBIT -np 2 "$NP" train "${SM[@]}" \
+    --steps 2 >"$W/out" 2>"$W/err"
+  rc=$?
+  grep -qF "NP_LINK_GBIT: '$v' is not a positive link rate in Gbit/s" "$W/err" && [[ $rc == 2 ]] &&
+    ok "NP_LINK_GBIT=$v refused (exit 2)" || bad "NP_LINK_GBIT=$v: exit $rc: $(head -n 2 "$W/err")"
+done
+NP_LINK_GBIT=fast "$NP" train "${SM[@]}" --steps 2 >"$W/out" 2>"$W/err"
+rc=$?
+[[ $rc == 2 && $(grep -c "NP_LINK_GBIT" "$W/err") == 1 ]] && ok "NP_LINK_GBIT=fast refused on one process" ||
+  bad "NP_LINK_GBIT=fast on one process: exit $rc: $(cat "$W/err")"
+
 # bad rank/batch combinations: exit 2 and one nestpipe line
 expect_bad_r() { # NAME R FRAGMENT FLAGS...
   local name=$1 R=$2 frag=$3
