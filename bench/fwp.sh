@@ -14,14 +14,17 @@
 #   and 0, alternating, --split-repeats runs each (--split-only: this part alone, written
 #   to bench/results/<date>-fwp-split.md).
 # Writes bench/results/<date>-fwp.md (+ .svg). Needs root (ip netns, tc). See bench/README.md.
+# --link emulated replaces the shaped TCP loopback by MPI over shared memory paced by
+# NP_LINK_GBIT (comm/mpi.c): a link whose NIC moves the bytes without this host's cores
+# (bench/README.md "An emulated link"); it writes <date>-fwp-emulated.md and needs no root.
 #
 #   bash bench/fwp.sh [--steps S] [--repeats R] [--windows "4 8"] [--rate 2gbit] [--quick]
-#                     [--split-repeats N] [--split-only]
+#                     [--split-repeats N] [--split-only] [--link tc|emulated]
 # (the committed results: --repeats 5)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-STEPS=10 REPEATS=3 WINDOWS="4 8" RATE=2gbit QUICK=0 SPLIT_REPEATS=4 SPLIT_ONLY=0
+STEPS=10 REPEATS=3 WINDOWS="4 8" RATE=2gbit QUICK=0 SPLIT_REPEATS=4 SPLIT_ONLY=0 LINK=tc
 while [[ $# -gt 0 ]]; do
   case "$1" in
   --steps) STEPS=$2; shift 2 ;;
@@ -31,12 +34,20 @@ while [[ $# -gt 0 ]]; do
   --quick) QUICK=1; shift ;;
   --split-repeats) SPLIT_REPEATS=$2; shift 2 ;;
   --split-only) SPLIT_ONLY=1; shift ;;
+  --link) LINK=$2; shift 2 ;;
   *) echo "fwp.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
 NP=$(realpath "${NESTPIPE:-build/nestpipe}")
 [[ -x $NP ]] || { echo "fwp.sh: $NP not found; build first: bash .ci/build" >&2; exit 2; }
-[[ $(id -u) == 0 ]] || { echo "fwp.sh: needs root for ip netns and tc" >&2; exit 2; }
+case $LINK in
+tc) [[ $(id -u) == 0 ]] || { echo "fwp.sh: needs root for ip netns and tc" >&2; exit 2; } ;;
+emulated) # the rate in Gbit/s for NP_LINK_GBIT: 2gbit -> 2, 500mbit -> 0.5
+  if [[ $RATE =~ ^([0-9]+([.][0-9]+)?)gbit$ ]]; then GBIT=${BASH_REMATCH[1]}
+  elif [[ $RATE =~ ^([0-9]+([.][0-9]+)?)mbit$ ]]; then GBIT=$(awk "BEGIN {print ${BASH_REMATCH[1]} / 1000}")
+  else echo "fwp.sh: --rate '$RATE' is not NNgbit or NNmbit" >&2; exit 2; fi ;;
+*) echo "fwp.sh: --link must be tc or emulated, not '$LINK'" >&2; exit 2 ;;
+esac
 # lookup- and exchange-heavy: 26 tables, dim 64, Zipf 1.05, 4 keys a bag on average, 16
 # latent groups correlating keys across tables (what clustering can exploit). The dense
 # part is sized so that, in sequential, the CPU work is about the time on the 2 Gbit/s wire.
@@ -57,27 +68,38 @@ fi
 W=$(mktemp -d /tmp/np_fwp_XXXXXX)
 NS=np_fwp_$$
 cleanup() {
-  ip netns del "$NS" 2>/dev/null || true
+  [[ $LINK == tc ]] && ip netns del "$NS" 2>/dev/null
   rm -rf "$W"
 }
 trap cleanup EXIT
+if [[ $LINK == tc ]]; then
 ip netns add "$NS"
 ip netns exec "$NS" ip link set lo up
 # the queue must hold the two ranks' bursts: loopback segments are 64 KB, and with the
 # 5 ms queue first tried (about 19 segments) 8% of them were dropped, each drop costing a
 # TCP retransmission timeout (200 ms, backing off to minutes: runs stalled for 6 minutes)
 ip netns exec "$NS" tc qdisc add dev lo root tbf rate "$RATE" burst 256kb latency 100ms
+fi
 STAMP=$(date +%Y-%m-%d)
-OUT=bench/results/$STAMP-fwp.md
-[[ $SPLIT_ONLY == 1 ]] && OUT=bench/results/$STAMP-fwp-split.md
+TAG=fwp
+[[ $LINK == emulated ]] && TAG=fwp-emulated
+OUT=bench/results/$STAMP-$TAG.md
+[[ $SPLIT_ONLY == 1 ]] && OUT=bench/results/$STAMP-$TAG-split.md
 mkdir -p bench/results
 export STARPU_SILENT=1 STARPU_HOME=$W/starpu OMPI_ALLOW_RUN_AS_ROOT=1 \
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-launch() { # ARGS...: one 2-rank run inside the namespace, MPI over TCP on its shaped lo
-  timeout 600 ip netns exec "$NS" mpirun --allow-run-as-root --oversubscribe -np 2 \
-    --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-    -x STARPU_SILENT -x STARPU_HOME -x NP_EARLY_ROWS "$NP" train "${SHAPE[@]}" "$@"
+launch() { # ARGS...: one 2-rank run: MPI over TCP on the namespace's shaped lo, or
+  # over shared memory paced by NP_LINK_GBIT
+  if [[ $LINK == tc ]]; then
+    timeout 600 ip netns exec "$NS" mpirun --allow-run-as-root --oversubscribe -np 2 \
+      --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+      -x STARPU_SILENT -x STARPU_HOME -x NP_EARLY_ROWS "$NP" train "${SHAPE[@]}" "$@"
+  else
+    NP_LINK_GBIT=$GBIT timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 \
+      --mca btl self,vader -x STARPU_SILENT -x STARPU_HOME -x NP_EARLY_ROWS -x NP_LINK_GBIT \
+      "$NP" train "${SHAPE[@]}" "$@"
+  fi
 }
 jget() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d' + sys.argv[2]))" "$@"; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
@@ -123,9 +145,17 @@ x=('exchange_emb', 'exchange_grad'); print(sum(k[i]['exposed_us'] for i in x) / 
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$win" "$p" \
       "$(echo "$rates" | median)" "$rates" "$auc" "$rowbytes" "$lookup" "$lookup_x" "$wire" \
       "$wire_x" "$ratio" "$a2a" "$ar" >>"$RES"
-    printf '%s\t%s\t%s\n' "$win" "$p" "$dense" >>"$W/dense.tsv"
+    # all CPU work per rank and step, per core the rank has: every task but the wire's
+    # (key, row and gradient exchanges, all-reduce), the driver's batch generation included
+    cpu=$(/usr/bin/python3 -c "import json,sys,os
+ev = json.load(open(sys.argv[1]))['traceEvents']
+wire = {'a2a_keys', 'exchange_rows', 'exchange_rows_fresh', 'exchange_rows_shared', 'exchange_grads', 'allreduce'}
+us = sum(e['dur'] for e in ev if e.get('ph') == 'X' and e['name'] not in wire
+         and $WARM <= e['args'].get('batch', -1) < $TRACE_STEPS)
+print(us / 2 / $NT / 1e3 / (os.cpu_count() / 2))" "$W/t.json")
+    printf '%s\t%s\t%s\t%s\n' "$win" "$p" "$dense" "$cpu" >>"$W/dense.tsv"
     if [[ $win == "${WINDOWS%% *}" && ($p == sequential || $p == nestpipe) ]]; then
-      "$NP" trace svg "$W/t.json" "bench/results/$STAMP-fwp-W$win-$p.svg"
+      "$NP" trace svg "$W/t.json" "bench/results/$STAMP-$TAG-W$win-$p.svg"
     fi
   done
   echo "fwp.sh: W=$win cluster none" >&2
@@ -145,19 +175,29 @@ for ((k = 1; k <= SPLIT_REPEATS; k++)); do
   done
 done
 
-SHAPE_TEXT="${SHAPE[*]}" /usr/bin/python3 - "$RES" "$W/dense.tsv" "$W/none.tsv" "$W/split.tsv" >"$OUT" <<'EOF'
+LINK=$LINK RATE=$RATE SHAPE_TEXT="${SHAPE[*]}" /usr/bin/python3 - "$RES" "$W/dense.tsv" "$W/none.tsv" "$W/split.tsv" >"$OUT" <<'EOF'
 import sys, os, platform, subprocess
 res = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 dense = {(r[0], r[1]): float(r[2]) for r in (l.split("\t") for l in open(sys.argv[2]))}
+cpuall = {(r[0], r[1]): float(r[3]) for r in (l.split("\t") for l in open(sys.argv[2]))}
+emulated = os.environ.get("LINK") == "emulated"
 none = {r[0]: int(r[1]) for r in (l.split("\t") for l in open(sys.argv[3]))}
 cpu = subprocess.run(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p'"], capture_output=True, text=True).stdout.strip()
 flags = open("/proc/cpuinfo").read().split("flags", 1)[-1].split("\n", 1)[0].split()
 isa = "avx512f" if "avx512f" in flags else "avx2" if "avx2" in flags else "no avx2"
 cpu += " (%s)" % isa
-print("# FWP benchmark: 2 ranks over a 2 Gbit/s link\n")
-print("Machine: %s, %d cores, %s. Both ranks share this machine; MPI runs over TCP on the "
-      "loopback of a network namespace shaped with `tc tbf` (see bench/fwp.sh)." %
-      (cpu, os.cpu_count(), platform.platform()))
+rate = os.environ.get("RATE", "2gbit")
+print("# FWP benchmark: 2 ranks over a %s link%s\n" % (rate, " (emulated)" if emulated else ""))
+if emulated:
+    link = ("MPI runs over shared memory, and every data collective is paced to its bytes at "
+            "%s per rank and direction (`NP_LINK_GBIT`, comm/mpi.c): a link whose NIC moves "
+            "the bytes without this machine's cores (bench/README.md \"An emulated link\")" % rate)
+else:
+    link = ("MPI runs over TCP on the loopback of a network namespace shaped with `tc tbf` "
+            "(see bench/fwp.sh): both directions share the %s, and the TCP stack's copies run "
+            "on the same two cores as the training" % rate)
+print("Machine: %s, %d cores, %s. Both ranks share this machine; %s." %
+      (cpu, os.cpu_count(), platform.platform(), link))
 print("\nShape: `%s`.\n" % " ".join(os.environ.get("SHAPE_TEXT", "").split()))
 if res:
     print("samples/s: median of the untraced runs (all runs listed). Per rank and step, from a "
@@ -180,9 +220,12 @@ if res:
             float(auc)))
     print("\n## Ideal speedup from the sequential trace\n")
     print("T_seq = batch / samples/s; T_cpu = lookup + dense compute (fwd + bwd union); T_wire = "
-          "exchange time; ideal = T_seq / max(T_cpu, T_wire).\n")
-    print("| W | T_seq ms | T_cpu ms | T_wire ms | ideal | nestpipe | % of ideal | fwp | dbp |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "exchange time; ideal = T_seq / max(T_cpu, T_wire). T_all = all CPU work of a rank a "
+          "step (every task but the wire's, the driver's batch generation, the updates and the "
+          "write-back included) over the cores a rank has (%d cores / 2 ranks): the bound the "
+          "first ideal leaves out; ideal_all = T_seq / max(T_all, T_wire).\n" % os.cpu_count())
+    print("| W | T_seq ms | T_cpu ms | T_all ms | T_wire ms | ideal | nestpipe | % of ideal | ideal_all | % of ideal_all | fwp | dbp |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     batch = 2048
     for w in seq:
         row = {r[1]: r for r in res if r[0] == w}
@@ -191,9 +234,12 @@ if res:
         tcpu = float(s[6]) + dense[(w, "sequential")]
         twire = float(s[8])
         ideal = tseq / max(tcpu, twire)
+        tall = cpuall[(w, "sequential")]
+        ideal_all = tseq / max(tall, twire)
         sp = lambda p: float(row[p][2]) / float(s[2])
-        print("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.0f%% | %.2fx | %.2fx |" % (
-            w, tseq, tcpu, twire, ideal, sp("nestpipe"), 100 * sp("nestpipe") / ideal, sp("fwp"), sp("dbp")))
+        print("| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.0f%% | %.2fx | %.0f%% | %.2fx | %.2fx |" % (
+            w, tseq, tcpu, tall, twire, ideal, sp("nestpipe"), 100 * sp("nestpipe") / ideal,
+            ideal_all, 100 * sp("nestpipe") / ideal_all, sp("fwp"), sp("dbp")))
     print("\n## Clustering: exchanged row bytes per step (rank 0, sequential)\n")
     print("| W | --cluster none | --cluster keys | cut |")
     print("|---|---|---|---|")
