@@ -20,7 +20,7 @@
 #
 #   bash bench/fwp.sh [--steps S] [--repeats R] [--windows "4 8"] [--rate 2gbit] [--quick]
 #                     [--split-repeats N] [--split-only] [--link tc|emulated]
-# (the committed results: --repeats 5)
+# (the committed results: the defaults)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -43,8 +43,8 @@ NP=$(realpath "${NESTPIPE:-build/nestpipe}")
 case $LINK in
 tc) [[ $(id -u) == 0 ]] || { echo "fwp.sh: needs root for ip netns and tc" >&2; exit 2; } ;;
 emulated) # the rate in Gbit/s for NP_LINK_GBIT: 2gbit -> 2, 500mbit -> 0.5
-  if [[ $RATE =~ ^([0-9]+([.][0-9]+)?)gbit$ ]]; then GBIT=${BASH_REMATCH[1]}
-  elif [[ $RATE =~ ^([0-9]+([.][0-9]+)?)mbit$ ]]; then GBIT=$(awk "BEGIN {print ${BASH_REMATCH[1]} / 1000}")
+  if [[ ${RATE,,} =~ ^([0-9]+([.][0-9]+)?)gbit$ ]]; then GBIT=${BASH_REMATCH[1]}
+  elif [[ ${RATE,,} =~ ^([0-9]+([.][0-9]+)?)mbit$ ]]; then GBIT=$(awk "BEGIN {print ${BASH_REMATCH[1]} / 1000}")
   else echo "fwp.sh: --rate '$RATE' is not NNgbit or NNmbit" >&2; exit 2; fi ;;
 *) echo "fwp.sh: --link must be tc or emulated, not '$LINK'" >&2; exit 2 ;;
 esac
@@ -68,7 +68,7 @@ fi
 W=$(mktemp -d /tmp/np_fwp_XXXXXX)
 NS=np_fwp_$$
 cleanup() {
-  [[ $LINK == tc ]] && ip netns del "$NS" 2>/dev/null
+  if [[ $LINK == tc ]]; then ip netns del "$NS" 2>/dev/null || true; fi
   rm -rf "$W"
 }
 trap cleanup EXIT
@@ -149,10 +149,10 @@ x=('exchange_emb', 'exchange_grad'); print(sum(k[i]['exposed_us'] for i in x) / 
     # (key, row and gradient exchanges, all-reduce), the driver's batch generation included
     cpu=$(/usr/bin/python3 -c "import json,sys,os
 ev = json.load(open(sys.argv[1]))['traceEvents']
-wire = {'a2a_keys', 'exchange_rows', 'exchange_rows_fresh', 'exchange_rows_shared', 'exchange_grads', 'allreduce'}
-us = sum(e['dur'] for e in ev if e.get('ph') == 'X' and e['name'] not in wire
+wire = lambda e: e['cat'] in ('exchange_emb', 'exchange_grad', 'allreduce') or e['name'] == 'a2a_keys'
+us = sum(e['dur'] for e in ev if e.get('ph') == 'X' and not wire(e)
          and $WARM <= e['args'].get('batch', -1) < $TRACE_STEPS)
-print(us / 2 / $NT / 1e3 / (os.cpu_count() / 2))" "$W/t.json")
+print(us / 2 / $NT / 1e3 / (len(os.sched_getaffinity(0)) / 2))" "$W/t.json")
     printf '%s\t%s\t%s\t%s\n' "$win" "$p" "$dense" "$cpu" >>"$W/dense.tsv"
     if [[ $win == "${WINDOWS%% *}" && ($p == sequential || $p == nestpipe) ]]; then
       "$NP" trace svg "$W/t.json" "bench/results/$STAMP-$TAG-W$win-$p.svg"
@@ -222,8 +222,9 @@ if res:
     print("T_seq = batch / samples/s; T_cpu = lookup + dense compute (fwd + bwd union); T_wire = "
           "exchange time; ideal = T_seq / max(T_cpu, T_wire). T_all = all CPU work of a rank a "
           "step (every task but the wire's, the driver's batch generation, the updates and the "
-          "write-back included) over the cores a rank has (%d cores / 2 ranks): the bound the "
-          "first ideal leaves out; ideal_all = T_seq / max(T_all, T_wire).\n" % os.cpu_count())
+          "write-back included) over the cores a rank has (%d cores / 2 ranks), an estimate from "
+          "task wall times: the work the first ideal leaves out; ideal_all = T_seq / "
+          "max(T_all, T_wire).\n" % len(os.sched_getaffinity(0)))
     print("| W | T_seq ms | T_cpu ms | T_all ms | T_wire ms | ideal | nestpipe | % of ideal | ideal_all | % of ideal_all | fwp | dbp |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     batch = 2048

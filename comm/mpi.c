@@ -30,15 +30,16 @@ struct np_comm {
  * of the two: a full-duplex NIC per rank) at G Gbit/s, as if they only then crossed the
  * wire. The host's cores stay free meanwhile, as with a NIC that moves the bytes by itself
  * (a shaped TCP loopback on the same cores is not that). Pessimistic by the memcpy's own
- * time. Control collectives (a few bytes) are not paced. Off unless set. */
+ * time. The control channel (agreements, checkpoints, the final gather) is not paced, nor
+ * are a failed collective or NCCL's. Off unless set. */
 static np_status link_rate(np_comm *c, np_error *err) {
     const char *v = getenv("NP_LINK_GBIT");
     if (!v) return NP_OK;
     char *end;
     double g = strtod(v, &end);
-    if (end == v || *end || !(g > 0) || !isfinite(g))
+    if (end == v || *end || !(g >= 1e-6) || !isfinite(g)) /* 1e-6: a sleep stays in range */
         return np_err(err, NP_STATUS_BAD_INPUT,
-                      "NP_LINK_GBIT: '%s' is not a positive link rate in Gbit/s", v);
+                      "NP_LINK_GBIT: '%s' is not a link rate in Gbit/s (1e-6 or more)", v);
     c->link_bytes_s = g * 1e9 / 8;
     return NP_OK;
 }
@@ -193,7 +194,7 @@ int np_comm_alltoall_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t
                       &req) != MPI_SUCCESS)
         return -1;
     int rc = wait_yield(&req);
-    link_pace(c, ch, bytes, bytes);
+    if (!rc) link_pace(c, ch, bytes, bytes);
     return rc;
 }
 
@@ -222,7 +223,8 @@ int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t
                            &req) == MPI_SUCCESS)
             rc = wait_yield(&req);
         MPI_Type_free(&t);
-        link_pace(c, ch, off_rank(scounts, n, c->rank) * (double)elem,
+        if (!rc)
+            link_pace(c, ch, off_rank(scounts, n, c->rank) * (double)elem,
                   off_rank(rcounts, n, c->rank) * (double)elem);
     }
     free(buf);
@@ -243,7 +245,7 @@ int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, s
     if (MPI_Iallgather(send, (int)n, t, recv, (int)n, t, c->chan[ch], &req) == MPI_SUCCESS)
         rc = wait_yield(&req);
     MPI_Type_free(&t);
-    link_pace(c, ch, bytes, bytes);
+    if (!rc) link_pace(c, ch, bytes, bytes);
     return rc;
 }
 
@@ -260,7 +262,8 @@ int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64
             MPI_SUCCESS)
             rc = wait_yield(&req);
         MPI_Type_free(&t);
-        link_pace(c, ch, (double)counts[c->rank] * (double)elem * (n - 1),
+        if (!rc)
+            link_pace(c, ch, (double)counts[c->rank] * (double)elem * (n - 1),
                   off_rank(counts, n, c->rank) * (double)elem);
     }
     free(cd);
