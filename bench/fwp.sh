@@ -145,14 +145,13 @@ x=('exchange_emb', 'exchange_grad'); print(sum(k[i]['exposed_us'] for i in x) / 
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$win" "$p" \
       "$(echo "$rates" | median)" "$rates" "$auc" "$rowbytes" "$lookup" "$lookup_x" "$wire" \
       "$wire_x" "$ratio" "$a2a" "$ar" >>"$RES"
-    # all CPU work per rank and step, per core the rank has: every task but the wire's
-    # (key, row and gradient exchanges, all-reduce), the driver's batch generation included
+    # all CPU work per rank and step, per core the rank has: every task's time but the
+    # collectives' (the report's own split: key, row and gradient exchanges, all-reduce),
+    # the driver's batch generation included
     cpu=$(/usr/bin/python3 -c "import json,sys,os
-ev = json.load(open(sys.argv[1]))['traceEvents']
-wire = lambda e: e['cat'] in ('exchange_emb', 'exchange_grad', 'allreduce') or e['name'] == 'a2a_keys'
-us = sum(e['dur'] for e in ev if e.get('ph') == 'X' and not wire(e)
-         and $WARM <= e['args'].get('batch', -1) < $TRACE_STEPS)
-print(us / 2 / $NT / 1e3 / (len(os.sched_getaffinity(0)) / 2))" "$W/t.json")
+o = json.load(open(sys.argv[1]))['overall']
+us = sum(k['total_us'] for k in o['kinds'].values()) - o['collective_us']
+print(us / 2 / $NT / 1e3 / (len(os.sched_getaffinity(0)) / 2))" "$W/rep.json")
     printf '%s\t%s\t%s\t%s\n' "$win" "$p" "$dense" "$cpu" >>"$W/dense.tsv"
     if [[ $win == "${WINDOWS%% *}" && ($p == sequential || $p == nestpipe) ]]; then
       "$NP" trace svg "$W/t.json" "bench/results/$STAMP-$TAG-W$win-$p.svg"

@@ -44,9 +44,9 @@ static np_status link_rate(np_comm *c, np_error *err) {
     return NP_OK;
 }
 
-/* Sleeps for a completed collective's bytes on the link. */
-static void link_pace(const np_comm *c, np_channel ch, double sent, double recvd) {
-    if (ch != NP_CHAN_DATA || c->link_bytes_s <= 0) return;
+/* Sleeps for a collective's bytes on the link, once it has completed (rc 0). */
+static void link_pace(const np_comm *c, np_channel ch, int rc, double sent, double recvd) {
+    if (rc || ch != NP_CHAN_DATA || c->link_bytes_s <= 0) return;
     double left = (sent > recvd ? sent : recvd) / c->link_bytes_s;
     if (left <= 0) return;
     struct timespec ts = {(time_t)left, (long)((left - floor(left)) * 1e9)};
@@ -194,7 +194,7 @@ int np_comm_alltoall_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t
                       &req) != MPI_SUCCESS)
         return -1;
     int rc = wait_yield(&req);
-    if (!rc) link_pace(c, ch, bytes, bytes);
+    link_pace(c, ch, rc, bytes, bytes);
     return rc;
 }
 
@@ -223,8 +223,7 @@ int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t
                            &req) == MPI_SUCCESS)
             rc = wait_yield(&req);
         MPI_Type_free(&t);
-        if (!rc)
-            link_pace(c, ch, off_rank(scounts, n, c->rank) * (double)elem,
+        link_pace(c, ch, rc, off_rank(scounts, n, c->rank) * (double)elem,
                   off_rank(rcounts, n, c->rank) * (double)elem);
     }
     free(buf);
@@ -245,7 +244,7 @@ int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, s
     if (MPI_Iallgather(send, (int)n, t, recv, (int)n, t, c->chan[ch], &req) == MPI_SUCCESS)
         rc = wait_yield(&req);
     MPI_Type_free(&t);
-    if (!rc) link_pace(c, ch, bytes, bytes);
+    link_pace(c, ch, rc, bytes, bytes);
     return rc;
 }
 
@@ -262,8 +261,7 @@ int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64
             MPI_SUCCESS)
             rc = wait_yield(&req);
         MPI_Type_free(&t);
-        if (!rc)
-            link_pace(c, ch, (double)counts[c->rank] * (double)elem * (n - 1),
+        link_pace(c, ch, rc, (double)counts[c->rank] * (double)elem * (n - 1),
                   off_rank(counts, n, c->rank) * (double)elem);
     }
     free(cd);
