@@ -8,7 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "codelets/kernels.h"
+#include "kernels/kernels.h"
+#include "layers/layers.h"
 
 static double now_us(void) {
     struct timespec ts;

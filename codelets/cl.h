@@ -1,6 +1,7 @@
-/* StarPU codelets of every layer/op: one `struct starpu_codelet` each (name, perf model,
- * CPU function), defined beside its kernel in codelets/<op>.c, and the argument block each
- * CPU function unpacks. Codelets know only their buffers and these arguments; which handle
+/* StarPU codelets of every op of the batch graph: one `struct starpu_codelet` each (name,
+ * perf model, CPU function and, in the CUDA flavour, its CUDA twin), defined in
+ * codelets/<op>.c over its kernel in kernels/, and the argument block each CPU function
+ * unpacks. The layer kinds' codelets are made from the registry (tasks/layer.c). Codelets know only their buffers and these arguments; which handle
  * goes in which slot with which access mode is tasks/'s business.
  * All codelets take a variable number of buffers: the task gives the modes. */
 #ifndef NP_CODELETS_CL_H
@@ -34,20 +35,8 @@ typedef struct np_cl_layer_args {
     size_t goff[NP_LAYER_MAX_PARAMS]; /* each tensor's gradient offset in b_gd */
 } np_cl_layer_args;
 
-/* The int64 "meta" buffer of a batch: the counts that route, the exchanges and the updates
- * share. Written by route (requester side), a2a_keys and route_owner (owner side). A batch
- * is W windows (micro-batches, FWP); the requester dedups per window, the owner over the
- * union of windows and requesters, so E, the updates and the dual-buffer sync stay per batch.
- * Send counts are laid out (owner, window, table), which is the order keys travel in. */
-#define NP_META_UQ 0              /* distinct keys requested, summed over windows */
-#define NP_META_UO 1              /* distinct rows this rank serves as owner = rows of E */
-#define NP_META_NRECV 2           /* keys received as owner = rows of the exchange buffers */
-#define NP_META_UCNT(t) (3 + (t)) /* first E row of table t; NP_META_UCNT(T) = UO */
-#define NP_META_WUQ(T, w) (4 + (T) + (w)) /* distinct keys of window w = rows of its Rin */
-#define NP_META_SC(T, W, o, w, t) (4 + (T) + (W) + ((o) * (W) + (w)) * (T) + (t)) /* sent to o */
-#define NP_META_RC(T, W, R, q, w, t)                                           /* from q */    \
-    (4 + (T) + (W) + ((R) + (q)) * (W) * (T) + (w) * (T) + (t))
-#define NP_META_SIZE(T, W, R) (4 + (T) + (W) + 2 * (R) * (W) * (T))
+/* The batch's int64 "meta" counts (NP_META_*): kernels/xchg_plan.h. */
+#include "kernels/xchg_plan.h"
 
 /* Pooling of one chunk. Batch-wide buffers: offsets (T, nb+1) and pos
  * (nnz): the row of Rin (received rows, all tables) each key reads. */

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "codelets/cl.h"
-#include "codelets/kernels.h"
-#include "codelets/xchg_plan.h"
+#include "kernels/kernels.h"
+#include "kernels/xchg_plan.h"
 #include "comm/backend.h"
 #include "comm/comm.h"
 #include "core/shard.h"

@@ -1,7 +1,7 @@
 /* The exchange backends behind the collectives of the graph (docs/gpu.md "NCCL"): the
  * operations the exchange codelets need, on host memory through MPI (today's path, the
  * same calls and bytes as comm.h) or on device memory through NCCL (the CUDA flavour, one
- * GPU per rank). Not here: what is exchanged or in which order (codelets/xchg_plan.h),
+ * GPU per rank). Not here: what is exchanged or in which order (kernels/xchg_plan.h),
  * nor the key and control collectives, which stay on MPI. Plain C, no MPI or CUDA types,
  * so tests plug in a transport of their own. */
 #ifndef NP_COMM_BACKEND_H

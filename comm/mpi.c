@@ -1,7 +1,7 @@
 /* MPI backend of comm.h. Collectives are non-blocking calls polled with sched_yield():
  * on an oversubscribed machine a blocking collective busy-polls and starves the ranks it
  * waits for. NP_LINK_GBIT paces the data channel to emulate a link (below). Not here: what
- * is exchanged (codelets/exchange.c) or when (graph/). */
+ * is exchanged (codelets/exchange.c) or when (engine/). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* Configuration: defaults, the one parser for every key (shared by config files and
  * command-line flags), INI loading through libinih, and cross-field checks.
- * Not here: what the values mean to training (model/, data/, graph/). */
+ * Not here: what the values mean to training (model/, data/, engine/). */
 #include <ctype.h>
 #include <stddef.h>
 #include <errno.h>

@@ -23,7 +23,7 @@ int np_cuda_describe(char *buf, size_t n);
  * the first real call on it. */
 void np_cuda_use_device(int device);
 
-/* Codelet twins (codelets/embbag.c, bce.c, reduce.c, optim.c) */
+/* Codelet twins (kernels/embbag.c, bce.c, reduce.c, optim.c) */
 void np_cuda_pool_fwd(void *buffers[], void *cl_arg);
 void np_cuda_pool_bwd(void *buffers[], void *cl_arg);
 void np_cuda_bce_fwd(void *buffers[], void *cl_arg);
@@ -58,19 +58,6 @@ void np_cuda_sum_on(void *stream, const float *const *in, int k, size_t count,
 /* w (n) -= lr * g (n); returns 1 when the updated w holds a NaN or an inf. SYNCHRONOUS:
  * waits for the stream to get that answer to the host (a flag per host thread). */
 int np_cuda_dense_update_on(void *stream, float *w, const float *g, size_t n, float lr);
-
-/* Layer kinds' CUDA slots (np_layer_def.cuda_fwd / cuda_bwd); stream is a cudaStream_t,
- * io holds device pointers. fp32 only: io->precision (bf16) is ignored. The GEMMs run on
- * cuBLAS (the StarPU CUDA worker's handle, or one per host thread outside a worker) in its
- * default math mode, so without TF32. */
-void np_cuda_linear_fwd(const np_layer_io *io, void *stream);
-void np_cuda_linear_bwd(const np_layer_io *io, void *stream);
-void np_cuda_dot_fwd(const np_layer_io *io, void *stream);
-void np_cuda_dot_bwd(const np_layer_io *io, void *stream);
-void np_cuda_concat_fwd(const np_layer_io *io, void *stream);
-void np_cuda_concat_bwd(const np_layer_io *io, void *stream);
-void np_cuda_cross_fwd(const np_layer_io *io, void *stream);
-void np_cuda_cross_bwd(const np_layer_io *io, void *stream);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* The per-element arithmetic of the CUDA kernels (cuda/ops.cu, cuda/layers.cu), written
+/* The per-element arithmetic of the CUDA kernels (cuda/ops.cu, layers/<kind>.cu), written
  * once as inline functions that compile as CUDA (__host__ __device__) and as plain C, so
  * tests/test_cuda_host.c runs the very same code on the host against the CPU twins.
  * Each function computes the output element(s) one GPU thread owns, given that thread's
@@ -6,7 +6,7 @@
  * order and multiply/add are never fused (np_fmul/np_fadd: __fmul_rn/__fadd_rn on the
  * device, plain operators in C built with -ffp-contract=off), so wherever the CPU twin's
  * order is reproduced the bits are the same.
- * Not here: launches, streams, cuBLAS (cuda/ops.cu, cuda/layers.cu), the GEMM argument plans
+ * Not here: launches, streams, cuBLAS (cuda/ops.cu, layers/<kind>.cu), the GEMM argument plans
  * (cuda/plan.h). */
 #ifndef NP_CUDA_ELEM_H
 #define NP_CUDA_ELEM_H
@@ -40,7 +40,7 @@ NP_RN_OP(np_dadd, double, +, __dadd_rn)
 NP_RN_OP(np_dsub, double, -, __dsub_rn)
 #undef NP_RN_OP
 
-/* ---- embedding-bag pooling (codelets/embbag.c pool_fwd_cpu / pool_bwd_cpu)
+/* ---- embedding-bag pooling (kernels/embbag.c pool_fwd_cpu / pool_bwd_cpu)
  * off (T, nb+1) table-major, the chunk's samples start at row0; pos (nnz) is each key's
  * row of rows / g, both (U, d). */
 
@@ -76,7 +76,7 @@ static inline NP_HD void np_elem_pool_bwd(const float *dP, const uint32_t *off, 
     }
 }
 
-/* ---- sigmoid + BCE on logits (codelets/bce.c), in double */
+/* ---- sigmoid + BCE on logits (kernels/bce.c), in double */
 static inline NP_HD double np_elem_sigmoid(double z) {
     if (z >= 0.0) return 1.0 / np_dadd(1.0, exp(-z));
     double e = exp(z);
@@ -92,7 +92,7 @@ static inline NP_HD float np_elem_bce_grad(float z, float y, float scale) {
     return (float)np_dmul(np_dsub(np_elem_sigmoid((double)z), (double)y), (double)scale);
 }
 
-/* ---- fixed-order sum (codelets/reduce.c): out[e] = in[0][e] + in[1][e] + ... */
+/* ---- fixed-order sum (kernels/reduce.c): out[e] = in[0][e] + in[1][e] + ... */
 #define NP_SUM_MAX_IN 64
 typedef struct np_sum_in {
     const float *p[NP_SUM_MAX_IN];
@@ -104,7 +104,7 @@ static inline NP_HD float np_elem_sum(const np_sum_in *in, int k, size_t e) {
     return acc;
 }
 
-/* ---- dense SGD (codelets/optim.c): w -= lr*g; returns 1 when the new w is not finite
+/* ---- dense SGD (kernels/optim.c): w -= lr*g; returns 1 when the new w is not finite
  * (x - x is 0 exactly for a finite x, the test np_all_finite makes) */
 static inline NP_HD int np_elem_sgd(float *w, const float *g, float lr, size_t e) {
     float v = np_fsub(w[e], np_fmul(lr, g[e]));
@@ -166,7 +166,7 @@ static inline NP_HD void np_elem_concat_bwd(const np_parts *P, const float *dout
     if (P->dbase[k]) P->dbase[k][(size_t)s * (size_t)P->w[k] + (size_t)(c - P->c0[k])] = dout[e];
 }
 
-/* ---- dot interaction (codelets/interact.c): T1 vectors of d per sample, output width
+/* ---- dot interaction (layers/dot.c): T1 vectors of d per sample, output width
  * d + T1(T1-1)/2: vector 0 then the pairs (i, j), j < i, row by row. */
 static inline NP_HD long np_dot_pair_index(int i, int j) {
     return (long)i * (i - 1) / 2 + j;

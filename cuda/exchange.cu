@@ -1,6 +1,6 @@
 // The NCCL codelets' CUDA functions (cuda/exchange.h, docs/gpu.md "NCCL"): pack window
 // w's rows, add the received gradients, sum the dense gradient, on the device and in the
-// CPU codelets' orders, with the counts and displacements of codelets/xchg_plan.c and the
+// CPU codelets' orders, with the counts and displacements of kernels/xchg_plan.c and the
 // transfers of the args' NCCL backend, all on the worker's stream. Deterministic: no
 // atomics, every sum in a fixed order.
 #include <cuda_runtime_api.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "codelets/cl.h"
-#include "codelets/xchg_plan.h"
+#include "kernels/xchg_plan.h"
 #include "comm/backend.h"
 #include "cuda/exchange.h"
 

@@ -44,7 +44,34 @@ static inline void np_cuda_die(const char *what, const char *why, const char *fi
 // After a launch: a bad configuration shows up here, without a sync.
 #define NP_CUDA_LAUNCHED() NP_CUDA_CHECK(cudaGetLastError())
 
-// A cuBLAS handle bound to stream s (cuda/layers.cu).
+// A cuBLAS handle bound to stream s (cuda/steps.cu).
 cublasHandle_t np_cuda_blas(cudaStream_t s);
+
+#ifdef NP_CUDA_PLAN_H
+// The step table of cuda/plan.h on a stream (cuda/steps.cu): c keeps the stream and the
+// cuBLAS handle, taken at the first product. For the layer kinds' CUDA slots.
+typedef struct np_cuda_steps {
+    cudaStream_t s;
+    cublasHandle_t h;
+} np_cuda_steps;
+np_gpu_ops np_cuda_step_ops(np_cuda_steps *c, void *stream);
+#endif
+
+#ifdef NP_CUDA_ELEM_H
+// A node's inputs (and with bwd their gradients) as the parts of one row per sample, for
+// the kinds that read them in place (dot, concat).
+static inline np_parts np_cuda_parts_of(const np_layer_io *io, int bwd) {
+    np_parts P;
+    memset(&P, 0, sizeof P);
+    P.n = io->shape->n_in;
+    for (int k = 0; k < P.n; k++) {
+        P.base[k] = io->in[k];
+        P.dbase[k] = bwd ? io->din[k] : NULL;
+        P.w[k] = io->shape->in[k];
+        P.c0[k + 1] = P.c0[k] + P.w[k];
+    }
+    return P;
+}
+#endif
 
 #endif

@@ -2,7 +2,7 @@
 // and the dense SGD step. Each codelet function reads its device buffers and cl_arg as the
 // CPU function of the same codelet does and calls a launcher on the worker's stream.
 // Deterministic: no atomics; every sum in the CPU twin's order (cuda/elem.h).
-// Not here: the layers' slots (cuda/layers.cu).
+// Not here: the layer kinds' slots (layers/<kind>.cu).
 #include <starpu.h>
 #include <string.h>
 

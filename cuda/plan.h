@@ -1,11 +1,11 @@
-/* What the GEMM-based layers (linear, cross) do on the GPU, as plain C shared by
- * cuda/layers.cu and tests/test_cuda_host.c: the cuBLAS arguments of every row-major
- * product (np_gemm_plan), and the layers' sequences of steps over a small table of
- * operations (np_gpu_ops) that the CUDA build fills with kernels and cuBLAS and the host
- * test fills with loops over cuda/elem.h and a column-major reference sgemm with cuBLAS's
+/* What the GEMM-based layers (linear, cross) do on the GPU, as plain C shared by the
+ * device (cuda/steps.cu runs it for layers/linear.cu and layers/cross.cu) and the host check
+ * tests/test_cuda_host.c: the cuBLAS arguments of every row-major product (np_gemm_plan),
+ * and the layers' sequences of steps over a small table of operations (np_gpu_ops) that
+ * the CUDA build fills with kernels and cuBLAS and the host test fills with loops over cuda/elem.h and a column-major reference sgemm with cuBLAS's
  * semantics. So the transposes, leading dimensions, operand order, the n == 0 cases and the
  * order of the steps are checked on a machine without a GPU.
- * Not here: the kernels themselves (cuda/elem.h, cuda/ops.cu, cuda/layers.cu). */
+ * Not here: the kernels themselves (cuda/elem.h, cuda/ops.cu, cuda/steps.cu). */
 #ifndef NP_CUDA_PLAN_H
 #define NP_CUDA_PLAN_H
 
@@ -116,7 +116,7 @@ static inline void np_seq_linear_bwd(const np_gpu_ops *o, const float *x, const 
     o->colsum(o->ctx, dy, db, B, out);
 }
 
-/* The "linear" layer (codelets/linear.c): i[0] output width, i[1] ReLU */
+/* The "linear" layer (layers/linear.c): i[0] output width, i[1] ReLU */
 static inline void np_seq_linear_layer_fwd(const np_gpu_ops *o, const np_layer_io *io) {
     np_seq_linear_fwd(o, io->in[0], io->param[0], io->param[1], io->out, io->n, io->shape->in[0],
                       io->shape->out, io->hp->i[1] != 0);
@@ -129,7 +129,7 @@ static inline void np_seq_linear_layer_bwd(const np_gpu_ops *o, const np_layer_i
                       io->dparam[1], io->n, in, out);
 }
 
-/* The "cross" layer (codelets/cross.c): u = W x_l + b (or U (V x_l) + b with rank
+/* The "cross" layer (layers/cross.c): u = W x_l + b (or U (V x_l) + b with rank
  * r = i[0] > 0, h = x_l V^T saved after u), out = x0 * u + x_l. */
 static inline void np_seq_cross_fwd(const np_gpu_ops *o, const np_layer_io *io) {
     long n = io->n;

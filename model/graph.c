@@ -1,12 +1,12 @@
 /* Model graphs: nodes of registered layer kinds over the dense features, the pooled
  * embeddings and earlier nodes; the DLRM and DCN-v2 builders; the parameter layout.
- * Not here: running a graph (model/reference.c, graph/chunk.c). */
+ * Not here: running a graph (model/reference.c, engine/chunk.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
-#include "model/layers.h"
+#include "model/graph.h"
 
 np_status np_graph_create(const np_config *cfg, np_graph_t **out, np_error *err) {
     *out = NULL;

@@ -1,13 +1,15 @@
 /* The layer registry: the built-in kinds and the ones users register, looked up by name,
  * plus the parameter-shape and initialisation helpers of the public layer API.
- * Not here: the kernels (codelets/<kind>.c) or how graphs use them (model/graph.c). */
+ * Not here: the built-in kinds themselves (layers/<kind>.c) or how graphs use them
+ * (model/graph.c). */
 #include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/util.h"
-#include "model/layers.h"
+#include "layers/layers.h"
+#include "model/graph.h"
 
 /* Built-in kinds: one line each. */
 static const np_layer_def *const builtin[] = {

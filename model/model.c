@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codelets/gemm.h"
+#include "kernels/gemm.h"
 #include "core/util.h"
 #include "model/model.h"
 

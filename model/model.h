@@ -1,12 +1,12 @@
 /* The model (private): its layer graph, the dense parameters of every node in one
  * contiguous array (node order, tensor order), this rank's shard of the tables and their
  * optimizer state; plus the reference forward/backward workspace.
- * Not here: how batches are scheduled (graph/) or where rows live across ranks (comm/). */
+ * Not here: how batches are scheduled (engine/) or where rows live across ranks (comm/). */
 #ifndef NP_MODEL_MODEL_H
 #define NP_MODEL_MODEL_H
 
 #include "core/shard.h"
-#include "model/layers.h"
+#include "model/graph.h"
 #include "nestpipe/nestpipe.h"
 
 struct np_model {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codelets/kernels.h"
+#include "kernels/kernels.h"
 #include "core/util.h"
 #include "model/model.h"
 

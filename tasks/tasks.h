@@ -1,6 +1,6 @@
 /* Task submission, one function per node kind of the per-batch graph: which codelet, which
  * handles, which access modes. Dependencies follow from the access modes in submission
- * order (StarPU's implicit sequential consistency); graph/ decides that order.
+ * order (StarPU's implicit sequential consistency); engine/ decides that order.
  * Not here: buffers (graph/ owns them) or arithmetic (codelets/). */
 #ifndef NP_TASKS_TASKS_H
 #define NP_TASKS_TASKS_H
@@ -40,7 +40,7 @@ typedef struct np_task_ctx {
     int chunk;            /* the chunk (window * chunks + c) of a chunk task, -1 otherwise */
     double flops;         /* the task's floating-point operations, 0 if unknown */
     /* where each np_place_kind may run (STARPU_CPU, STARPU_CUDA; 0: wherever its codelet
-     * can), from --place (graph/devices.c); NULL: anywhere. np_task_submit finds a task's
+     * can), from --place (engine/devices.c); NULL: anywhere. np_task_submit finds a task's
      * place kind from its codelet. */
     const uint32_t *where;
     int gpus; /* CUDA workers running (0: CPU only): h2d moves the batch to them */

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codelets/kernels.h"
-#include "model/layers.h"
+#include "kernels/kernels.h"
+#include "model/graph.h"
 
 /* GEMM-based results (linear, cross) against the CPU's oneDNN: the two sum the same
  * products in different orders (and the host emulation sums them in double), so they differ

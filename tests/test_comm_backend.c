@@ -1,4 +1,4 @@
-/* comm/backend.h and codelets/xchg_plan.h: the host-side logic of the exchanges on R = 1..4
+/* comm/backend.h and kernels/xchg_plan.h: the host-side logic of the exchanges on R = 1..4
  * simulated ranks in one process (a thread per rank, a memcpy transport behind the backend
  * interface), through the real CPU codelets (route, a2a_keys, route_owner, exchange_rows,
  * exchange_grads, allreduce: today's MPI code path with MPI swapped for the transport).
@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "codelets/cl.h"
-#include "codelets/kernels.h"
-#include "codelets/xchg_plan.h"
+#include "kernels/kernels.h"
+#include "kernels/xchg_plan.h"
 #include "comm/backend.h"
 #include "core/shard.h"
 

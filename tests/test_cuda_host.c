@@ -7,7 +7,8 @@
  * can check (launches, streams, cuBLAS itself, device math) is test_cuda_kernels. */
 #include "cudautil.h"
 
-#include "codelets/kernels.h"
+#include "kernels/kernels.h"
+#include "layers/layers.h"
 #include "cuda/elem.h"
 #include "cuda/plan.h"
 

@@ -8,7 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "codelets/kernels.h"
+#include "kernels/kernels.h"
+#include "layers/layers.h"
 #include "cuda/cuda.h"
 
 static cudaStream_t stream;

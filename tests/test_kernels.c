@@ -1,4 +1,4 @@
-/* Tests of the dense CPU kernels (codelets/kernels.h: linear, ReLU, interaction, sigmoid + BCE)
+/* Tests of the dense CPU kernels (kernels/kernels.h: linear, ReLU, interaction, sigmoid + BCE)
  * against naive double code and finite-difference gradients; sparse ones: test_kernels_sparse. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +10,9 @@
 #include <omp.h>
 #include <string.h>
 
-#include "codelets/gemm.h"
-#include "codelets/kernels.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
+#include "layers/layers.h"
 #include "kernelutil.h"
 
 /* The BCE loss is summed in double from the float logits by the kernel itself, so it must

@@ -1,6 +1,6 @@
 /* Task trace storage (a mutex-guarded growable array, worker and layer names) and its Chrome
  * trace JSON export.
- * Not here: timing tasks or analysing overlap; graph/ records, tests and tools read. */
+ * Not here: timing tasks or analysing overlap; engine/ records, tests and tools read. */
 #include "trace/trace.h"
 
 #include <errno.h>

@@ -1,0 +1,33 @@
+/* StarPU codelets of the embedding-bag pooling of one chunk over every table, forward and
+ * backward. The arithmetic is kernels/embbag.c's. */
+#include <string.h>
+
+#include "codelets/cl.h"
+#include "kernels/kernels.h"
+
+static void pool_fwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_emb_args *a = cl_arg;
+    const float *rows = NP_BUF(buffers, 0);   /* (Uq, d) received rows of all tables */
+    const uint32_t *off = NP_BUF(buffers, 1); /* (T, nb+1) */
+    const int64_t *pos = NP_BUF(buffers, 2);  /* (nnz) row of each key in rows */
+    float *P = NP_BUF(buffers, 3);            /* (n, T, d) */
+    for (int t = 0; t < a->T; t++)
+        np_embbag_fwd(rows, off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d,
+                      P + (size_t)t * a->d, (long)a->T * a->d);
+}
+
+static void pool_bwd_cpu(void *buffers[], void *cl_arg) {
+    const np_cl_emb_args *a = cl_arg;
+    const float *dP = NP_BUF(buffers, 0); /* (n, T, d) */
+    const uint32_t *off = NP_BUF(buffers, 1);
+    const int64_t *pos = NP_BUF(buffers, 2);
+    const int64_t *meta = NP_BUF(buffers, 3);
+    float *g = NP_BUF(buffers, 4); /* (Uq_w, d) the window's row grads, accumulated */
+    if (a->zero) memset(g, 0, (size_t)meta[NP_META_WUQ(a->T, a->w)] * a->d * sizeof(float));
+    for (int t = 0; t < a->T; t++)
+        np_embbag_bwd(dP + (size_t)t * a->d, (long)a->T * a->d,
+                      off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d, g);
+}
+
+NP_CODELET_CUDA(np_cl_pool_fwd, pool_fwd_cpu, np_cuda_pool_fwd, "pool_fwd");
+NP_CODELET_CUDA(np_cl_pool_bwd, pool_bwd_cpu, np_cuda_pool_bwd, "pool_bwd");

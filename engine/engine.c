@@ -1,0 +1,474 @@
+/* The StarPU engine's life cycle: starts StarPU (policy, workers, the communication
+ * worker and the compute context), registers the model's parameters and tables and every
+ * buffer of the batch graph, and stops it all. Submission is engine/schedule.c's and
+ * engine/chunk.c's; the buffers of a chunk come from the layers' shapes (chunk.c).
+ * Pipelines: sequential, dbp, async, fwp, nestpipe (docs/pipeline.md). */
+#include <errno.h>
+#include <sched.h>
+
+#include <starpu_expert.h>
+#ifdef NP_HAVE_CUDA
+#include <starpu_cublas.h>
+
+#include "cuda/cuda.h"
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/backend.h"
+#include "core/util.h"
+#include "engine/engine_impl.h"
+#include "engine/placement.h"
+
+/* The buffers whose size follows the number of keys in a batch. */
+np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv, size_t cap_win,
+                                  np_error *err) {
+    size_t row = (size_t)e->m->d * sizeof(float), i64 = sizeof(int64_t);
+    np_status st = NP_OK;
+    for (int k = 0; k < NP_SLOTS && !st; k++)
+        st = np_buf_grow(&e->slot[k].keys, cap, i64, "batch keys", err);
+    for (int k = 0; k < NP_RSETS && !st; k++) {
+        np_rset *r = &e->rset[k];
+        if (!st) st = np_buf_grow(&r->uniq, cap, i64, "unique keys", err);
+        if (!st) st = np_buf_grow(&r->pos, cap, i64, "key positions", err);
+        if (!st) st = np_buf_grow(&r->sendkeys, cap, i64, "keys to send", err);
+        if (!st) st = np_buf_grow(&r->recvkeys, cap_recv, i64, "received keys", err);
+        if (!st) st = np_buf_grow(&r->uniq_o, cap_recv, i64, "owner rows", err);
+        if (!st) st = np_buf_grow(&r->map, cap_recv, i64, "owner row map", err);
+    }
+    for (int k = 0; k < 2 && !st; k++) {
+        st = np_buf_grow(&e->E[k], cap_recv, row, "embedding buffer", err);
+        if (!st) st = np_buf_grow(&e->Es[k], cap_recv, sizeof(float), "optimizer state buffer", err);
+    }
+    for (int w = 0; w < e->W && !st; w++) {
+        st = np_buf_grow(&e->Rin[w], cap_win, row, "received rows", err);
+        if (!st) st = np_buf_grow(&e->grows[w], cap_win, row, "row gradients", err);
+    }
+    if (!st) st = np_buf_grow(&e->gE, cap_recv, row, "owner row gradients", err);
+    if (!st) st = np_buf_grow(&e->sbuf, cap_recv, row, "send staging", err);
+    if (!st) st = np_buf_grow(&e->rbuf, cap_recv, row, "receive staging", err);
+    for (int w = 0; w < 2 && e->split && !st; w++) {
+        size_t R = (size_t)e->R;
+        st = np_buf_grow(&e->obits[w], cap_recv / 32 + R, sizeof(uint32_t), "owner row bitmaps",
+                         err);
+        if (!st)
+            st = np_buf_grow(&e->rbits[w], cap_win / 32 + R, sizeof(uint32_t), "row bitmaps", err);
+    }
+    if (!st) {
+        e->cap_nnz = cap;
+        e->cap_recv = cap_recv;
+        e->cap_win = cap_win;
+    }
+    return st;
+}
+
+static void unreg_all_buffers(np_sp_engine *e) {
+    for (int k = 0; k < NP_SLOTS; k++) {
+        np_slot *sl = &e->slot[k];
+        unsigned K = (unsigned)(e->W * e->C);
+        if (sl->planned) { /* the sub-handles go before their parents */
+            starpu_data_partition_clean(sl->dense.h, K, sl->dense_part);
+            starpu_data_partition_clean(sl->label.h, K, sl->label_part);
+            sl->planned = 0;
+        }
+        np_buf_unreg(&e->slot[k].dense);
+        np_buf_unreg(&e->slot[k].label);
+        np_buf_unreg(&e->slot[k].offsets);
+        np_buf_unreg(&e->slot[k].keys);
+    }
+    for (int k = 0; k < NP_RSETS; k++) {
+        np_rset *r = &e->rset[k];
+        np_buf *all[] = {&r->uniq,     &r->pos,    &r->sendkeys, &r->meta,
+                         &r->recvkeys, &r->uniq_o, &r->map};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            np_buf_unreg(all[i]);
+    }
+    np_buf *all[] = {&e->E[0],     &e->E[1],     &e->Es[0],    &e->Es[1],   &e->gE,
+                     &e->sbuf,     &e->rbuf,     &e->token,    &e->obits[0], &e->obits[1],
+                     &e->rbits[0], &e->rbits[1]};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        np_buf_unreg(all[i]);
+    for (int v = 0; v < NP_MAX_NODES; v++) {
+        np_buf_unreg(&e->glocal[v]);
+        np_buf_unreg(&e->gdense[v]);
+        np_buf_unreg(&e->gall[v]);
+    }
+    for (int w = 0; w < e->W; w++) {
+        if (e->Rin) np_buf_unreg(&e->Rin[w]);
+        if (e->grows) np_buf_unreg(&e->grows[w]);
+    }
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+static int sched_known(const char *name) {
+    struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
+    for (; p && *p; p++)
+        if (!strcmp((*p)->policy_name, name)) return 1;
+    return 0;
+}
+
+/* The policies' names, the modular-* family counted rather than listed, so that the list
+ * fits in one error line. */
+static void sched_list(char *buf, size_t n) {
+    struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
+    int modular = 0;
+    buf[0] = 0;
+    for (; p && *p; p++) {
+        if (!strncmp((*p)->policy_name, "modular-", 8)) {
+            modular++;
+            continue;
+        }
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s", len ? ", " : "", (*p)->policy_name);
+    }
+    size_t len = strlen(buf);
+    if (modular)
+        snprintf(buf + len, n - len, ", and %d modular-* policies (STARPU_SCHED=help lists them)",
+                 modular);
+}
+
+/* Debian's StarPU is built with non-blocking drivers: a worker with nothing to run polls
+ * its queue in a loop, taking the core from the driver (which generates the next batches)
+ * and from the other ranks' threads. StarPU calls idle hooks from that loop, so this one
+ * hands the core to whoever else is runnable, and costs nothing when nobody is. Measured
+ * (docs/engine.md): 3.0x samples/s with 2 ranks on 2 cores, within noise on 1 rank.
+ * NP_IDLE_SPIN=1 turns it off (for the bench's ablation). */
+static unsigned idle_yield(void *arg) {
+    (void)arg;
+    sched_yield();
+    return 0;
+}
+
+void np_engine_hold(np_sp_engine *e) {
+    /* R mode waits for the writers submitted before (update(t), write-back(t)) only */
+    starpu_data_acquire(e->params, STARPU_R);
+    starpu_data_acquire(e->tables, STARPU_R);
+    if (e->state) starpu_data_acquire(e->state, STARPU_R);
+}
+
+void np_engine_release(np_sp_engine *e) {
+    if (e->state) starpu_data_release(e->state);
+    starpu_data_release(e->tables);
+    starpu_data_release(e->params);
+}
+
+void np_engine_free(np_sp_engine *e) {
+    if (!e) return;
+    starpu_task_wait_for_all();
+    unreg_all_buffers(e);
+    for (int c = 0; e->ch && c < e->W * e->C; c++)
+        np_chunk_unregister(&e->ch[c]);
+    free(e->ch);
+    free(e->Rin);
+    free(e->grows);
+    if (e->params) starpu_data_unregister(e->params);
+    if (e->tables) starpu_data_unregister(e->tables);
+    if (e->state) starpu_data_unregister(e->state);
+    np_backend_free(e->nccl); /* no task uses it any more */
+    np_trace_free(e->trace);
+    np_trace_free(e->merged);
+    if (e->compute_ctx) starpu_sched_ctx_delete(e->compute_ctx);
+    if (e->idle_hook >= 0) starpu_idle_hook_deregister(e->idle_hook);
+#ifdef NP_HAVE_CUDA
+    if (e->dev.ncuda) starpu_cublas_shutdown();
+#endif
+    starpu_shutdown();
+    free(e);
+}
+
+np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out, np_error *err) {
+    *out = NULL;
+    np_comm *comm = np_comm_world();
+    if (np_comm_size(comm) != cfg->ranks)
+        return np_err(err, NP_STATUS_INTERNAL, "config says %d ranks but MPI has %d", cfg->ranks,
+                      np_comm_size(comm));
+    if (cfg->ranks > 64)
+        return np_err(err, NP_STATUS_UNSUPPORTED, "ranks: at most 64 ranks are supported, not %d",
+                      cfg->ranks);
+    if (!sched_known(cfg->sched)) {
+        char names[2048];
+        sched_list(names, sizeof names);
+        const char *env = getenv("STARPU_SCHED");
+        return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown StarPU policy '%s' (known: %s)",
+                      env && !strcmp(env, cfg->sched) ? "STARPU_SCHED" : "sched", cfg->sched,
+                      names);
+    }
+    np_layer_codelets_init(); /* every kind registered by now has its codelets */
+    np_placement pl;
+    np_status pst = np_placement_plan(cfg, &pl, err);
+    if (pst) return pst;
+    np_devices dev;
+    if ((pst = np_devices_plan(cfg, &dev, err))) return pst;
+    struct starpu_conf conf;
+    starpu_conf_init(&conf);
+    conf.sched_policy_name = cfg->sched;
+    conf.nopencl = 0;
+    if (pl.workers) conf.ncpus = pl.workers;
+    if (pl.bind) {
+        conf.use_explicit_workers_bindid = 1;
+        for (int w = 0; w < pl.workers; w++)
+            conf.workers_bindid[w] = (unsigned)pl.bind_pu[w];
+    }
+    np_devices_conf(&dev, pl.workers, &conf);
+    /* unbound (more ranks than the cores can split): StarPU has no conf field for it */
+    int nobind = !pl.bind && pl.workers && !getenv("STARPU_WORKERS_NOBIND");
+    if (nobind) setenv("STARPU_WORKERS_NOBIND", "1", 1);
+    /* --quiet: StarPU's own notices (perf-model calibration under dmda, ...) too */
+    int silent = cfg->quiet && !getenv("STARPU_SILENT");
+    if (silent) setenv("STARPU_SILENT", "1", 1);
+    int rc = starpu_init(&conf);
+    if (nobind) unsetenv("STARPU_WORKERS_NOBIND");
+    if (rc)
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "StarPU failed to start (%s); check STARPU_* "
+                      "environment variables",
+                      rc == -ENODEV ? "no worker available" : strerror(-rc));
+    np_sp_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        starpu_shutdown();
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory creating the StarPU engine");
+    }
+    if ((pst = np_devices_check(cfg, m, &dev, err))) {
+        free(e);
+        starpu_shutdown();
+        return pst;
+    }
+    e->dev = dev;
+#ifdef NP_HAVE_CUDA
+    if (dev.ncuda) {
+        /* the driver's own CUDA calls (cuBLAS's main handle, NCCL's setup) on the rank's
+         * first device, not device 0 of every rank */
+        np_cuda_use_device(dev.nccl_dev >= 0 ? dev.nccl_dev : dev.first);
+        starpu_cublas_init(); /* a cuBLAS handle per CUDA worker, on its stream */
+    }
+#endif
+
+    const char *spin = getenv("NP_IDLE_SPIN");
+    e->idle_hook = spin && !strcmp(spin, "1") ? -1 : starpu_idle_hook_register(idle_yield, NULL);
+    e->cfg = *cfg;
+    e->m = m;
+    e->comm = np_comm_is_mpi(comm) ? comm : NULL;
+    e->R = cfg->ranks;
+    e->nb = cfg->batch / cfg->ranks;
+    e->C = cfg->chunks;
+    e->W = np_config_windows(cfg);
+    e->cluster = cfg->cluster;
+    np_pipeline pipe = np_config_pipeline(cfg);
+    e->fwp = pipe == NP_PIPELINE_FWP || pipe == NP_PIPELINE_NESTPIPE;
+    e->ahead = pipe == NP_PIPELINE_SEQUENTIAL || pipe == NP_PIPELINE_FWP ? 0 : NP_SLOTS - 1;
+    e->sync = pipe == NP_PIPELINE_DBP || pipe == NP_PIPELINE_NESTPIPE;
+    e->comm_worker = -1;
+    int nw = (int)starpu_worker_get_count();
+    int last_cpu = -1; /* collectives are CPU codelets: the last CPU worker runs them */
+    for (int w = 0; w < nw; w++)
+        if (starpu_worker_get_type(w) == STARPU_CPU_WORKER) last_cpu = w;
+    if (e->R > 1 && nw >= 2 && last_cpu >= 0 && starpu_cpu_worker_get_count() >= 2) {
+        /* the compute context keeps every other worker, the CUDA ones included */
+        int ids[STARPU_NMAXWORKERS], n = 0;
+        for (int w = 0; w < nw; w++)
+            if (w != last_cpu) ids[n++] = w;
+        e->comm_worker = last_cpu;
+        e->compute_ctx = starpu_sched_ctx_create(ids, n, "compute",
+                                                 STARPU_SCHED_CTX_POLICY_NAME, cfg->sched, 0);
+    }
+    e->ch = calloc((size_t)e->W * (size_t)e->C, sizeof *e->ch);
+    e->Rin = calloc((size_t)e->W, sizeof *e->Rin);
+    e->grows = calloc((size_t)e->W, sizeof *e->grows);
+    np_status st = e->ch && e->Rin && e->grows
+                       ? NP_OK
+                       : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
+    /* --comm nccl: the rank's communicator on the GPU of its CUDA worker (collective) */
+    if (!st && cfg->comm == NP_COMM_NCCL)
+        st = dev.ncuda ? np_backend_nccl_create(e->comm, dev.nccl_dev, &e->nccl, err)
+                       : np_err(err, NP_STATUS_BAD_INPUT,
+                                "comm: nccl needs this rank's CUDA worker, but StarPU started "
+                                "none (STARPU_NCUDA=0?)");
+    /* the split row exchange (docs/pipeline.md "The batch boundary"): dbp on MPI across
+     * ranks, where a batch's compute leaves the wire idle; not under fwp, whose windows keep
+     * it busy (bench/results/2026-12-01-zen3-fwp.md: dbp 1.12x, nestpipe 0.94x and 0.97x at
+     * W = 4 and 8).
+     * NP_EARLY_ROWS=0|1 turns it off or on (for nestpipe too); every rank must agree, as for
+     * any collective, so one rank's "off" wins */
+    e->fresh_for = -1;
+    if (!st && e->sync && e->comm && e->R > 1 && !e->nccl) {
+        const char *v = getenv("NP_EARLY_ROWS");
+        int64_t off = v && !strcmp(v, "0") ? 1 : v && !strcmp(v, "1") ? 0 : e->fwp;
+        if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &off, 1))
+            st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on NP_EARLY_ROWS",
+                        cfg->rank);
+        e->split = !off;
+    }
+    if (!st && cfg->trace[0]) {
+        /* one time origin for all ranks: everyone leaves this barrier at about the same time */
+        if (np_comm_barrier(e->comm, NP_CHAN_CTL))
+            st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI barrier failed", cfg->rank);
+        e->t0_us = starpu_timing_now();
+        if (!st) st = np_trace_create(&e->trace, err);
+        if (!st) {
+            starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+            for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+                char name[64];
+                starpu_worker_get_name((int)w, name, sizeof name);
+                np_trace_set_worker_name(e->trace, (int)w, name);
+            }
+            /* the row after the workers: the driver's own work (np_engine_trace_data) */
+            np_trace_set_worker_name(e->trace, (int)starpu_worker_get_count(), "driver");
+            for (int v = 0; v < m->graph->n; v++) /* layer tasks carry their node id */
+                np_trace_set_node_name(e->trace, v, m->graph->node[v].name);
+        }
+    }
+    if (st) {
+        np_engine_free(e);
+        return st;
+    }
+    int T = m->T;
+    size_t total_rows = (size_t)m->row_base[T];
+    starpu_vector_data_register(&e->params, STARPU_MAIN_RAM, (uintptr_t)m->dense,
+                                (uint32_t)m->n_dense, sizeof(float));
+    if (total_rows > UINT32_MAX) {
+        np_engine_free(e);
+        return np_err(err, NP_STATUS_UNSUPPORTED, "rows: %zu rows in all exceed 2^32", total_rows);
+    }
+    starpu_vector_data_register(&e->tables, STARPU_MAIN_RAM, (uintptr_t)m->table_mem,
+                                (uint32_t)total_rows, (size_t)m->d * sizeof(float));
+    if (m->state_mem)
+        starpu_vector_data_register(&e->state, STARPU_MAIN_RAM, (uintptr_t)m->state_mem,
+                                    (uint32_t)total_rows, sizeof(float));
+    size_t nb = (size_t)e->nb;
+    for (int k = 0; k < NP_SLOTS && !st; k++) {
+        np_slot *sl = &e->slot[k];
+        if (!st) st = np_buf_reg(&sl->dense, nb * cfg->bottom[0], sizeof(float), "batch dense", err);
+        if (!st) st = np_buf_reg(&sl->label, nb, sizeof(float), "batch labels", err);
+        if (!st)
+            st =
+                np_buf_reg(&sl->offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets", err);
+    }
+    for (int k = 0; k < NP_RSETS && !st; k++)
+        st = np_buf_reg(&e->rset[k].meta, NP_META_SIZE((size_t)T, (size_t)e->W, (size_t)e->R),
+                     sizeof(int64_t), "batch counts", err);
+    if (!st) st = np_buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err);
+    const np_graph_t *g = m->graph;
+    for (int v = 0; v < g->n && !st; v++) {
+        size_t n = g->node[v].pn;
+        if (!n) continue;
+        st = np_buf_reg(&e->glocal[v], n, sizeof(float), "dense grads", err);
+        if (!st) st = np_buf_reg(&e->gdense[v], n, sizeof(float), "summed dense grads", err);
+        if (!st)
+            st = np_buf_reg(&e->gall[v], n * (size_t)e->R, sizeof(float), "all-gather staging", err);
+    }
+    if (st) {
+        np_engine_free(e);
+        return st;
+    }
+    for (int w = 0; w < e->W; w++) { /* window w: samples [nb*w/W, nb*(w+1)/W), as in route */
+        size_t w0 = nb * (size_t)w / (size_t)e->W, wn = nb * (size_t)(w + 1) / (size_t)e->W - w0;
+        for (int c = 0; c < e->C; c++) {
+            np_chunk *k = &e->ch[w * e->C + c];
+            k->w = w;
+            k->row0 = (long)(w0 + wn * (size_t)c / (size_t)e->C);
+            k->n = (long)(w0 + wn * (size_t)(c + 1) / (size_t)e->C) - k->row0;
+            if ((st = np_chunk_register(e, k, err))) {
+                np_engine_free(e);
+                return st;
+            }
+        }
+    }
+    /* each slot's dense rows and labels, cut into the chunks' rows */
+    int K = e->W * e->C;
+    for (int c = 0; c < K; c++) {
+        e->part_dense[c] = (uint32_t)e->ch[c].n * (uint32_t)cfg->bottom[0];
+        e->part_label[c] = (uint32_t)e->ch[c].n;
+    }
+    for (int k = 0; k < NP_SLOTS; k++) {
+        np_slot *sl = &e->slot[k];
+        struct starpu_data_filter fd = {.filter_func = starpu_vector_filter_list,
+                                        .nchildren = (unsigned)K,
+                                        .filter_arg_ptr = e->part_dense};
+        struct starpu_data_filter fl = fd;
+        fl.filter_arg_ptr = e->part_label;
+        starpu_data_partition_plan(sl->dense.h, &fd, sl->dense_part);
+        starpu_data_partition_plan(sl->label.h, &fl, sl->label_part);
+        sl->planned = 1;
+    }
+    /* a first guess at the key count: hot keys per bag (at least one) for every table */
+    size_t guess = nb * (size_t)T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
+    size_t guess_win = (guess + (size_t)e->W - 1) / (size_t)e->W;
+    if ((st = np_engine_grow_nnz(e, guess, guess * (size_t)e->R, guess_win, err))) {
+        np_engine_free(e);
+        return st;
+    }
+    *out = e;
+    return NP_OK;
+}
+
+/* The codelets' arguments every task of batch `batch` shares. */
+void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
+    const np_model_t *m = e->m;
+    int adagrad = m->cfg.sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD;
+    b->ctx = (np_task_ctx){.batch = batch,
+                           .window = -1,
+                           .node = -1,
+                           .chunk = -1,
+                           .rank = e->cfg.rank,
+                           .trace = e->trace,
+                           .sink = &e->sink,
+                           .comm_worker = e->comm_worker,
+                           .compute_ctx = e->compute_ctx,
+                           .where = e->dev.where,
+                           .gpus = e->dev.ncuda};
+    b->xa = (np_cl_xchg_args){.shard = e->cfg.shard,
+                              .rows = m->rows,
+                              .comm = e->comm,
+                              .nb = e->nb,
+                              .T = m->T,
+                              .d = m->d,
+                              .R = e->R,
+                              .W = e->W,
+                              .cap_recv = e->cap_recv,
+                              .cap_win = e->cap_win,
+                              .n = m->n_dense,
+                              .be = e->nccl};
+    b->wa = (np_cl_rows_args){.T = m->T, .d = m->d, .with_state = adagrad, .row_base = m->row_base};
+    b->sa = (np_cl_sparse_args){
+        .d = m->d, .adagrad = adagrad, .lr = (float)m->cfg.lr, .eps = (float)m->cfg.adagrad_eps};
+    b->da = (np_cl_dense_args){.n = m->n_dense, .lr = (float)m->cfg.lr};
+    b->ya = (np_cl_sync_args){.T = m->T, .d = m->d, .with_state = adagrad};
+}
+
+int np_engine_lookahead(const np_sp_engine *e) {
+    return e->ahead;
+}
+
+void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
+    for (int i = 0; i < 4; i++)
+        out[i] = __atomic_load_n(&e->sink.bytes[i], __ATOMIC_RELAXED);
+}
+
+uint64_t np_engine_synced_rows(const np_sp_engine *e) {
+    return __atomic_load_n(&e->sink.synced, __ATOMIC_RELAXED);
+}
+
+const np_trace *np_engine_trace(const np_sp_engine *e) {
+    return e->merged;
+}
+
+double np_engine_clock_us(const np_sp_engine *e) {
+    return e && e->trace ? starpu_timing_now() : 0;
+}
+
+void np_engine_trace_data(np_sp_engine *e, long batch, double start_us, double end_us) {
+    if (!e || !e->trace) return;
+    np_trace_event ev = {.name = "data",
+                         .kind = NP_NODE_DATA,
+                         .batch = batch,
+                         .window = -1,
+                         .node = -1,
+                         .chunk = -1,
+                         .rank = e->cfg.rank,
+                         .worker = (int)starpu_worker_get_count(),
+                         .start_us = start_us,
+                         .end_us = end_us};
+    np_trace_record(e->trace, &ev);
+}

@@ -1,0 +1,141 @@
+/* Traces of a StarPU run: every rank's task records, times from the common origin, merged
+ * on rank 0 over the control channel and written there as one Chrome trace.
+ * Not here: recording (tasks/submit.c) or the formats (trace/). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "engine/engine_impl.h"
+
+/* ---------------------------------------------------------------- traces */
+
+/* An event on the wire between ranks: the name travels as text (pointers do not). */
+typedef struct wire_event {
+    char name[32];
+    int32_t kind, window, rank, worker, node, chunk;
+    int64_t batch;
+    double start_us, end_us;
+    uint64_t bytes;
+    int64_t id, n_deps, dep[NP_TRACE_MAX_DEPS];
+} wire_event;
+
+/* Maps a task name received from another rank to this process's codelet name string, which
+ * outlives the trace (every rank runs the same codelets). */
+static const char *codelet_name(const char *name) {
+    static struct starpu_codelet *all[] = {
+        &np_cl_pool_fwd,     &np_cl_pool_bwd,
+        &np_cl_bce_fwd,      &np_cl_bce_bwd,     &np_cl_sum,           &np_cl_route,
+        &np_cl_a2a_keys,     &np_cl_route_owner, &np_cl_exchange_rows, &np_cl_exchange_grads,
+        &np_cl_allreduce,    &np_cl_gather,      &np_cl_scatter,       &np_cl_sparse_update,
+        &np_cl_dense_update, &np_cl_prefetch,    &np_cl_h2d,           &np_cl_sync,
+        &np_cl_rows_fresh,   &np_cl_rows_shared};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!strcmp(all[i]->name, name)) return all[i]->name;
+    if (!strcmp(name, "data")) return "data"; /* the driver's own work */
+    return np_layer_codelet_name(name);
+}
+
+/* Every rank's events, times relative to the common origin, merged on rank 0 (the others
+ * get NULL). Collective over the control channel. */
+np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err) {
+    *out = NULL;
+    int R = e->R, me = e->cfg.rank;
+    int64_t n = (int64_t)np_trace_count(e->trace);
+    int64_t *counts = calloc((size_t)R, sizeof *counts);
+    wire_event *mine = calloc((size_t)n + 1, sizeof *mine), *all = NULL;
+    np_status st = counts && mine ? NP_OK : np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory");
+    for (int64_t i = 0; !st && i < n; i++) {
+        const np_trace_event *ev = np_trace_get(e->trace, (size_t)i);
+        snprintf(mine[i].name, sizeof mine[i].name, "%s", ev->name ? ev->name : "?");
+        mine[i].kind = (int32_t)ev->kind;
+        mine[i].window = ev->window;
+        mine[i].node = ev->node;
+        mine[i].chunk = ev->chunk;
+        mine[i].rank = me;
+        mine[i].worker = ev->worker;
+        mine[i].batch = ev->batch;
+        mine[i].start_us = ev->start_us - e->t0_us;
+        mine[i].end_us = ev->end_us - e->t0_us;
+        mine[i].bytes = ev->bytes;
+        mine[i].id = ev->id;
+        mine[i].n_deps = ev->n_deps;
+        memcpy(mine[i].dep, ev->dep, sizeof mine[i].dep);
+    }
+    int64_t total = 0, bad = st != NP_OK;
+    if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &bad, 1) ||
+        (!bad && np_comm_allgather(e->comm, NP_CHAN_CTL, &n, counts, 1, sizeof n)))
+        bad = 1;
+    for (int r = 0; r < R; r++)
+        total += counts[r];
+    if (!bad && me == 0 && !(all = calloc((size_t)total + 1, sizeof *all))) bad = 1;
+    if (!bad && np_comm_gatherv(e->comm, NP_CHAN_CTL, mine, n, all, counts, sizeof *all)) bad = 1;
+    np_trace *merged = NULL;
+    if (!bad && me == 0 && !(st = np_trace_create(&merged, err))) {
+        np_trace_copy_names(merged, e->trace); /* the layers' names; workers follow */
+        for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+            char name[64];
+            starpu_worker_get_name((int)w, name, sizeof name);
+            np_trace_set_worker_name(merged, (int)w, name);
+        }
+        np_trace_set_worker_name(merged, (int)starpu_worker_get_count(), "driver");
+        for (int64_t i = 0; i < total; i++) {
+            all[i].name[sizeof all[i].name - 1] = 0;
+            np_trace_event ev = {.name = codelet_name(all[i].name),
+                                 .kind = (np_node_kind)all[i].kind,
+                                 .batch = (long)all[i].batch,
+                                 .window = all[i].window,
+                                 .node = all[i].node,
+                                 .chunk = all[i].chunk,
+                                 .rank = all[i].rank,
+                                 .worker = all[i].worker,
+                                 .start_us = all[i].start_us,
+                                 .end_us = all[i].end_us,
+                                 .bytes = all[i].bytes,
+                                 .id = all[i].id};
+            /* a malformed count from another rank reads as none */
+            ev.n_deps = all[i].n_deps >= 0 && all[i].n_deps <= NP_TRACE_MAX_DEPS
+                            ? (int)all[i].n_deps
+                            : 0;
+            memcpy(ev.dep, all[i].dep, sizeof ev.dep);
+            if (np_trace_record(merged, &ev)) {
+                st = np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory merging ranks");
+                break;
+            }
+        }
+    }
+    free(counts);
+    free(mine);
+    free(all);
+    if (bad && !st) st = np_err(err, NP_STATUS_INTERNAL, "rank %d: merging the trace failed", me);
+    if (st) {
+        np_trace_free(merged);
+        return st;
+    }
+    *out = merged;
+    return NP_OK;
+}
+
+np_status np_engine_finish(np_sp_engine *e, np_error *err) {
+    starpu_task_wait_for_all();
+    /* a failure reported after the last step's loss was read (callbacks run last) */
+    if (__atomic_load_n(&e->sink.fail, __ATOMIC_SEQ_CST))
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "rank %d: a key was out of its table's range, memory ran out or an "
+                      "exchange failed",
+                      e->cfg.rank);
+    np_status fst = np_engine_check_finite(e, err); /* the last steps' updates */
+    if (fst) return fst;
+    if (!e->trace) return NP_OK;
+    if (np_trace_dropped(e->trace))
+        return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",
+                      np_trace_dropped(e->trace));
+    np_trace *merged = NULL;
+    np_status st = np_engine_merge_traces(e, &merged, err);
+    if (!st && merged) st = np_trace_write_chrome(merged, e->cfg.trace, err);
+    /* keep the merged trace for the metrics of a traced run (rank 0) */
+    np_trace_free(e->merged);
+    e->merged = merged;
+    return st;
+}
+

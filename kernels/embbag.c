@@ -1,0 +1,107 @@
+/* Embedding bag with sum pooling over rows already in memory (a table or gathered rows).
+ * Not here: finding or fetching the rows (rows.c, dedup.c) or the optimizer step (optim.c). */
+#include "kernels/kernels.h"
+
+#include <string.h>
+
+/* How many keys ahead the loops prefetch their rows: a bag's row is a random row of a table
+ * or of the received rows, mostly a cache miss, and the next bags' rows are known. */
+#define POOL_PREFETCH 8
+
+/* 8 floats (GCC vector extension): element-wise IEEE adds, as the scalar loop's. */
+typedef float pool_v8 __attribute__((vector_size(8 * sizeof(float))));
+
+/* One bag. Each output element is 0 + r_0 + r_1 + ... in key order, the sum the plain loop
+ * forms, so the bits do not change. With d = 16 (inlined as a constant) the sum stays in
+ * vector registers; otherwise it runs in the output row. */
+static inline __attribute__((always_inline)) void
+bag_fwd(const float *restrict rows, const int64_t *restrict idx, uint32_t k0, uint32_t k1,
+        uint32_t kend, int d, float *restrict o) {
+    float acc[16];
+    float *restrict s = d == 16 ? acc : o;
+    for (int j = 0; j < d; j++)
+        s[j] = 0.0f;
+    for (uint32_t k = k0; k < k1; k++) {
+        if (k + POOL_PREFETCH < kend)
+            for (int j = 0; j < d; j += 16)
+                __builtin_prefetch(rows + (size_t)idx[k + POOL_PREFETCH] * (size_t)d + j);
+        const float *r = rows + (size_t)idx[k] * (size_t)d; /* (d) */
+        for (int j = 0; j < d; j++)
+            s[j] += r[j];
+    }
+    if (d == 16) memcpy(o, acc, sizeof acc);
+}
+
+NP_TARGET_CLONES
+static void embbag_fwd_16(const float *rows, const uint32_t *off, const int64_t *idx, long n,
+                          float *out, long out_stride) {
+    for (long i = 0; i < n; i++)
+        bag_fwd(rows, idx, off[i], off[i + 1], off[n], 16, out + (size_t)i * (size_t)out_stride);
+}
+
+NP_TARGET_CLONES
+static void embbag_fwd_any(const float *rows, const uint32_t *off, const int64_t *idx, long n,
+                           int d, float *out, long out_stride) {
+    for (long i = 0; i < n; i++)
+        bag_fwd(rows, idx, off[i], off[i + 1], off[n], d, out + (size_t)i * (size_t)out_stride);
+}
+
+void np_embbag_fwd(const float *rows,                            /* (U, d) */
+                   const uint32_t *off,                          /* (n+1) */
+                   const int64_t *idx,                           /* (nnz) */
+                   long n, int d, float *out, long out_stride) { /* (n, out_stride) */
+    /* Keys in bag order, so the pooled sum rounds the same way on every engine; the padding
+     * of an out row is left alone. */
+    if (d == 16)
+        embbag_fwd_16(rows, off, idx, n, out, out_stride);
+    else
+        embbag_fwd_any(rows, off, idx, n, d, out, out_stride);
+}
+
+static inline __attribute__((always_inline)) void
+bag_bwd(const float *restrict g, const int64_t *restrict idx, uint32_t k0, uint32_t k1,
+        uint32_t kend, int d, float *restrict drows) {
+    for (uint32_t k = k0; k < k1; k++) {
+        if (k + POOL_PREFETCH < kend)
+            for (int j = 0; j < d; j += 16)
+                __builtin_prefetch(drows + (size_t)idx[k + POOL_PREFETCH] * (size_t)d + j, 1);
+        float *dr = drows + (size_t)idx[k] * (size_t)d; /* (d) */
+        if (d == 16) { /* two 8-float vectors: GCC left this loop scalar */
+            for (int j = 0; j < 16; j += 8) {
+                pool_v8 a, b;
+                memcpy(&a, dr + j, sizeof a);
+                memcpy(&b, g + j, sizeof b);
+                a += b;
+                memcpy(dr + j, &a, sizeof a);
+            }
+        } else {
+            for (int j = 0; j < d; j++)
+                dr[j] += g[j];
+        }
+    }
+}
+
+NP_TARGET_CLONES
+static void embbag_bwd_16(const float *dout, long dout_stride, const uint32_t *off,
+                          const int64_t *idx, long n, float *drows) {
+    for (long i = 0; i < n; i++)
+        bag_bwd(dout + (size_t)i * (size_t)dout_stride, idx, off[i], off[i + 1], off[n], 16, drows);
+}
+
+NP_TARGET_CLONES
+static void embbag_bwd_any(const float *dout, long dout_stride, const uint32_t *off,
+                           const int64_t *idx, long n, int d, float *drows) {
+    for (long i = 0; i < n; i++)
+        bag_bwd(dout + (size_t)i * (size_t)dout_stride, idx, off[i], off[i + 1], off[n], d, drows);
+}
+
+void np_embbag_bwd(const float *dout, long dout_stride, /* (n, dout_stride) */
+                   const uint32_t *off, const int64_t *idx, long n, int d,
+                   float *drows) { /* (U, d), accumulated into */
+    /* Bag then key order: a row hit several times sums its gradients in a fixed order. dout
+     * never overlaps drows (the pooled gradients and a table's row gradients). */
+    if (d == 16)
+        embbag_bwd_16(dout, dout_stride, off, idx, n, drows);
+    else
+        embbag_bwd_any(dout, dout_stride, off, idx, n, d, drows);
+}

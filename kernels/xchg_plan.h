@@ -1,0 +1,130 @@
+/* The host-side logic of the row and gradient exchanges and of the dense all-reduce, as
+ * pure functions shared by the CPU codelets (codelets/exchange.c) and the CUDA ones
+ * (cuda/exchange.cu, NCCL): per-rank counts and displacements from meta, the packing order
+ * of rows, the order received gradients are summed in, the all-reduce's slices. No StarPU,
+ * MPI or CUDA here, so tests/test_comm_backend.c checks it on simulated ranks. */
+#ifndef NP_CODELETS_XCHG_PLAN_H
+#define NP_CODELETS_XCHG_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The int64 "meta" buffer of a batch: the counts that route, the exchanges and the updates
+ * share. Written by route (requester side), a2a_keys and route_owner (owner side). A batch
+ * is W windows (micro-batches, FWP); the requester dedups per window, the owner over the
+ * union of windows and requesters, so E, the updates and the dual-buffer sync stay per batch.
+ * Send counts are laid out (owner, window, table), which is the order keys travel in. */
+#define NP_META_UQ 0              /* distinct keys requested, summed over windows */
+#define NP_META_UO 1              /* distinct rows this rank serves as owner = rows of E */
+#define NP_META_NRECV 2           /* keys received as owner = rows of the exchange buffers */
+#define NP_META_UCNT(t) (3 + (t)) /* first E row of table t; NP_META_UCNT(T) = UO */
+#define NP_META_WUQ(T, w) (4 + (T) + (w)) /* distinct keys of window w = rows of its Rin */
+#define NP_META_SC(T, W, o, w, t) (4 + (T) + (W) + ((o) * (W) + (w)) * (T) + (t)) /* sent to o */
+#define NP_META_RC(T, W, R, q, w, t)                                           /* from q */    \
+    (4 + (T) + (W) + ((R) + (q)) * (W) * (T) + (w) * (T) + (t))
+#define NP_META_SIZE(T, W, R) (4 + (T) + (W) + 2 * (R) * (W) * (T))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Ranks a plan holds (the codelets' per-rank arrays). */
+#define NP_XCHG_MAX_RANKS 64
+
+/* Keys of window w (every window: w < 0) per rank, summed over tables, on the send side
+ * (recv 0: per owner, from meta's send counts) or the receive side (recv 1: per requester). */
+void np_xchg_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot);
+/* Where the keys received from requester q for window w start in the owner's key list
+ * (and in map), which is in (requester, window, table, key) order. */
+int64_t np_xchg_recv_start(const int64_t *meta, int T, int W, int R, int q, int w);
+
+/* One window's exchange: counts per rank in rows (of d floats), their packed
+ * displacements, and the owner-side segment of map each requester's keys occupy. */
+typedef struct np_xchg_plan {
+    int R;
+    int64_t send[NP_XCHG_MAX_RANKS], sdispl[NP_XCHG_MAX_RANKS]; /* rows to rank q, at */
+    int64_t recv[NP_XCHG_MAX_RANKS], rdispl[NP_XCHG_MAX_RANKS]; /* rows from rank q, at */
+    int64_t seg[NP_XCHG_MAX_RANKS];  /* requester q's keys of the window: map + seg[q], */
+    int64_t nseg[NP_XCHG_MAX_RANKS]; /* nseg[q] of them (the owner's side) */
+    int64_t nsend, nrecv;
+} np_xchg_plan;
+
+/* exchange_rows of window w: as owner, to requester q the E rows of its keys (send[q] =
+ * keys received from q); as requester, from owner o the rows of the keys sent to o. */
+void np_xchg_plan_rows(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
+/* exchange_grads of window w: the same ways reversed (send[o] = keys sent to o, recv[q] =
+ * keys received from q). */
+void np_xchg_plan_grads(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
+
+/* Rows plan: sbuf (nsend, d) = E rows map[seg[q] + i], requester after requester, key after
+ * key: the order each requester's Rin expects them in. */
+void np_xchg_pack_rows(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
+                       float *sbuf);
+/* Grads plan: gE[map[seg[q] + i]] += rbuf row rdispl[q] + i, for q in rank order and i in
+ * key order: every row's sum runs in (rank, key) order; window after window, (window,
+ * rank, key). The CUDA version relies on np_xchg_segments_distinct. */
+void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const float *rbuf, size_t d,
+                       float *gE);
+/* 1 when no E row occurs twice in one requester's segment of the plan's window (each
+ * requester dedups per window and table, the owner maps distinct (table, row) pairs to
+ * distinct E rows): then one rank's gradients can be added to gE in parallel, without
+ * atomics, and ranks one after another keep the rank order. 0 otherwise (a bug). */
+int np_xchg_segments_distinct(const np_xchg_plan *p, const int64_t *map);
+
+/* ---- The split row exchange of the batch boundary (docs/pipeline.md "The batch
+ * boundary"). Under dbp a window's rows travel in two parts: the rows the previous batch
+ * does not hold (fresh in the table when retrieved, so final) while that batch still
+ * computes, and the rows both batches hold after the dual-buffer sync refreshed them.
+ * Every row lands where the whole exchange would put it: the same Rin, bit for bit.
+ * Bitmaps hold a bit per row of each rank's segment, 1 = shared, in 32-bit words,
+ * np_xchg_bit_words(n) words per segment of n rows, segment after segment (rank order). */
+
+/* shared[j] = 1 when E row j of the current batch (owner rows ucur, table by table as its
+ * meta mcur says, sorted within a table) is also a row of the previous batch (uprev, mprev),
+ * else 0: the rows the sync copies. shared: (Uo of mcur) bytes. */
+void np_xchg_mark_shared(const int64_t *uprev, const int64_t *mprev, const int64_t *ucur,
+                         const int64_t *mcur, int T, uint8_t *shared);
+static inline int64_t np_xchg_bit_words(int64_t n) {
+    return (n + 31) / 32;
+}
+/* The words of each rank's bitmap segment: side 0 the owner's (rows plan: send[q] rows to
+ * requester q), side 1 the requester's (recv[o] rows from owner o). */
+void np_xchg_bit_counts(const np_xchg_plan *p, int side, int64_t *words);
+/* Owner side of a rows plan: bits of the rows each requester's keys name. */
+void np_xchg_mark_rows(const np_xchg_plan *p, const int64_t *map, const uint8_t *shared,
+                       uint32_t *bits);
+/* Rows of each rank's segment whose bit is `part` (0 fresh, 1 shared), on side 0 or 1. */
+void np_xchg_part_counts(const np_xchg_plan *p, const uint32_t *bits, int side, int part,
+                         int64_t *count);
+/* Owner side: sbuf = the part's E rows, requester after requester, in key order. */
+void np_xchg_pack_part(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
+                       const uint32_t *bits, int part, float *sbuf);
+/* Requester side: the part's rows, packed owner after owner in key order in src, to their
+ * rows rdispl[o] + i of Rin. src may be Rin itself: a row only moves forward, and the rows
+ * are placed from the last one back. */
+void np_xchg_place_part(const np_xchg_plan *p, const uint32_t *bits, int part, const float *src,
+                        size_t d, float *Rin);
+
+/* The dense all-reduce's form: 1 for a reduce-scatter (each rank sums its slice of every
+ * rank's gradient in rank order) then an all-gather of the slices, 0 for an all-gather and
+ * the whole sum in rank order. Both give the same bits. Above 2 ranks the former;
+ * NP_ALLREDUCE=allgather|rs forces one (tests). */
+int np_xchg_allreduce_rs(int R);
+/* Slice q of n floats over R ranks: [lo[q], lo[q] + len[q]), lo[q] = n q / R. */
+void np_xchg_slices(size_t n, int R, int64_t *lo, int64_t *len);
+
+/* Rank me's part of the dense all-reduce of n floats over R ranks. In the reduce-scatter
+ * form (rs 1) slice q (np_xchg_slices) of its gradient goes to rank q and len[me] floats
+ * come from every rank (got[q]); the other form fills none of the three. nsend: the floats
+ * it sends, for the codelets' bytes. */
+typedef struct np_xchg_allreduce_plan {
+    int rs;
+    int64_t lo[NP_XCHG_MAX_RANKS], len[NP_XCHG_MAX_RANKS], got[NP_XCHG_MAX_RANKS];
+    uint64_t nsend;
+} np_xchg_allreduce_plan;
+void np_xchg_plan_allreduce(size_t n, int R, int me, np_xchg_allreduce_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
