@@ -4,14 +4,14 @@
 # TCP on it), all measured in this one run:
 # - the ablation table: sequential, dbp, fwp, nestpipe, async at W windows, and the split
 #   row exchange of the batch boundary toggled against each mode's default (dbp-whole: dbp
-#   with NP_EARLY_ROWS=0; nestpipe-split: nestpipe with NP_EARLY_ROWS=1) (samples/s:
+#   with --split-rows off; nestpipe-split: nestpipe with --split-rows on) (samples/s:
 #   medians of untraced runs; exposed lookup and exchange: from a traced run of each, first
 #   batches left out; eval AUC);
 # - the ideal speedup T_seq / max(T_cpu_work, T_wire) from the sequential trace, per W;
 # - exchanged row bytes per step with --cluster keys and --cluster none;
 # - SVG timelines of sequential and nestpipe;
-# - the split row exchange at one window (dbp's default shape): dbp with NP_EARLY_ROWS=1
-#   and 0, alternating, --split-repeats runs each (--split-only: this part alone, written
+# - the split row exchange at one window (dbp's default shape): dbp with --split-rows on
+#   and off, alternating, --split-repeats runs each (--split-only: this part alone, written
 #   to bench/results/<date>-fwp-split.md).
 # Writes bench/results/<date>-fwp.md (+ .svg). Needs root (ip netns, tc). See bench/README.md.
 # --link emulated replaces the shaped TCP loopback by MPI over shared memory paced by
@@ -94,10 +94,10 @@ launch() { # ARGS...: one 2-rank run: MPI over TCP on the namespace's shaped lo,
   if [[ $LINK == tc ]]; then
     timeout 600 ip netns exec "$NS" mpirun --allow-run-as-root --oversubscribe -np 2 \
       --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-      -x STARPU_SILENT -x STARPU_HOME -x NP_EARLY_ROWS "$NP" train "${SHAPE[@]}" "$@"
+      -x STARPU_SILENT -x STARPU_HOME "$NP" train "${SHAPE[@]}" "$@"
   else
     NP_LINK_GBIT=$GBIT timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 \
-      --mca btl self,vader -x STARPU_SILENT -x STARPU_HOME -x NP_EARLY_ROWS -x NP_LINK_GBIT \
+      --mca btl self,vader -x STARPU_SILENT -x STARPU_HOME -x NP_LINK_GBIT \
       "$NP" train "${SHAPE[@]}" "$@"
   fi
 }
@@ -109,16 +109,16 @@ RES=$W/res.tsv
 NT=$((TRACE_STEPS - WARM))
 for win in $WINDOWS; do
   for p in sequential dbp dbp-whole fwp nestpipe nestpipe-split async; do
-    case $p in # the mode, and NP_EARLY_ROWS ("": the mode's default)
-    dbp-whole) pipe=dbp early=0 ;;
-    nestpipe-split) pipe=nestpipe early=1 ;;
-    *) pipe=$p early= ;;
+    case $p in # the mode, and --split-rows (auto: the mode's default)
+    dbp-whole) pipe=dbp early=off ;;
+    nestpipe-split) pipe=nestpipe early=on ;;
+    *) pipe=$p early=auto ;;
     esac
-    export NP_EARLY_ROWS=$early
     rates=""
     for ((k = 1; k <= REPEATS; k++)); do
       echo "fwp.sh: $(date +%T) W=$win $p run $k/$REPEATS" >&2
-      launch --windows "$win" --pipeline "$pipe" --steps "$STEPS" --metrics-json "$W/m.json" \
+      launch --windows "$win" --pipeline "$pipe" --split-rows "$early" --steps "$STEPS" \
+        --metrics-json "$W/m.json" \
         2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
       rates+="$(jget "$W/m.json" "['samples_per_s']") "
     done
@@ -166,8 +166,8 @@ done
 # the split row exchange at one window, the two settings alternating
 for ((k = 1; k <= SPLIT_REPEATS; k++)); do
   for early in 1 0; do
-    echo "fwp.sh: $(date +%T) W=1 dbp NP_EARLY_ROWS=$early run $k/$SPLIT_REPEATS" >&2
-    NP_EARLY_ROWS=$early launch --windows 1 --pipeline dbp --steps "$STEPS" \
+    echo "fwp.sh: $(date +%T) W=1 dbp --split-rows $early run $k/$SPLIT_REPEATS" >&2
+    launch --windows 1 --pipeline dbp --split-rows "$early" --steps "$STEPS" \
       --metrics-json "$W/m.json" 2>"$W/err" || { echo "failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
     printf '%s\t%s\t%s\n' "$early" "$(jget "$W/m.json" "['samples_per_s']")" \
       "$(jget "$W/m.json" "['eval_auc']")" >>"$W/split.tsv"
@@ -206,8 +206,8 @@ if res:
           "row and gradient exchanges alone; all-reduce ms: the dense all-reduce (part of "
           "exchange), which stays at the end of each batch in every mode. dbp-whole and "
           "nestpipe-split toggle the split row exchange of the batch boundary against the "
-          "mode's default (docs/pipeline.md \"The batch boundary\"): dbp with NP_EARLY_ROWS=0 "
-          "(whole row exchanges), nestpipe with NP_EARLY_ROWS=1.\n")
+          "mode's default (docs/pipeline.md \"The batch boundary\"): dbp with --split-rows off "
+          "(whole row exchanges), nestpipe with --split-rows on.\n")
     print("| W | pipeline | samples/s | vs sequential | runs | lookup ms | exposed | exchange ms | exposed | exposed ratio | All2All ratio | all-reduce ms | row bytes/step | eval AUC |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     seq = {r[0]: float(r[2]) for r in res if r[1] == "sequential"}
@@ -252,9 +252,9 @@ if split:
     on = [float(r[1]) for r in split if r[0] == "1"]
     off = [float(r[1]) for r in split if r[0] == "0"]
     print("\n## The split row exchange at one window (dbp's default)\n")
-    print("`--pipeline dbp --windows 1`, %d runs with NP_EARLY_ROWS=1 (split: batch t+1's "
+    print("`--pipeline dbp --windows 1`, %d runs with --split-rows on (split: batch t+1's "
           "fresh rows under batch t's compute, the shared ones after the sync) and %d with "
-          "NP_EARLY_ROWS=0 (whole row exchanges), alternating; samples/s.\n" % (len(on), len(off)))
+          "--split-rows off (whole row exchanges), alternating; samples/s.\n" % (len(on), len(off)))
     print("| row exchange | samples/s (median) | runs | eval AUC |")
     print("|---|---|---|---|")
     for name, xs, k in (("split", on, "1"), ("whole", off, "0")):

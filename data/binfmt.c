@@ -330,7 +330,7 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
     np_syn *syn = NULL;
     np_batch b = {0};
     bin_writer w = {0};
-    const int D = cfg->bottom[0], T = cfg->tables;
+    const int D = np_config_dense(cfg), T = cfg->tables;
     np_status st = np_syn_create(cfg, &syn, err);
     if (st || (st = writer_open(&w, bin_path, "generate", D, T, err))) goto done;
     /* records in blocks (each is a pure function of its index) of at most 2^24 keys, as

@@ -102,7 +102,7 @@ np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out
     s->skip_bad = cfg->skip_bad_lines;
     s->epochs = split == NP_SPLIT_TRAIN && cfg->epochs > 1 ? cfg->epochs : 1;
     snprintf(s->path, sizeof s->path, "%s", cfg->data_path);
-    s->n_dense = cfg->bottom[0];
+    s->n_dense = np_config_dense(cfg);
     s->T = cfg->tables;
     np_status st;
     s->seed = cfg->seed;
@@ -111,7 +111,7 @@ np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out
         s->pool_cap = cfg->shuffle_buffer;
         s->pool_index = np_alloc(k, sizeof(uint64_t), "shuffle buffer", err);
         s->pool_label = np_alloc(k, sizeof(float), "shuffle buffer", err);
-        s->pool_dense = np_alloc(k * (size_t)cfg->bottom[0], sizeof(float), "shuffle buffer", err);
+        s->pool_dense = np_alloc(k * (size_t)np_config_dense(cfg), sizeof(float), "shuffle buffer", err);
         s->pool_count = np_alloc(k * (size_t)cfg->tables, sizeof(uint32_t), "shuffle buffer", err);
         s->pool_keys = np_zalloc(k, sizeof(uint64_t *), "shuffle buffer", err);
         s->pool_keys_cap = np_zalloc(k, sizeof(size_t), "shuffle buffer", err);

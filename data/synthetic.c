@@ -127,7 +127,7 @@ static double *zipf_cdf(int64_t rows, double alpha, int t, np_error *err) {
 
 np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err) {
     *out = NULL;
-    int T = cfg->tables, n_dense = cfg->bottom[0];
+    int T = cfg->tables, n_dense = np_config_dense(cfg);
     if (T < 1 || T > NP_MAX_TABLES || n_dense < 1)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "synthetic data: need 1..%d tables and >= 1 dense feature, got tables %d "

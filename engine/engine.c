@@ -289,14 +289,13 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
      * ranks, where a batch's compute leaves the wire idle; not under fwp, whose windows keep
      * it busy (bench/results/2026-12-01-zen3-fwp.md: dbp 1.12x, nestpipe 0.94x and 0.97x at
      * W = 4 and 8).
-     * NP_EARLY_ROWS=0|1 turns it off or on (for nestpipe too); every rank must agree, as for
+     * The key split-rows turns it off or on (for nestpipe too); every rank must agree, as for
      * any collective, so one rank's "off" wins */
     e->fresh_for = -1;
     if (!st && e->sync && e->comm && e->R > 1 && !e->nccl) {
-        const char *v = getenv("NP_EARLY_ROWS");
-        int64_t off = v && !strcmp(v, "0") ? 1 : v && !strcmp(v, "1") ? 0 : e->fwp;
+        int64_t off = cfg->split_rows < 0 ? e->fwp : !cfg->split_rows;
         if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &off, 1))
-            st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on NP_EARLY_ROWS",
+            st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on split-rows",
                         cfg->rank);
         e->split = !off;
     }
@@ -339,7 +338,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     size_t nb = (size_t)e->nb;
     for (int k = 0; k < NP_SLOTS && !st; k++) {
         np_slot *sl = &e->slot[k];
-        if (!st) st = np_buf_reg(&sl->dense, nb * cfg->bottom[0], sizeof(float), "batch dense", err);
+        if (!st) st = np_buf_reg(&sl->dense, nb * np_config_dense(cfg), sizeof(float), "batch dense", err);
         if (!st) st = np_buf_reg(&sl->label, nb, sizeof(float), "batch labels", err);
         if (!st)
             st =
@@ -378,7 +377,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     /* each slot's dense rows and labels, cut into the chunks' rows */
     int K = e->W * e->C;
     for (int c = 0; c < K; c++) {
-        e->part_dense[c] = (uint32_t)e->ch[c].n * (uint32_t)cfg->bottom[0];
+        e->part_dense[c] = (uint32_t)e->ch[c].n * (uint32_t)np_config_dense(cfg);
         e->part_label[c] = (uint32_t)e->ch[c].n;
     }
     for (int k = 0; k < NP_SLOTS; k++) {

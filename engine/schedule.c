@@ -257,11 +257,11 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     long t = e->step;
     if (n < 1) return np_err(err, NP_STATUS_INTERNAL, "step %ld: no batch given", t + 1);
     for (int i = 0; i < n; i++)
-        if (b[i]->n != e->nb || b[i]->n_tables != m->T || b[i]->n_dense != m->cfg.bottom[0])
+        if (b[i]->n != e->nb || b[i]->n_tables != m->T || b[i]->n_dense != np_config_dense(&m->cfg))
             return np_err(err, NP_STATUS_INTERNAL,
                           "batch shape (n=%ld, dense=%d, tables=%d) does not fit the engine "
                           "(n=%ld, dense=%d, tables=%d)",
-                          b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, m->cfg.bottom[0], m->T);
+                          b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, np_config_dense(&m->cfg), m->T);
     e->pending = 1;
     np_status st = NP_OK;
     /* 1. the training batch's own early stages, if no look-ahead ran them (sequential,

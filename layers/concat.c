@@ -48,6 +48,7 @@ const np_layer_def np_layer_concat = {.kind = "concat",
                                       .shape = concat_shape,
                                       .fwd = concat_fwd,
                                       .bwd = concat_bwd,
+                                      .help = "[in0 || in1 || ...] per sample; backward splits dout",
 #ifdef NP_HAVE_CUDA
                                       .cuda_fwd = np_cuda_concat_fwd,
                                       .cuda_bwd = np_cuda_concat_bwd,

@@ -96,6 +96,8 @@ const np_layer_def np_layer_cross = {.kind = "cross",
                                      .fwd = cross_fwd,
                                      .bwd = cross_bwd,
                                      .flops = cross_flops,
+                                     .hp_int = {"rank"},
+                                     .help = "DCN-v2 cross layer x0 * (W x_l + b) + x_l; rank r > 0: W = U V",
 #ifdef NP_HAVE_CUDA
                                      .cuda_fwd = np_cuda_cross_fwd,
                                      .cuda_bwd = np_cuda_cross_bwd,

@@ -506,6 +506,7 @@ const np_layer_def np_layer_dot = {.kind = "dot",
                                    .fwd = dot_layer_fwd,
                                    .bwd = dot_layer_bwd,
                                    .flops = dot_flops,
+                                   .help = "DLRM dot interaction: input 0, then the pairwise dots of the d-wide vectors",
 #ifdef NP_HAVE_CUDA
                                    .cuda_fwd = np_cuda_dot_fwd,
                                    .cuda_bwd = np_cuda_dot_bwd,

@@ -95,6 +95,8 @@ const np_layer_def np_layer_linear = {.kind = "linear",
                                       .fwd = linear_layer_fwd,
                                       .bwd = linear_layer_bwd,
                                       .flops = linear_flops,
+                                      .hp_int = {"out", "relu"},
+                                      .help = "y = x W^T + b, then max(y, 0) with relu = 1",
 #ifdef NP_HAVE_CUDA
                                       .cuda_fwd = np_cuda_linear_fwd,
                                       .cuda_bwd = np_cuda_linear_bwd,

@@ -12,7 +12,7 @@ np_status np_graph_create(const np_config *cfg, np_graph_t **out, np_error *err)
     *out = NULL;
     np_graph_t *g = np_zalloc(1, sizeof *g, "model graph", err);
     if (!g) return NP_STATUS_NO_MEMORY;
-    g->dense_w = cfg->bottom[0];
+    g->dense_w = np_config_dense(cfg);
     g->pooled_w = cfg->tables * cfg->dim;
     g->output = -1;
     *out = g;
@@ -185,65 +185,5 @@ np_status np_graph_finalize(np_graph_t *g, np_error *err) {
     }
     g->n_params = off;
     g->n_tensors = k;
-    return NP_OK;
-}
-
-/* ---------------------------------------------------------------- built-in models */
-
-#define TRY(x)                                                                                     \
-    do {                                                                                           \
-        if ((x) < 0) goto fail;                                                                    \
-    } while (0)
-
-/* DLRM: bottom MLP (ReLU everywhere), the dot interaction of its output with the pooled
- * embeddings, top MLP (ReLU but the last). Names and order keep the NPPARAMS names. */
-static np_status build_dlrm(const np_config *cfg, np_graph_t *g, np_error *err) {
-    int bot, z, top;
-    TRY(bot = np_graph_mlp(g, "bottom", NP_IN_DENSE, cfg->bottom + 1, cfg->n_bottom - 1, 1, err));
-    int in[2] = {bot, NP_IN_POOLED};
-    TRY(z = np_graph_add(g, "interaction", "dot", NULL, 2, in, err));
-    TRY(top = np_graph_mlp(g, "top", z, cfg->top, cfg->n_top, 0, err));
-    return np_graph_set_output(g, top, err);
-fail:
-    return NP_STATUS_BAD_INPUT;
-}
-
-/* DCN-v2 (Wang et al. 2020), parallel form: x0 = [bottom output || pooled embeddings];
- * cross layers x_{l+1} = x0 * (W_l x_l + b_l) + x_l beside a deep MLP on x0; their
- * outputs concatenated feed the top MLP. */
-static np_status build_dcnv2(const np_config *cfg, np_graph_t *g, np_error *err) {
-    int bot, x0, x, deep, stack, top;
-    TRY(bot = np_graph_mlp(g, "bottom", NP_IN_DENSE, cfg->bottom + 1, cfg->n_bottom - 1, 1, err));
-    int in[2] = {bot, NP_IN_POOLED};
-    TRY(x0 = np_graph_add(g, "x0", "concat", NULL, 2, in, err));
-    x = x0;
-    for (int l = 0; l < cfg->cross_layers; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "cross.%d", l);
-        np_layer_hp hp = {.i = {cfg->cross_rank}};
-        int cin[2] = {x0, x};
-        TRY(x = np_graph_add(g, name, "cross", &hp, 2, cin, err));
-    }
-    TRY(deep = np_graph_mlp(g, "deep", x0, cfg->deep, cfg->n_deep, 1, err));
-    int sin[2] = {x, deep};
-    TRY(stack = np_graph_add(g, "stack", "concat", NULL, 2, sin, err));
-    TRY(top = np_graph_mlp(g, "top", stack, cfg->top, cfg->n_top, 0, err));
-    return np_graph_set_output(g, top, err);
-fail:
-    return NP_STATUS_BAD_INPUT;
-}
-
-#undef TRY
-
-np_status np_graph_from_config(const np_config *cfg, np_graph_t **out, np_error *err) {
-    np_graph_t *g;
-    np_status st = np_graph_create(cfg, &g, err);
-    if (st) return st;
-    st = cfg->model == NP_MODEL_DCNV2 ? build_dcnv2(cfg, g, err) : build_dlrm(cfg, g, err);
-    if (st) {
-        np_graph_free(g);
-        return st;
-    }
-    *out = g;
     return NP_OK;
 }

@@ -62,6 +62,10 @@ typedef enum np_grad_route {
 } np_grad_route;
 np_grad_route np_graph_grad_route(const np_graph_t *g, int v, int k);
 
+/* Loads the plugins of a "plugin" key value (paths joined by ','), each once
+ * (model/plugin.c). */
+NP_NODISCARD np_status np_plugins_load_list(const char *list, np_error *err);
+
 /* Which node kind the node is, by definition. */
 static inline const np_layer_def *np_node_def(const np_node *v) {
     return np_layer_get(v->def);

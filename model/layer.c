@@ -2,9 +2,12 @@
  * plus the parameter-shape and initialisation helpers of the public layer API.
  * Not here: the built-in kinds themselves (layers/<kind>.c) or how graphs use them
  * (model/graph.c). */
-#include <pthread.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
@@ -21,6 +24,10 @@ static const np_layer_def *const builtin[] = {
 
 static np_layer_def registry[NP_MAX_LAYER_KINDS];
 static char kind_names[NP_MAX_LAYER_KINDS][32];
+/* copies of the strings a definition points to: the caller's may not last */
+#define HP_NAME_MAX 24
+static char hp_names[NP_MAX_LAYER_KINDS][2][NP_LAYER_MAX_HP][HP_NAME_MAX];
+static char help_text[NP_MAX_LAYER_KINDS][160];
 static int n_kinds;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 
@@ -49,12 +56,47 @@ static np_status add_kind(const np_layer_def *def, np_error *err) {
         if (!strcmp(registry[k].kind, def->kind))
             return np_err(err, NP_STATUS_BAD_INPUT, "layer %s: this kind is already registered",
                           def->kind);
+    /* hyper-parameter names: a-z, 0-9, - and _, unique over both lists, not a slot name */
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < NP_LAYER_MAX_HP; i++) {
+            const char *nm = r ? def->hp_real[i] : def->hp_int[i];
+            if (!nm) continue;
+            size_t nl = strlen(nm);
+            if (!nl || nl >= HP_NAME_MAX ||
+                strspn(nm, "abcdefghijklmnopqrstuvwxyz0123456789-_") != nl ||
+                ((nm[0] == 'i' || nm[0] == 'f') && nl > 1 && strspn(nm + 1, "0123456789") == nl - 1) ||
+                !strcmp(nm, "kind") || !strcmp(nm, "in"))
+                return np_err(err, NP_STATUS_BAD_INPUT,
+                              "layer %s: hyper-parameter name '%s' (%s slot %d): use 1-%d "
+                              "characters of a-z, 0-9, - and _, not kind, in, i<k> or f<k>",
+                              def->kind, nm, r ? "real" : "integer", i, HP_NAME_MAX - 1);
+            for (int r2 = 0; r2 < 2; r2++)
+                for (int j = 0; j < NP_LAYER_MAX_HP; j++) {
+                    const char *o = r2 ? def->hp_real[j] : def->hp_int[j];
+                    if (o && (r2 != r || j != i) && !strcmp(o, nm))
+                        return np_err(err, NP_STATUS_BAD_INPUT,
+                                      "layer %s: hyper-parameter name '%s' is given twice",
+                                      def->kind, nm);
+                }
+        }
     if (n_kinds == NP_MAX_LAYER_KINDS)
         return np_err(err, NP_STATUS_UNSUPPORTED, "layer %s: the registry is full (%d kinds)",
                       def->kind, NP_MAX_LAYER_KINDS);
     memcpy(kind_names[n_kinds], def->kind, len + 1);
     registry[n_kinds] = *def;
-    registry[n_kinds].kind = kind_names[n_kinds]; /* the caller's string may not last */
+    registry[n_kinds].kind = kind_names[n_kinds]; /* the caller's strings may not last */
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < NP_LAYER_MAX_HP; i++) {
+            const char *nm = r ? def->hp_real[i] : def->hp_int[i];
+            const char **dst = r ? &registry[n_kinds].hp_real[i] : &registry[n_kinds].hp_int[i];
+            if (!nm) continue;
+            snprintf(hp_names[n_kinds][r][i], HP_NAME_MAX, "%s", nm);
+            *dst = hp_names[n_kinds][r][i];
+        }
+    if (def->help) {
+        snprintf(help_text[n_kinds], sizeof help_text[0], "%s", def->help);
+        registry[n_kinds].help = help_text[n_kinds];
+    }
     if (!registry[n_kinds].init) registry[n_kinds].init = np_layer_init_default;
     /* published after it is whole: workers may read the registry meanwhile */
     __atomic_store_n(&n_kinds, n_kinds + 1, __ATOMIC_RELEASE);
@@ -100,6 +142,61 @@ int np_layer_count(void) {
 
 const np_layer_def *np_layer_find(const char *kind) {
     return np_layer_get(np_layer_index(kind));
+}
+
+const char *np_layer_kind_at(int i) {
+    const np_layer_def *d = np_layer_get(i);
+    return d ? d->kind : NULL;
+}
+
+np_status np_layer_hp_set(const char *kind, np_layer_hp *hp, const char *name, const char *value,
+                          np_error *err) {
+    const np_layer_def *d = np_layer_find(kind);
+    if (!d) return np_err(err, NP_STATUS_BAD_INPUT, "unknown layer kind '%s'", kind ? kind : "");
+    int real = -1, slot = -1;
+    for (int r = 0; r < 2 && slot < 0; r++)
+        for (int i = 0; i < NP_LAYER_MAX_HP; i++) {
+            const char *nm = r ? d->hp_real[i] : d->hp_int[i];
+            if (nm && !strcmp(nm, name)) {
+                real = r;
+                slot = i;
+                break;
+            }
+        }
+    if (slot < 0 && (name[0] == 'i' || name[0] == 'f') && name[1] >= '0' && name[1] <= '9' &&
+        (!name[2] || (name[2] >= '0' && name[2] <= '9' && !name[3]))) {
+        slot = atoi(name + 1);
+        real = name[0] == 'f';
+        if (slot >= NP_LAYER_MAX_HP) slot = -1;
+    }
+    if (slot < 0) {
+        char known[256] = "";
+        size_t at = 0;
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < NP_LAYER_MAX_HP && at < sizeof known; i++) {
+                const char *nm = r ? d->hp_real[i] : d->hp_int[i];
+                if (nm) at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", at ? ", " : "", nm);
+            }
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s: no hyper-parameter '%s' (%s%si0-i%d, f0-f%d)", kind, name, known,
+                      at ? "; or the slots " : "slots ", NP_LAYER_MAX_HP - 1, NP_LAYER_MAX_HP - 1);
+    }
+    char *end;
+    errno = 0;
+    if (real) {
+        double v = strtod(value, &end);
+        if (!value[0] || *end || errno || !isfinite(v))
+            return np_err(err, NP_STATUS_BAD_INPUT, "%s: %s = '%s': expected a number", kind, name,
+                          value);
+        hp->f[slot] = v;
+    } else {
+        long v = strtol(value, &end, 10);
+        if (!value[0] || *end || errno || v < INT_MIN || v > INT_MAX)
+            return np_err(err, NP_STATUS_BAD_INPUT, "%s: %s = '%s': expected an integer", kind,
+                          name, value);
+        hp->i[slot] = (int)v;
+    }
+    return NP_OK;
 }
 
 np_param_shape np_param_matrix(const char *name, int64_t rows, int64_t cols) {

@@ -96,6 +96,28 @@ np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err)
     return st;
 }
 
+/* The dense layers (weights and their gradients at least) and the tables must fit in this
+ * machine's memory: refused here, before the tables are built, rather than an allocation
+ * failure (exit 1) part way. */
+static np_status check_memory(const np_config *c, const np_graph_t *g, np_error *err) {
+    double tables = 0;
+    for (int t = 0; t < c->tables; t++) {
+        double r = (double)np_config_rows(c, t);
+        tables += r * c->dim * 4.0;
+        if (c->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD) tables += r * 4.0;
+    }
+    double dense = (double)g->n_params * 8.0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && dense + tables > (double)pages * (double)page * 0.9)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "model: the dense layers hold %.3g parameters, %.1f GiB with their "
+                      "gradients, and the tables %.1f GiB, but this machine has %.1f GiB of "
+                      "memory; reduce the layer sizes",
+                      dense / 8.0, dense / (1 << 30), tables / (1 << 30),
+                      (double)pages * page / (1 << 30));
+    return NP_OK;
+}
+
 np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, np_model_t **out,
                                 np_error *err) {
     *out = NULL;
@@ -109,11 +131,11 @@ np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, n
                       isa);
     np_status st = np_config_check(cfg, err);
     if (st) return st;
-    if (graph->dense_w != cfg->bottom[0] || graph->pooled_w != cfg->tables * cfg->dim)
+    if (graph->dense_w != np_config_dense(cfg) || graph->pooled_w != cfg->tables * cfg->dim)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "graph: built for %d dense features and %d pooled floats, but the config "
                       "has %d and %d x %d",
-                      graph->dense_w, graph->pooled_w, cfg->bottom[0], cfg->tables, cfg->dim);
+                      graph->dense_w, graph->pooled_w, np_config_dense(cfg), cfg->tables, cfg->dim);
     np_model_t *m = np_zalloc(1, sizeof *m, "model", err);
     if (!m) return NP_STATUS_NO_MEMORY;
     m->cfg = *cfg;
@@ -125,7 +147,7 @@ np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, n
         return NP_STATUS_NO_MEMORY;
     }
     *m->graph = *graph;
-    if ((st = np_graph_finalize(m->graph, err))) {
+    if ((st = np_graph_finalize(m->graph, err)) || (st = check_memory(cfg, m->graph, err))) {
         np_model_free(m);
         return st;
     }

@@ -86,11 +86,11 @@ np_status np_fwd_ws_create(const np_model_t *m, long cap, np_fwd_ws **out, np_er
 
 static np_status check_batch(const np_model_t *m, const np_fwd_ws *ws, const np_batch *b,
                              np_error *err) {
-    if (b->n > ws->cap || b->n_tables != m->T || b->n_dense != m->cfg.bottom[0])
+    if (b->n > ws->cap || b->n_tables != m->T || b->n_dense != np_config_dense(&m->cfg))
         return np_err(err, NP_STATUS_INTERNAL,
                       "batch shape (n=%ld, dense=%d, tables=%d) does not fit the model "
                       "(cap=%ld, dense=%d, tables=%d)",
-                      b->n, b->n_dense, b->n_tables, ws->cap, m->cfg.bottom[0], m->T);
+                      b->n, b->n_dense, b->n_tables, ws->cap, np_config_dense(&m->cfg), m->T);
     return NP_OK;
 }
 

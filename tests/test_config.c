@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nestpipe/layer.h"
 #include "nestpipe/nestpipe.h"
 
 static char tmpdir[64];
@@ -108,14 +109,33 @@ static void test_check_cross_fields(void **state) {
     np_config c;
     np_error e = {{0}};
     np_config_defaults(&c);
+    /* the built-in models' rules are their builders', not the config's: a user graph
+     * need not end its "bottom" at dim */
+    np_graph_t *g = NULL;
     assert_int_equal(np_config_set(&c, "dim", "8", "t", &e), NP_OK);
-    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_int_equal(np_config_check(&c, &e), NP_OK);
+    assert_int_equal(np_graph_from_config(&c, &g, &e), NP_STATUS_BAD_INPUT);
+    assert_null(g);
     assert_non_null(strstr(e.msg, "must equal dim 8"));
 
     np_config_defaults(&c);
     assert_int_equal(np_config_set(&c, "top", "64-2", "t", &e), NP_OK);
-    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_int_equal(np_config_check(&c, &e), NP_OK);
+    assert_int_equal(np_graph_from_config(&c, &g, &e), NP_STATUS_BAD_INPUT);
     assert_non_null(strstr(e.msg, "must be 1"));
+
+    np_config_defaults(&c); /* dense-features must agree with the builder's bottom MLP */
+    assert_int_equal(np_config_set(&c, "dense-features", "7", "t", &e), NP_OK);
+    assert_int_equal(np_config_dense(&c), 7);
+    assert_int_equal(np_graph_from_config(&c, &g, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "dense-features: 7"));
+
+    np_config_defaults(&c); /* a model file states every layer: the builders' keys clash */
+    assert_int_equal(np_config_set(&c, "model-file", "m.ini", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_OK);
+    assert_int_equal(np_config_set(&c, "top", "32-1", "t", &e), NP_OK);
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "top: the model comes from model-file m.ini"));
 
     np_config_defaults(&c);
     assert_int_equal(np_config_set(&c, "rows", "5,6", "t", &e), NP_OK);

@@ -15,11 +15,10 @@ failed=0
 ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 
-unset NP_EARLY_ROWS # the split row exchange at its defaults unless a check sets it
 # one StarPU worker per rank: four ranks share two cores
 export STARPU_NCPU=${STARPU_NCPU:-1} STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
-  -x STARPU_NCPU -x STARPU_SILENT -x STARPU_WORKERS_NOBIND -x STARPU_HOME -x NP_EARLY_ROWS)
+  -x STARPU_NCPU -x STARPU_SILENT -x STARPU_WORKERS_NOBIND -x STARPU_HOME)
 SM=(--rows 1000,700,1200,333,50,900 --tables 6 --hot 2 --bottom 13-16-16 --top 16-8-1
   --batch 48 --steps 30 --quiet --chunks 2)
 
@@ -68,20 +67,20 @@ for optim in sgd rowwise-adagrad; do
     grep -q '"rows_synced": [1-9]' "$W/dbp.json" && ok "R=$R $optim: dbp synced rows" ||
       bad "R=$R $optim: no rows synced"
     # the split row exchange ran (its bitmaps make the row bytes exceed the gradient
-    # bytes, which mirror the whole exchange's rows); NP_EARLY_ROWS=0 sends them whole
+    # bytes, which mirror the whole exchange's rows); --split-rows off sends them whole
     rb=$(sed -n 's/.*"rows": \([0-9]*\).*/\1/p' "$W/dbp.json" | head -n 1)
     gb=$(sed -n 's/.*"grads": \([0-9]*\).*/\1/p' "$W/dbp.json" | head -n 1)
     [[ -n $rb && -n $gb && $rb -gt $gb ]] && ok "R=$R $optim: dbp split its row exchanges" ||
       bad "R=$R $optim: dbp row bytes $rb, gradient bytes $gb: no split exchange"
-    NP_EARLY_ROWS=0 run_np "$R" "$W/whole" --sparse-optim "$optim" --rows 300 --zipf 1.2 \
-      --pipeline dbp --metrics-json "$W/whole.json" ||
-      bad "R=$R NP_EARLY_ROWS=0 dbp run failed: $(tail -n 3 "$W/err")"
+    run_np "$R" "$W/whole" --sparse-optim "$optim" --rows 300 --zipf 1.2 \
+      --pipeline dbp --split-rows off --metrics-json "$W/whole.json" ||
+      bad "R=$R --split-rows off dbp run failed: $(tail -n 3 "$W/err")"
     cmp -s "$W/seq" "$W/whole" && ok "R=$R $optim: dbp with whole row exchanges, same bytes" ||
-      bad "R=$R $optim: dbp with NP_EARLY_ROWS=0 differs from sequential"
+      bad "R=$R $optim: dbp with --split-rows off differs from sequential"
     rb=$(sed -n 's/.*"rows": \([0-9]*\).*/\1/p' "$W/whole.json" | head -n 1)
     gb=$(sed -n 's/.*"grads": \([0-9]*\).*/\1/p' "$W/whole.json" | head -n 1)
-    [[ -n $rb && $rb == "$gb" ]] && ok "R=$R $optim: NP_EARLY_ROWS=0 sends rows whole" ||
-      bad "R=$R $optim: NP_EARLY_ROWS=0: row bytes $rb, gradient bytes $gb"
+    [[ -n $rb && $rb == "$gb" ]] && ok "R=$R $optim: --split-rows off sends rows whole" ||
+      bad "R=$R $optim: --split-rows off: row bytes $rb, gradient bytes $gb"
   done
 done
 # fwp and nestpipe reorder work, never arithmetic: with the same windows and clustering they
@@ -104,10 +103,10 @@ for optim in sgd rowwise-adagrad; do
         bad "R=$R $optim: $p differs from sequential"
     done
     # nestpipe with the split row exchange forced on (two early windows)
-    NP_EARLY_ROWS=1 run_np "$R" "$W/split" --sparse-optim "$optim" "${FW[@]}" \
-      --pipeline nestpipe || bad "R=$R NP_EARLY_ROWS=1 nestpipe failed: $(tail -n 3 "$W/err")"
+    run_np "$R" "$W/split" --sparse-optim "$optim" "${FW[@]}" \
+      --pipeline nestpipe --split-rows on || bad "R=$R --split-rows on nestpipe failed: $(tail -n 3 "$W/err")"
     cmp -s "$W/seq" "$W/split" && ok "R=$R $optim: nestpipe, split row exchange, same bytes" ||
-      bad "R=$R $optim: nestpipe with NP_EARLY_ROWS=1 differs from sequential"
+      bad "R=$R $optim: nestpipe with --split-rows on differs from sequential"
   done
 done
 # clustering moves fewer rows than contiguous windows on grouped data

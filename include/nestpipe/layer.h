@@ -115,12 +115,19 @@ typedef struct np_layer_def {
      * (1), or backward with no input gradient wanted (2: the node reads only the data);
      * NULL: unknown (0). Goes into StarPU's task->flops and the bench's GFLOP/s. */
     double (*flops)(const np_layer_hp *hp, const np_layer_shape *s, long n, int backward);
+    /* Added in 0.5 (leave them out and they are NULL, as before): */
+    /* Names of the hyper-parameter slots, by which model files and `nestpipe check-layer
+     * --hp` set them (`out = 64` sets i[k] when hp_int[k] is "out"): a-z, 0-9, '-' and
+     * '_'. A slot without a name is still set as "i<k>" or "f<k>". */
+    const char *hp_int[NP_LAYER_MAX_HP];
+    const char *hp_real[NP_LAYER_MAX_HP];
+    const char *help; /* one line saying what the kind computes (check-layer --list) */
 } np_layer_def;
 
 /* Registers a layer kind (the definition is copied). Fails on a missing kernel, a bad
- * input range, a kind already registered or a full registry. Thread-unsafe: register
- * before creating trainers. The built-in kinds (linear, dot, concat, cross) are always
- * there. */
+ * input range, a bad hyper-parameter name, a kind already registered or a full registry.
+ * Thread-unsafe: register before creating trainers. The built-in kinds (linear, dot,
+ * concat, cross, slice) are always there. */
 NP_NODISCARD NP_API np_status np_layer_register(const np_layer_def *def, np_error *err);
 /* The registered definition of a kind, or NULL. */
 NP_API const np_layer_def *np_layer_find(const char *kind);
@@ -132,6 +139,105 @@ NP_API float np_layer_init_default(const np_layer_hp *hp, const np_layer_shape *
 /* N(0, sd) and U(lo, hi) from (seed, stream, counter): for custom init functions. */
 NP_API float np_init_normal(uint64_t seed, uint64_t stream, uint64_t e, double sd);
 NP_API float np_init_uniform(uint64_t seed, uint64_t stream, uint64_t e, double lo, double hi);
+
+/* Registered kinds: the name of kind i (0 .. count-1, built-in ones first), NULL past
+ * the last. */
+NP_API const char *np_layer_kind_at(int i);
+
+/* ---------------------------------------------------------------- plugins
+ *
+ * A plugin is a shared object that registers layer kinds, so that `nestpipe train
+ * --plugin ./libmylayers.so --model-file m.ini` trains a model with them and nestpipe is
+ * not rebuilt (docs/layers.md). It is built against the installed headers and defines its
+ * one entry point with NP_PLUGIN_DEFINE:
+ *
+ *     static np_status register_kinds(np_error *err) {
+ *         return np_layer_register(&gate_layer, err);
+ *     }
+ *     NP_PLUGIN_DEFINE(register_kinds)
+ *
+ * NP_PLUGIN_ABI changes whenever np_layer_def, np_layer_io or np_layer_shape change their
+ * layout; a plugin built for another value is refused, naming both. */
+#define NP_PLUGIN_ABI 1
+#if defined(__GNUC__)
+#define NP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define NP_PLUGIN_EXPORT
+#endif
+#ifdef __cplusplus
+#define NP_PLUGIN_LINKAGE extern "C"
+#else
+#define NP_PLUGIN_LINKAGE
+#endif
+#define NP_PLUGIN_DEFINE(register_fn)                                                           \
+    NP_PLUGIN_LINKAGE NP_PLUGIN_EXPORT extern const int np_plugin_abi;                          \
+    NP_PLUGIN_LINKAGE NP_PLUGIN_EXPORT const int np_plugin_abi = NP_PLUGIN_ABI;                 \
+    NP_PLUGIN_LINKAGE NP_PLUGIN_EXPORT np_status np_plugin_init(np_error *err);                 \
+    NP_PLUGIN_LINKAGE NP_PLUGIN_EXPORT np_status np_plugin_init(np_error *err) {                \
+        return register_fn(err);                                                                \
+    }
+
+/* Loads the plugin at path (dlopen; a path without '/' is searched the way dlopen
+ * searches) and runs its entry point. Loading a path already loaded does nothing. Fails,
+ * naming the path, when the file cannot be loaded, has no entry point, was built for
+ * another NP_PLUGIN_ABI, or its entry point fails (a kind already registered, ...); the
+ * kinds it registered before failing stay. Thread-unsafe, like np_layer_register. The
+ * config key "plugin" loads its plugins the same way, in np_graph_from_config. */
+NP_NODISCARD NP_API np_status np_plugin_load(const char *path, np_error *err);
+
+/* ---------------------------------------------------------------- gradient check
+ *
+ * np_layer_gradcheck runs a kind's kernels the way both trainers do, on `rows` random
+ * samples, and checks them against its own forward: every element of every input and
+ * parameter, by central finite differences (in double, of the float forward, step sizes
+ * shrunk where the forward is not smooth), against the backward's gradient of
+ * L = sum(out * R) for a random R. It also checks the kernel contract of docs/layers.md:
+ * forward gives the same bits twice, backward OVERWRITES din and dparam (they start as
+ * garbage), accepts din[k] = NULL, and leaves the inputs and parameters alone. In the CUDA
+ * flavour with a GPU it also runs the CUDA slots and compares them with the CPU kernels.
+ * `nestpipe check-layer` is its command. */
+typedef struct np_gradcheck_opts {
+    long rows;      /* samples; 0: 4 */
+    double tol;     /* the largest error that passes; 0: 1e-2 */
+    double floor;   /* errors are |analytic - numeric| / max(|numeric|, floor); 0: 1e-2 */
+    uint64_t seed;  /* inputs, parameters (the kind's init) and R; 0: 1 */
+    int no_cuda;    /* 1: skip the CUDA comparison even where a GPU is present */
+} np_gradcheck_opts;
+
+typedef struct np_gradcheck_tensor {
+    char name[40];  /* "in0", "in1", ..., then the parameter tensors' names */
+    long count;     /* elements checked */
+    double worst;   /* the worst error over them */
+    long worst_at;  /* the element of the worst error */
+    double analytic, numeric; /* the two gradients there */
+} np_gradcheck_tensor;
+
+typedef struct np_gradcheck_result {
+    np_layer_shape shape;  /* what the shape function gave */
+    int n;                 /* tensors checked: the inputs, then the parameters */
+    np_gradcheck_tensor t[NP_LAYER_MAX_IN + NP_LAYER_MAX_PARAMS];
+    double worst;          /* over every tensor */
+    char contract[256];    /* "" when the kernel contract held, else what broke */
+    /* CUDA flavour: 1 when the CUDA slots ran on a GPU; the worst relative difference of
+     * their outputs and gradients from the CPU kernels', and which tensor */
+    int cuda_checked;
+    double cuda_worst;
+    char cuda_where[40];
+    char cuda_skipped[128]; /* why the CUDA comparison did not run ("" when it ran) */
+    int passed;            /* worst <= tol, the contract held, and CUDA (if run) within tol */
+} np_gradcheck_result;
+
+/* Checks kind `kind` with hyper-parameters hp (NULL: all zero) on n_in inputs of the
+ * given widths. Returns NP_OK when the check ran (out->passed says how it went), or an
+ * error for an unknown kind, a shape its shape function refuses, or no memory. */
+NP_NODISCARD NP_API np_status np_layer_gradcheck(const char *kind, const np_layer_hp *hp, int n_in,
+                                                 const int *widths, const np_gradcheck_opts *opts,
+                                                 np_gradcheck_result *out, np_error *err);
+
+/* Sets hyper-parameter `name` of kind `kind` in hp from its text value ("64", "0.5"): by
+ * the kind's slot names, or "i<k>" / "f<k>". For model files and check-layer. */
+NP_NODISCARD NP_API np_status np_layer_hp_set(const char *kind, np_layer_hp *hp, const char *name,
+                                              const char *value, np_error *err);
 
 /* ---------------------------------------------------------------- model graphs */
 
@@ -164,8 +270,20 @@ NP_NODISCARD NP_API np_status np_graph_set_output(np_graph_t *g, int node, np_er
 NP_API int np_graph_width(const np_graph_t *g, int node);
 NP_API int np_graph_nodes(const np_graph_t *g);
 
-/* The graph of cfg->model (dlrm, dcnv2) with cfg's sizes. */
+/* The graph cfg describes: its "model-file" when set (np_graph_from_file), else the
+ * built-in "model" (dlrm, dcnv2) with cfg's sizes, checked by that model's own rules (the
+ * last bottom size is dim, the last top size 1, ...). Loads cfg's plugins first. */
 NP_NODISCARD NP_API np_status np_graph_from_config(const np_config *cfg, np_graph_t **out, np_error *err);
+
+/* A model file (docs/layers.md "Model files"): one [section] per node, in order, with its
+ * kind, its inputs and its hyper-parameters by name. Errors name the file, the line and the
+ * node. The graph is for cfg's data (dense features, tables, dim); load the plugins whose
+ * kinds it uses first (np_plugin_load, or the "plugin" key through np_graph_from_config). */
+NP_NODISCARD NP_API np_status np_graph_from_file(const np_config *cfg, const char *path,
+                                                 np_graph_t **out, np_error *err);
+/* Writes g as a model file that np_graph_from_file reads back to the same graph (the same
+ * nodes, inputs, hyper-parameters and output). NP_STATUS_IO when f cannot be written. */
+NP_NODISCARD NP_API np_status np_graph_write(const np_graph_t *g, FILE *f, np_error *err);
 
 /* A model over graph g (copied; the caller still frees g), parameters initialised from
  * cfg->seed as np_model_create does (which is this over np_graph_from_config). */

@@ -237,6 +237,16 @@ typedef struct np_config {
     np_arch place[NP_PLACE_KINDS];  /* key "place": e.g. dense=cuda,pool=cpu; auto */
     np_comm_kind comm;              /* key "comm": mpi | nccl (the CUDA flavour, one GPU per
                                        rank) */
+    /* your own model (docs/layers.md), added in 0.5 */
+    char model_file[NP_PATH_MAX]; /* key "model-file": the model's nodes from this file
+                                     instead of the built-in "model" */
+    char plugin[NP_PATH_MAX];     /* key "plugin": shared objects that register layer kinds,
+                                     joined by ','; setting the key again adds to the list */
+    int dense_features;           /* key "dense-features": dense features per sample; 0 =
+                                     auto, the first "bottom" size */
+    int split_rows;               /* key "split-rows": -1 auto, 0 off, 1 on: the first
+                                     windows' rows of a batch split at the batch boundary
+                                     (docs/pipeline.md "The batch boundary") */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -270,6 +280,10 @@ typedef struct np_config_key {
     const char *help;    /* one line of help; '\n' continues it on the next line */
     const char *metric;  /* the key's name in the metrics JSON; NULL: only under "config" */
     np_key_type type;
+    /* 1: a key of the whole run that np_train_run honours (outputs, checkpoints, periodic
+     * evaluation, progress, the watchdog); np_trainer_create refuses a config that sets one
+     * to other than its default, since the step-level API would silently ignore it */
+    int run_only;
 } np_config_key;
 /* Key i in the help's order, or NULL past the last. */
 NP_API const np_config_key *np_config_key_at(int i);
@@ -280,9 +294,14 @@ NP_API int np_config_get(const np_config *cfg, const char *key, char *buf, size_
 /* Cross-field checks (sizes that must agree, data layout vs model). */
 NP_NODISCARD NP_API np_status np_config_check(const np_config *cfg, np_error *err);
 
-/* Number of inputs of the first top layer: dim + (T+1)T/2 for dlrm; (T+1) dim + the last
- * deep size for dcnv2. */
+/* Number of inputs of the first top layer of the built-in models: dim + (T+1)T/2 for
+ * dlrm; (T+1) dim + the last deep size for dcnv2. */
 NP_API int np_config_top_input(const np_config *cfg);
+/* Dense features per sample: "dense-features", or when it is auto the first "bottom" size
+ * (what the data sources read and generate, and the width of NP_IN_DENSE). */
+NP_API int np_config_dense(const np_config *cfg);
+/* 1 when key `key` holds other than its default (-1 for an unknown key). */
+NP_API int np_config_is_set(const np_config *cfg, const char *key);
 /* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1
  * otherwise. Modes match bit for bit only with the same windows, so compare with it set. */
 NP_API int np_config_windows(const np_config *cfg);

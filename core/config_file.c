@@ -1,0 +1,127 @@
+/* Config files: INI `key = value` lines through libinih, each value set with
+ * np_config_set, errors naming file:line; lines read by a reader that refuses what inih
+ * would silently split. Not here: what the keys mean (config_keys.c). */
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "core/util.h"
+
+typedef struct load_ctx {
+    np_config *cfg;
+    const char *path;
+    np_error first; /* message of the first failing line, without its line number */
+    int failed;
+} load_ctx;
+
+static int ini_handler_fn(void *user, const char *section, const char *name, const char *value) {
+    load_ctx *ctx = user;
+    if (ctx->failed) return 0;
+    if (section[0] && strcmp(section, "nestpipe")) {
+        np_err(&ctx->first, NP_STATUS_BAD_INPUT,
+               "unknown section [%s] (keys go at the top or under [nestpipe])",
+               np_escape(section, strlen(section), (char[128]){0}, 128));
+        ctx->failed = 1;
+        return 0;
+    }
+    /* an inline comment: '#' or ';' after whitespace ends the value (inih itself strips only
+     * ';'), so `steps = 2 # two steps` reads 2 */
+    char v[NP_PATH_MAX + 64];
+    snprintf(v, sizeof v, "%s", value);
+    for (char *p = v; *p; p++)
+        if ((*p == '#' || *p == ';') && p > v && (p[-1] == ' ' || p[-1] == '\t')) {
+            *p = 0;
+            break;
+        }
+    for (size_t n = strlen(v); n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t');)
+        v[--n] = 0;
+    np_error e;
+    if (np_config_set(ctx->cfg, name, v, "", &e) != NP_OK) {
+        /* drop the empty "where" prefix ": " that np_config_set put in front */
+        snprintf(ctx->first.msg, sizeof ctx->first.msg, "%s", e.msg + 2);
+        ctx->failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* libinih reads lines of at most its INI_MAX_LINE bytes (200 in Debian's build, which
+ * cannot be changed from here) and parses the rest of a longer line as a line of its own:
+ * the tail of a long comment became a setting. So lines come through this reader, which
+ * sees the library's buffer size and stops at the first line that does not fit. */
+typedef struct line_reader {
+    FILE *f;
+    char *line; /* getline's buffer */
+    size_t cap;
+    int line_no;  /* of the last line read */
+    int too_long; /* line_no's length, when it did not fit; 0 otherwise */
+    int max_len;  /* the longest line that fits, without its newline */
+    int failed;   /* a read error (errno in err_no) */
+    int err_no;
+} line_reader;
+
+static char *read_line(char *str, int num, void *stream) {
+    line_reader *r = stream;
+    errno = 0;
+    ssize_t n = getline(&r->line, &r->cap, r->f);
+    if (n < 0) {
+        if (ferror(r->f)) {
+            r->failed = 1;
+            r->err_no = errno;
+        }
+        return NULL;
+    }
+    r->line_no++;
+    size_t len = (size_t)n;
+    while (len && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
+        len--;
+    if (len + 2 > (size_t)num) { /* the text, a newline and the NUL must fit */
+        r->too_long = (int)(len < INT_MAX ? len : INT_MAX);
+        r->max_len = num - 2;
+        return NULL;
+    }
+    memcpy(str, r->line, len);
+    str[len] = '\n';
+    str[len + 1] = 0;
+    return str;
+}
+
+np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
+    np_config c = *cfg;
+    load_ctx ctx = {.cfg = &c, .path = path};
+    line_reader lr = {.f = fopen(path, "r")};
+    if (!lr.f)
+        return np_err(err, NP_STATUS_IO, "cannot open config file %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(lr.f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(lr.f);
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "config file %s is a folder; give the path of an INI file", path);
+    }
+    int rc = ini_parse_stream(read_line, &lr, ini_handler_fn, &ctx);
+    fclose(lr.f);
+    free(lr.line);
+    if (rc == -2) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory reading %s", path);
+    if (rc > 0) {
+        if (ctx.failed)
+            return np_err(err, NP_STATUS_BAD_INPUT, "%s:%d: %s", path, rc, ctx.first.msg);
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s:%d: syntax error: expected 'key = value', '[nestpipe]' or a comment",
+                      path, rc);
+    }
+    if (lr.failed)
+        return np_err(err, NP_STATUS_IO, "%s:%d: cannot read: %s", path, lr.line_no + 1,
+                      strerror(lr.err_no));
+    if (lr.too_long)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s:%d: line of %d bytes; config lines may have at most %d (split the "
+                      "line or shorten the comment)",
+                      path, lr.line_no, lr.too_long, lr.max_len);
+    *cfg = c;
+    return NP_OK;
+}
