@@ -114,6 +114,7 @@ static const char *main_help =
     "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"
     "  trace report FILE [--json]           overlap report of a --trace file\n"
     "  trace svg FILE OUT.svg | trace paje FILE OUT.paje   timeline picture, Paje export\n"
+    "  check-layer --kind K --in W1,W2 [flags]   a layer kind's gradients (check-layer --help)\n"
     "  --version                            print the version\n";
 
 static int fail(np_status st, const np_error *err) {
@@ -929,6 +930,7 @@ static int run(np_dist_t *dist, int argc, char **argv) {
     if (!strcmp(argv[1], "export")) return np_cmd_export(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "trace")) return np_cmd_trace(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "check-layer")) return np_cmd_check_layer(argc - 2, argv + 2);
     fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);
     return EXIT_BAD_INPUT;
 }
