@@ -11,6 +11,8 @@
 /* Prints "nestpipe: <msg>" to stderr; returns 2 for bad input of any kind (bad value,
  * missing or malformed file, unsupported request), 1 for anything else. */
 int np_cli_fail(np_status st, const np_error *err);
+/* The exit code np_cli_fail returns for st, without printing. */
+int np_cli_exit_code(np_status st);
 
 /* `train`'s flags (and --config) into cfg, as `nestpipe train` reads them; sets *want_help
  * or *want_print for --help and --print-config. Returns 0 or an exit code (the error

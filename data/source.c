@@ -85,8 +85,20 @@ long np_source_skipped(const np_source_t *src) {
     return src ? src->skipped : 0;
 }
 
-np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out, np_error *err) {
+np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **out, np_error *err) {
     *out = NULL;
+    /* eval-data: the eval split is every record of that file, and no training record is
+     * held out */
+    np_config ecfg = *cfg0;
+    const np_config *cfg = &ecfg;
+    if (cfg0->eval_data != NP_DATA_SYNTHETIC) {
+        ecfg.eval_every = 0;
+        if (split == NP_SPLIT_EVAL) {
+            ecfg.data = cfg0->eval_data;
+            memcpy(ecfg.data_path, cfg0->eval_data_path, sizeof ecfg.data_path);
+            split = NP_SPLIT_ALL;
+        }
+    }
     np_source_t *s = np_zalloc(1, sizeof *s, "data source", err);
     if (!s) return NP_STATUS_NO_MEMORY;
     s->kind = cfg->data;

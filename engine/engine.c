@@ -37,7 +37,7 @@ np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv, size_
         if (!st) st = np_buf_grow(&r->uniq_o, cap_recv, i64, "owner rows", err);
         if (!st) st = np_buf_grow(&r->map, cap_recv, i64, "owner row map", err);
     }
-    for (int k = 0; k < 2 && !st; k++) {
+    for (int k = 0; k < e->pol.buffers && !st; k++) {
         st = np_buf_grow(&e->E[k], cap_recv, row, "embedding buffer", err);
         if (!st) st = np_buf_grow(&e->Es[k], cap_recv, sizeof(float), "optimizer state buffer", err);
     }
@@ -48,7 +48,7 @@ np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv, size_
     if (!st) st = np_buf_grow(&e->gE, cap_recv, row, "owner row gradients", err);
     if (!st) st = np_buf_grow(&e->sbuf, cap_recv, row, "send staging", err);
     if (!st) st = np_buf_grow(&e->rbuf, cap_recv, row, "receive staging", err);
-    for (int w = 0; w < 2 && e->split && !st; w++) {
+    for (int w = 0; w < e->pol.early_windows && e->pol.split_rows && !st; w++) {
         size_t R = (size_t)e->R;
         st = np_buf_grow(&e->obits[w], cap_recv / 32 + R, sizeof(uint32_t), "owner row bitmaps",
                          err);
@@ -199,6 +199,11 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     np_placement pl;
     np_status pst = np_placement_plan(cfg, &pl, err);
     if (pst) return pst;
+    if (cfg->explain_placement) { /* each rank says where its workers and driver run */
+        char line[512];
+        np_placement_describe(&pl, cfg, line, sizeof line);
+        fprintf(stderr, "nestpipe: placement: %s\n", line);
+    }
     np_devices dev;
     if ((pst = np_devices_plan(cfg, &dev, err))) return pst;
     struct starpu_conf conf;
@@ -255,10 +260,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     e->C = cfg->chunks;
     e->W = np_config_windows(cfg);
     e->cluster = cfg->cluster;
-    np_pipeline pipe = np_config_pipeline(cfg);
-    e->fwp = pipe == NP_PIPELINE_FWP || pipe == NP_PIPELINE_NESTPIPE;
-    e->ahead = pipe == NP_PIPELINE_SEQUENTIAL || pipe == NP_PIPELINE_FWP ? 0 : NP_SLOTS - 1;
-    e->sync = pipe == NP_PIPELINE_DBP || pipe == NP_PIPELINE_NESTPIPE;
+    e->pol = np_pipeline_policy_of(np_config_pipeline(cfg), e->W);
     e->comm_worker = -1;
     int nw = (int)starpu_worker_get_count();
     int last_cpu = -1; /* collectives are CPU codelets: the last CPU worker runs them */
@@ -292,12 +294,12 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
      * The key split-rows turns it off or on (for nestpipe too); every rank must agree, as for
      * any collective, so one rank's "off" wins */
     e->fresh_for = -1;
-    if (!st && e->sync && e->comm && e->R > 1 && !e->nccl) {
-        int64_t off = cfg->split_rows < 0 ? e->fwp : !cfg->split_rows;
+    if (!st && e->pol.sync && e->comm && e->R > 1 && !e->nccl) {
+        int64_t off = cfg->split_rows < 0 ? e->pol.overlap_windows : !cfg->split_rows;
         if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &off, 1))
             st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on split-rows",
                         cfg->rank);
-        e->split = !off;
+        e->pol.split_rows = !off;
     }
     if (!st && cfg->trace[0]) {
         /* one time origin for all ranks: everyone leaves this barrier at about the same time */
@@ -437,7 +439,23 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
 }
 
 int np_engine_lookahead(const np_sp_engine *e) {
-    return e->ahead;
+    return e->pol.ahead;
+}
+
+np_pipeline np_engine_pipeline(const np_sp_engine *e) {
+    return e->pol.mode;
+}
+
+np_status np_engine_drop_lookahead(np_sp_engine *e, int n, np_error *err) {
+    if (e->step || e->pending)
+        return np_err(err, NP_STATUS_INTERNAL, "the look-ahead can go only before the first step");
+    /* every rank the same way: a rank that gives the look-ahead keeps it for all */
+    int64_t most = n;
+    if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &most, 1))
+        return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on the look-ahead",
+                      e->cfg.rank);
+    if (most < 2) np_pipeline_policy_drop_lookahead(&e->pol);
+    return NP_OK;
 }
 
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {

@@ -25,6 +25,11 @@ NP_NODISCARD np_status np_engine_submit(np_sp_engine *e, const np_batch *const *
 NP_NODISCARD np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err);
 /* Batches the pipeline runs ahead of the training one: 0 sequential, 4 dbp/async. */
 int np_engine_lookahead(const np_sp_engine *e);
+/* The pipeline that runs ("auto" resolved; sequential or fwp after a dropped look-ahead). */
+np_pipeline np_engine_pipeline(const np_sp_engine *e);
+/* Before the first step, collective: when no rank gives more than n < 2 batches, the
+ * engine runs its pipeline without look-ahead (engine/pipeline.h). */
+NP_NODISCARD np_status np_engine_drop_lookahead(np_sp_engine *e, int n, np_error *err);
 /* Rows copied by dual-buffer syncs so far (dbp). */
 uint64_t np_engine_synced_rows(const np_sp_engine *e);
 /* Waits for all tasks and, if a trace was asked for, merges every rank's events on rank 0

@@ -8,6 +8,7 @@
 #include "comm/comm.h"
 #include "engine/devices.h"
 #include "engine/engine.h"
+#include "engine/pipeline.h"
 #include "model/model.h"
 #include "tasks/tasks.h"
 
@@ -80,12 +81,10 @@ struct np_sp_engine {
     np_comm *comm;   /* NULL: one rank, no MPI */
     int R;           /* ranks */
     long nb;         /* samples per local batch (global batch / ranks) */
-    int W;           /* windows (micro-batches) per local batch */
+    np_pipeline_policy pol; /* the pipeline (engine/pipeline.h) */
+    int W;           /* windows (micro-batches) per local batch: pol.windows */
     int C;           /* chunks per window; W * C chunks in all */
-    int fwp;         /* 1: window w+1's rows travel while window w computes */
     int cluster;     /* 1: key-centric clustering of samples into windows */
-    int ahead;       /* batches in flight after the training one: 0 sequential, 4 dbp/async */
-    int sync;        /* 1: dual-buffer sync of shared rows (dbp) */
     size_t cap_nnz;  /* capacity of the requester-side key buffers */
     size_t cap_recv; /* capacity of the owner-side buffers */
     size_t cap_win;  /* capacity of each window's requester-side row buffers */
@@ -93,7 +92,9 @@ struct np_sp_engine {
     np_h params, tables, state;
     np_slot slot[NP_SLOTS];
     np_rset rset[NP_RSETS];
-    np_buf E[2];  /* (cap_recv, d) the dual buffer: retrieved rows of batch b in E[b % 2] */
+    /* (cap_recv, d) the embedding buffers: retrieved rows of batch b in E[b % pol.buffers]
+     * (two for the dual buffer of dbp) */
+    np_buf E[2];
     np_buf Es[2]; /* (cap_recv) their Adagrad state */
     /* the training batch's buffers (one batch trains at a time) */
     np_buf *Rin;       /* (W) (cap_win, d) each window's received rows */
@@ -103,8 +104,7 @@ struct np_sp_engine {
     /* the split row exchange of the first windows (docs/pipeline.md "The batch boundary"):
      * which rows of the next batch are shared, per early window: the owner's bitmaps
      * (cap_recv / 32 + R words) and the requester's (cap_win / 32 + R words) */
-    int split;      /* 1: dbp across ranks on MPI: fresh rows go before the boundary */
-    long fresh_for; /* the batch whose fresh rows went; -1: none */
+    long fresh_for; /* pol.split_rows: the batch whose fresh rows went; -1: none */
     np_buf obits[2], rbits[2];
     np_buf token; /* (1) the comm token: every collective takes it RW */
     /* dense gradients per node with parameters, so each node's all-reduce can start as

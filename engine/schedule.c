@@ -18,9 +18,12 @@ static np_rset *rset_of(np_sp_engine *e, long b) {
     return &e->rset[b % NP_RSETS];
 }
 
-/* Windows whose rows np_engine_submit sends before the later batches' stages. */
-static int early_windows(const np_sp_engine *e) {
-    return e->fwp && e->W > 1 ? 2 : 1;
+static np_buf *E_of(np_sp_engine *e, long b) {
+    return &e->E[b % e->pol.buffers];
+}
+
+static np_buf *Es_of(np_sp_engine *e, long b) {
+    return &e->Es[b % e->pol.buffers];
 }
 
 /* Stages 1-4 of batch b, each a separate call so the driver can run them ahead. */
@@ -63,8 +66,8 @@ static np_status submit_retrieve(np_sp_engine *e, long b, np_error *err) {
     np_batch_args a;
     np_engine_batch_args(e, b, &a);
     np_rset *r = rset_of(e, b);
-    return np_submit_retrieve(&a.ctx, &a.wa, e->tables, r->uniq_o.h, r->meta.h, e->E[b % 2].h,
-                              e->state, e->Es[b % 2].h, err);
+    return np_submit_retrieve(&a.ctx, &a.wa, e->tables, r->uniq_o.h, r->meta.h, E_of(e, b)->h,
+                              e->state, Es_of(e, b)->h, err);
 }
 
 /* Dual-buffer sync: rows of U_{b-1} and U_b, updated by batch b-1, copied into b's buffer. */
@@ -72,9 +75,9 @@ static np_status submit_sync(np_sp_engine *e, long b, np_error *err) {
     np_batch_args a;
     np_engine_batch_args(e, b, &a);
     np_rset *prev = rset_of(e, b - 1), *cur = rset_of(e, b);
-    return np_submit_sync(&a.ctx, &a.ya, e->E[(b - 1) % 2].h, prev->uniq_o.h, prev->meta.h,
-                          e->E[b % 2].h, cur->uniq_o.h, cur->meta.h, e->Es[(b - 1) % 2].h,
-                          e->Es[b % 2].h, err);
+    return np_submit_sync(&a.ctx, &a.ya, E_of(e, b - 1)->h, prev->uniq_o.h, prev->meta.h,
+                          E_of(e, b)->h, cur->uniq_o.h, cur->meta.h, Es_of(e, b - 1)->h,
+                          Es_of(e, b)->h, err);
 }
 
 /* The arguments of window w's tasks of batch b. */
@@ -91,7 +94,7 @@ static np_status submit_exchange_rows(np_sp_engine *e, long b, int w, np_error *
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
-    return np_submit_exchange_rows(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
+    return np_submit_exchange_rows(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->meta.h,
                                    e->Rin[w].h, e->sbuf.h, e->token.h, err);
 }
 
@@ -102,7 +105,7 @@ static np_status submit_rows_fresh(np_sp_engine *e, long b, int w, np_error *err
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *prev = rset_of(e, b - 1), *r = rset_of(e, b);
-    return np_submit_rows_fresh(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
+    return np_submit_rows_fresh(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->meta.h,
                                 e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
                                 e->rbits[w].h, prev->uniq_o.h, prev->meta.h, r->uniq_o.h, err);
 }
@@ -111,7 +114,7 @@ static np_status submit_rows_shared(np_sp_engine *e, long b, int w, np_error *er
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
-    return np_submit_rows_shared(&a.ctx, &a.xa, e->E[b % 2].h, r->map.h, r->meta.h,
+    return np_submit_rows_shared(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->meta.h,
                                  e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
                                  e->rbits[w].h, e->rbuf.h, err);
 }
@@ -129,7 +132,7 @@ np_status np_exchange_grads_submit(np_sp_engine *e, long b, int w, np_error *err
  * previous step did not send yet. */
 static np_status submit_first_rows(np_sp_engine *e, long b, np_error *err) {
     np_status st = NP_OK;
-    for (int w = 0; w < early_windows(e) && !st; w++)
+    for (int w = 0; w < e->pol.early_windows && !st; w++)
         st = e->fresh_for == b ? submit_rows_shared(e, b, w, err)
                                : submit_exchange_rows(e, b, w, err);
     return st;
@@ -147,9 +150,9 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     np_engine_batch_args(e, b, &a);
     np_slot *sl = slot_of(e, b);
     np_rset *r = rset_of(e, b);
-    np_buf *E = &e->E[b % 2], *Es = &e->Es[b % 2];
+    np_buf *E = E_of(e, b), *Es = Es_of(e, b);
     np_status st;
-    int ahead = e->fwp ? 1 : 0;
+    int ahead = e->pol.overlap_windows;
     unsigned K = (unsigned)(e->W * e->C);
     /* the chunks read their rows through sub-handles; the slot stays readable */
     starpu_data_partition_readonly_submit(sl->dense.h, K, sl->dense_part);
@@ -157,7 +160,7 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     st = NP_OK;
     for (int w = 0; w < e->W && !st; w++) {
         int next = w + ahead; /* the window whose rows go now, if not sent yet */
-        if (next >= early_windows(e) && next < e->W)
+        if (next >= e->pol.early_windows && next < e->W)
             st = submit_exchange_rows(e, b, next, err);
         for (int c = 0; c < e->C && !st; c++) { /* a window's chunks run in parallel */
             a.ctx.window = w;
@@ -167,8 +170,8 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
         /* split: once every reader of the early windows' Rin is submitted, batch b+1's fresh
          * rows take the wire under b's last window, before its gradients and the dense
          * all-reduce; b+1 was retrieved this step (the sync's condition) */
-        if (!st && w == e->W - 1 && e->split && e->next[3] > b + 1) {
-            for (int v = 0; v < early_windows(e) && !st; v++)
+        if (!st && w == e->W - 1 && e->pol.split_rows && e->next[3] > b + 1) {
+            for (int v = 0; v < e->pol.early_windows && !st; v++)
                 st = submit_rows_fresh(e, b + 1, v, err);
             if (!st) e->fresh_for = b + 1;
         }
@@ -274,7 +277,7 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
      *    batch the driver has read. Retrieve(t+1) stays before write-back(t): the rule. */
     if (!st) st = submit_first_rows(e, t, err);
     static const int lag[4] = {4, 3, 2, 1};
-    long last = t + (n - 1 < e->ahead ? n - 1 : e->ahead);
+    long last = t + (n - 1 < e->pol.ahead ? n - 1 : e->pol.ahead);
     for (int s = 0; s < 4 && !st; s++) {
         long upto = t + lag[s] < last ? t + lag[s] : last;
         for (; e->next[s] <= upto && !st; e->next[s]++)
@@ -283,7 +286,7 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     /* 3. the rest of training batch t, then (dbp) the sync of the rows t+1 shares with t:
      *    t+1 was retrieved before write-back(t) */
     if (!st) st = submit_train(e, t, err);
-    if (!st && e->sync && e->next[3] > t + 1) st = submit_sync(e, t + 1, err);
+    if (!st && e->pol.sync && e->next[3] > t + 1) st = submit_sync(e, t + 1, err);
     if (st) starpu_task_wait_for_all(); /* leave nothing half-submitted running */
     return st;
 }
@@ -306,7 +309,7 @@ np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *err) {
     long t = e->step;
     if (!e->pending) return np_err(err, NP_STATUS_INTERNAL, "wait without a submitted step");
     e->pending = 0;
-    if (!e->ahead) {
+    if (!e->pol.ahead) {
         starpu_task_wait_for_all(); /* sequential: batch t+1 starts after t ends */
     } else {
         /* pipelined: wait for this batch's loss only; the rest keeps running */

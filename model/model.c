@@ -192,6 +192,11 @@ np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, n
     /* every row from its GLOBAL index, so a shard holds exactly the single-process rows;
      * each value depends only on its index, so threads may fill rows in any split */
     init_tables(m);
+    /* --init-params: start from a dump (a resumed run starts from its checkpoint instead) */
+    if (cfg->init_params[0] && !cfg->resume[0] && (st = np_model_load(m, cfg->init_params, err))) {
+        np_model_free(m);
+        return st;
+    }
     *out = m;
     return NP_OK;
 }

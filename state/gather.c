@@ -15,6 +15,7 @@ np_status np_model_gather(const np_model_t *m, np_comm *c, np_model_t **full, np
     np_config one = *cfg;
     one.rank = 0;
     one.ranks = 1;
+    one.init_params[0] = 0; /* the copy takes m's values, not the dump's */
     np_model_t *f = NULL;
     np_status st = NP_OK;
     if (me == 0) {

@@ -1,24 +1,172 @@
-/* Engine dispatch: np_trainer_t runs one optimizer step per global batch with the engine
- * the config names: the reference trainer (model/) or the StarPU engine (engine/engine.c). */
+/* np_trainer_t: one optimizer step per global batch on the engine the config names, through
+ * one interface (np_engine_ops, a table of functions) that the reference trainer (model/)
+ * and the StarPU engine (engine/) each fill; the step-level API's rules: the keys only a
+ * whole run honours are refused, and a pipelined mode given fewer batches than it looks
+ * ahead says so instead of quietly running without look-ahead.
+ * Not here: a whole run (train/run.c). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/util.h"
 #include "engine/engine.h"
+#include "engine/pipeline.h"
 #include "model/model.h"
+#include "nestpipe/trace.h"
 
-struct np_trainer {
-    np_reference *ref;    /* NP_ENGINE_REFERENCE */
-    np_sp_engine *sp;     /* NP_ENGINE_STARPU */
-    const np_batch *held; /* reference: the batch submitted, trained at wait */
+/* What an engine does for the trainer. NULL entries have the defaults noted. */
+typedef struct np_engine_ops {
+    const char *name;
+    np_status (*create)(const np_config *cfg, np_model_t *m, void **impl, np_error *err);
+    np_status (*submit)(void *impl, const np_batch *const *b, int n, np_error *err);
+    np_status (*wait)(void *impl, double *loss, np_error *err);
+    int (*lookahead)(const void *impl);                            /* NULL: 0 */
+    np_pipeline (*pipeline)(const void *impl);                     /* NULL: sequential */
+    np_status (*drop_lookahead)(void *impl, int n, np_error *err); /* NULL: none to drop */
+    uint64_t (*synced_rows)(const void *impl);                     /* NULL: 0 */
+    np_status (*finish)(void *impl, np_error *err);                /* NULL: nothing pending */
+    void (*bytes)(const void *impl, uint64_t out[4]);              /* NULL: zeros */
+    double (*clock_us)(const void *impl);                          /* NULL: 0 */
+    void (*trace_data)(void *impl, long batch, double s_us, double e_us); /* NULL: none */
+    const np_trace *(*trace)(const void *impl);                    /* NULL: untraced */
+    void (*hold)(void *impl);                                      /* NULL: no-op */
+    void (*release)(void *impl);                                   /* NULL: no-op */
+    void (*free)(void *impl);
+} np_engine_ops;
+
+/* ---- the reference trainer: a step trains when waited for */
+typedef struct ref_impl {
+    np_reference *ref;
+    const np_batch *held; /* the batch submitted, trained at wait */
+} ref_impl;
+
+static np_status ref_create(const np_config *cfg, np_model_t *m, void **impl, np_error *err) {
+    ref_impl *r = np_zalloc(1, sizeof *r, "trainer", err);
+    if (!r) return NP_STATUS_NO_MEMORY;
+    np_status st = np_reference_create(cfg, m, &r->ref, err);
+    if (st) {
+        free(r);
+        return st;
+    }
+    *impl = r;
+    return NP_OK;
+}
+static np_status ref_submit(void *impl, const np_batch *const *b, int n, np_error *err) {
+    (void)n;
+    (void)err;
+    ((ref_impl *)impl)->held = b[0];
+    return NP_OK;
+}
+static np_status ref_wait(void *impl, double *loss, np_error *err) {
+    ref_impl *r = impl;
+    if (!r->held) return np_err(err, NP_STATUS_INTERNAL, "wait without a submitted step");
+    const np_batch *b = r->held;
+    r->held = NULL;
+    return np_reference_step(r->ref, b, loss, err);
+}
+static void ref_free(void *impl) {
+    ref_impl *r = impl;
+    if (!r) return;
+    np_reference_free(r->ref);
+    free(r);
+}
+
+static const np_engine_ops reference_ops = {
+    .name = "reference",
+    .create = ref_create,
+    .submit = ref_submit,
+    .wait = ref_wait,
+    .free = ref_free,
 };
 
-np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
-                            np_error *err) {
+/* ---- the StarPU engine (engine/engine.h), whose functions take their own type */
+static np_status sp_create(const np_config *cfg, np_model_t *m, void **impl, np_error *err) {
+    np_sp_engine *e;
+    np_status st = np_engine_create(cfg, m, &e, err);
+    *impl = e;
+    return st;
+}
+static np_status sp_submit(void *i, const np_batch *const *b, int n, np_error *err) {
+    return np_engine_submit(i, b, n, err);
+}
+static np_status sp_wait(void *i, double *loss, np_error *err) {
+    return np_engine_wait(i, loss, err);
+}
+static int sp_lookahead(const void *i) {
+    return np_engine_lookahead(i);
+}
+static np_pipeline sp_pipeline(const void *i) {
+    return np_engine_pipeline(i);
+}
+static np_status sp_drop(void *i, int n, np_error *err) {
+    return np_engine_drop_lookahead(i, n, err);
+}
+static uint64_t sp_synced(const void *i) {
+    return np_engine_synced_rows(i);
+}
+static np_status sp_finish(void *i, np_error *err) {
+    return np_engine_finish(i, err);
+}
+static void sp_bytes(const void *i, uint64_t out[4]) {
+    np_engine_bytes(i, out);
+}
+static double sp_clock(const void *i) {
+    return np_engine_clock_us(i);
+}
+static void sp_trace_data(void *i, long batch, double s, double e) {
+    np_engine_trace_data(i, batch, s, e);
+}
+static const np_trace *sp_trace(const void *i) {
+    return np_engine_trace(i);
+}
+static void sp_hold(void *i) {
+    np_engine_hold(i);
+}
+static void sp_release(void *i) {
+    np_engine_release(i);
+}
+static void sp_free(void *i) {
+    np_engine_free(i);
+}
+
+static const np_engine_ops starpu_ops = {
+    .name = "starpu",
+    .create = sp_create,
+    .submit = sp_submit,
+    .wait = sp_wait,
+    .lookahead = sp_lookahead,
+    .pipeline = sp_pipeline,
+    .drop_lookahead = sp_drop,
+    .synced_rows = sp_synced,
+    .finish = sp_finish,
+    .bytes = sp_bytes,
+    .clock_us = sp_clock,
+    .trace_data = sp_trace_data,
+    .trace = sp_trace,
+    .hold = sp_hold,
+    .release = sp_release,
+    .free = sp_free,
+};
+
+/* ---- the trainer */
+
+struct np_trainer {
+    const np_engine_ops *ops;
+    void *impl;
+    long steps; /* steps submitted */
+    int tail;   /* batches given to the last step that had fewer than the look-ahead (the
+                   data's end in sight); 0 while every step had them all */
+    long tail_step; /* that step */
+    int explicit_pipeline; /* the config named a pipeline (not auto) */
+    int step_api;          /* made by np_trainer_create: the caller drives the steps */
+};
+
+np_status np_trainer_open(const np_config *cfg, np_model_t *m, np_trainer_t **out, np_error *err) {
     *out = NULL;
     np_trainer_t *tr = np_zalloc(1, sizeof *tr, "trainer", err);
     if (!tr) return NP_STATUS_NO_MEMORY;
-    np_status st = cfg->engine == NP_ENGINE_STARPU ? np_engine_create(cfg, m, &tr->sp, err)
-                                                   : np_reference_create(cfg, m, &tr->ref, err);
+    tr->ops = cfg->engine == NP_ENGINE_STARPU ? &starpu_ops : &reference_ops;
+    tr->explicit_pipeline = cfg->pipeline != NP_PIPELINE_AUTO;
+    np_status st = tr->ops->create(cfg, m, &tr->impl, err);
     if (st) {
         free(tr);
         return st;
@@ -27,73 +175,123 @@ np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **
     return NP_OK;
 }
 
+np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
+                            np_error *err) {
+    /* the keys of a whole run would do nothing here: refuse them rather than ignore them */
+    for (int i = 0; np_config_key_at(i); i++) {
+        const np_config_key *k = np_config_key_at(i);
+        if (k->run_only && np_config_is_set(cfg, k->name) == 1) {
+            *out = NULL;
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "%s: set, but only np_train_run (nestpipe train) honours it; the "
+                          "step-level API (np_trainer_create) would ignore it: leave it at its "
+                          "default or run the job with np_train_run",
+                          k->name);
+        }
+    }
+    np_status st = np_trainer_open(cfg, m, out, err);
+    if (!st) (*out)->step_api = 1;
+    return st;
+}
+
 np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss, np_error *err) {
     return np_trainer_step_ahead(tr, &batch, 1, loss, err);
 }
 
 np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *batches, int n,
                                 double *loss, np_error *err) {
-    return tr->sp ? np_engine_step(tr->sp, batches, n, loss, err)
-                  : np_reference_step(tr->ref, batches[0], loss, err);
+    np_status st = np_trainer_submit(tr, batches, n, err);
+    return st ? st : np_trainer_wait(tr, loss, err);
+}
+
+/* A pipelined mode needs the batches after the training one. A step given fewer than it
+ * looks ahead says the data ends with the last of them: each later step then has one batch
+ * fewer, until none is left. A step that has more shows a caller that gives one batch at a
+ * time, which the pipeline cannot look ahead on: refused, saying so. Under "auto" the first
+ * step decides: one batch a step runs without look-ahead (what auto picks for such a
+ * caller); an explicit dbp, async or nestpipe is refused. */
+static np_status check_lookahead(np_trainer_t *tr, int n, np_error *err) {
+    int ahead = tr->ops->lookahead ? tr->ops->lookahead(tr->impl) : 0;
+    if (!ahead) return NP_OK;
+    if (tr->steps == 0 && n < 2 && tr->step_api && !tr->explicit_pipeline &&
+        tr->ops->drop_lookahead)
+        return tr->ops->drop_lookahead(tr->impl, n, err);
+    if (tr->tail && n > tr->tail - 1) {
+        np_pipeline p = tr->ops->pipeline ? tr->ops->pipeline(tr->impl) : NP_PIPELINE_SEQUENTIAL;
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "pipeline %s looks %d batches ahead: step %ld was given %d batch%s, which "
+                      "says the data ends with the last of them, yet step %ld was given %d; give "
+                      "the next np_trainer_lookahead() batches with each step "
+                      "(np_trainer_step_ahead), run np_train_run, or use pipeline sequential or "
+                      "fwp",
+                      np_pipeline_name(p), ahead, tr->tail_step + 1, tr->tail,
+                      tr->tail == 1 ? "" : "es", tr->steps + 1, n);
+    }
+    if (n < ahead + 1) {
+        tr->tail = n;
+        tr->tail_step = tr->steps;
+    }
+    return NP_OK;
 }
 
 np_status np_trainer_submit(np_trainer_t *tr, const np_batch *const *batches, int n,
                             np_error *err) {
-    if (tr->sp) return np_engine_submit(tr->sp, batches, n, err);
-    tr->held = batches[0]; /* the reference trains when waited for */
-    return NP_OK;
+    if (n < 1) return np_err(err, NP_STATUS_INTERNAL, "step %ld: no batch given", tr->steps + 1);
+    np_status st = check_lookahead(tr, n, err);
+    if (!st) st = tr->ops->submit(tr->impl, batches, n, err);
+    if (!st) tr->steps++;
+    return st;
 }
 
 np_status np_trainer_wait(np_trainer_t *tr, double *loss, np_error *err) {
-    if (tr->sp) return np_engine_wait(tr->sp, loss, err);
-    if (!tr->held) return np_err(err, NP_STATUS_INTERNAL, "wait without a submitted step");
-    const np_batch *b = tr->held;
-    tr->held = NULL;
-    return np_reference_step(tr->ref, b, loss, err);
+    return tr->ops->wait(tr->impl, loss, err);
 }
 
 int np_trainer_lookahead(const np_trainer_t *tr) {
-    return tr->sp ? np_engine_lookahead(tr->sp) : 0;
+    return tr->ops->lookahead ? tr->ops->lookahead(tr->impl) : 0;
+}
+
+np_pipeline np_trainer_pipeline(const np_trainer_t *tr) {
+    return tr->ops->pipeline ? tr->ops->pipeline(tr->impl) : NP_PIPELINE_SEQUENTIAL;
 }
 
 uint64_t np_trainer_synced_rows(const np_trainer_t *tr) {
-    return tr->sp ? np_engine_synced_rows(tr->sp) : 0;
+    return tr->ops->synced_rows ? tr->ops->synced_rows(tr->impl) : 0;
 }
 
 np_status np_trainer_finish(np_trainer_t *tr, np_error *err) {
-    return tr->sp ? np_engine_finish(tr->sp, err) : NP_OK;
+    return tr->ops->finish ? tr->ops->finish(tr->impl, err) : NP_OK;
 }
 
 void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]) {
-    if (tr->sp)
-        np_engine_bytes(tr->sp, out);
+    if (tr->ops->bytes)
+        tr->ops->bytes(tr->impl, out);
     else
-        out[0] = out[1] = out[2] = out[3] = 0;
+        memset(out, 0, 4 * sizeof *out);
 }
 
 double np_trainer_clock_us(const np_trainer_t *tr) {
-    return tr && tr->sp ? np_engine_clock_us(tr->sp) : 0;
+    return tr && tr->ops->clock_us ? tr->ops->clock_us(tr->impl) : 0;
 }
 
 void np_trainer_trace_data(np_trainer_t *tr, long batch, double start_us, double end_us) {
-    if (tr && tr->sp) np_engine_trace_data(tr->sp, batch, start_us, end_us);
+    if (tr && tr->ops->trace_data) tr->ops->trace_data(tr->impl, batch, start_us, end_us);
 }
 
 const np_trace *np_trainer_trace(const np_trainer_t *tr) {
-    return tr->sp ? np_engine_trace(tr->sp) : NULL;
+    return tr->ops->trace ? tr->ops->trace(tr->impl) : NULL;
 }
 
 void np_trainer_hold(np_trainer_t *tr) {
-    if (tr && tr->sp) np_engine_hold(tr->sp);
+    if (tr && tr->ops->hold) tr->ops->hold(tr->impl);
 }
 
 void np_trainer_release(np_trainer_t *tr) {
-    if (tr && tr->sp) np_engine_release(tr->sp);
+    if (tr && tr->ops->release) tr->ops->release(tr->impl);
 }
 
 void np_trainer_free(np_trainer_t *tr) {
     if (!tr) return;
-    np_reference_free(tr->ref);
-    np_engine_free(tr->sp);
+    tr->ops->free(tr->impl);
     free(tr);
 }

@@ -86,6 +86,18 @@ NP_API void np_dist_watchdog_stop(np_dist_watchdog_t *w);
 NP_NODISCARD NP_API np_status np_dist_gather_model(np_dist_t *d, const np_model_t *m, np_model_t **full,
                                             np_error *err);
 
+/* Collective (every rank, with the same name): the values of m's tensor `name` (a dump's
+ * names: "top.0.weight", "emb.3"; np_model_tensor_info lists them), row-major, into
+ * out[0 .. *count) on every rank; cap is out's room in floats. A table, sharded across
+ * ranks, is gathered in the single-process layout (row k at row k); a dense tensor is the
+ * rank's own replica (the same on every rank). Read the model after np_train_run (its
+ * `model` argument) or after np_trainer_finish; between steps, inside np_trainer_hold /
+ * np_trainer_release. NP_STATUS_BAD_INPUT for an unknown name or too little room; count
+ * may be NULL. d NULL: one process. */
+NP_NODISCARD NP_API np_status np_dist_model_read(np_dist_t *d, const np_model_t *m,
+                                                 const char *name, float *out, size_t cap,
+                                                 size_t *count, np_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -286,7 +286,8 @@ NP_NODISCARD NP_API np_status np_graph_from_file(const np_config *cfg, const cha
 NP_NODISCARD NP_API np_status np_graph_write(const np_graph_t *g, FILE *f, np_error *err);
 
 /* A model over graph g (copied; the caller still frees g), parameters initialised from
- * cfg->seed as np_model_create does (which is this over np_graph_from_config). */
+ * cfg->seed (and "init-params" loaded) as np_model_create does, which is this over
+ * np_graph_from_config. */
 NP_NODISCARD NP_API np_status np_model_create_graph(const np_config *cfg, const np_graph_t *g,
                                              np_model_t **out, np_error *err);
 

@@ -359,7 +359,8 @@ typedef enum np_split {
 typedef struct np_source np_source_t;
 
 /* Opens the configured data (synthetic, Criteo TSV or binary) for one split.
- * Files are streamed, never loaded whole. */
+ * Files are streamed, never loaded whole. With "eval-data" set, NP_SPLIT_EVAL is every
+ * record of that file and NP_SPLIT_TRAIN holds none out. */
 NP_NODISCARD NP_API np_status np_source_open(const np_config *cfg, np_split split, np_source_t **out,
                                       np_error *err);
 
@@ -401,7 +402,8 @@ NP_NODISCARD NP_API np_status np_generate_synthetic(const np_config *cfg, long n
 
 typedef struct np_model np_model_t;
 
-/* Allocates and initialises all parameters deterministically from cfg->seed. */
+/* Allocates and initialises all parameters deterministically from cfg->seed, then loads
+ * cfg's "init-params" dump when set (and "resume" is not). */
 NP_NODISCARD NP_API np_status np_model_create(const np_config *cfg, np_model_t **out, np_error *err);
 NP_API void np_model_free(np_model_t *m);
 
@@ -417,7 +419,10 @@ NP_NODISCARD NP_API np_status np_model_load(np_model_t *m, const char *path, np_
 
 typedef struct np_trainer np_trainer_t;
 
-/* Creates the configured engine over model m (borrowed, must outlive the trainer). */
+/* Creates the configured engine over model m (borrowed, must outlive the trainer), for a
+ * program that drives the steps itself. The keys only a whole run honours (outputs,
+ * checkpoints, periodic evaluation, progress, the watchdog: np_config_key.run_only) are
+ * refused when set, naming the key: np_train_run (nestpipe/train.h) runs such a job. */
 NP_NODISCARD NP_API np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
                                          np_error *err);
 
@@ -425,7 +430,12 @@ NP_NODISCARD NP_API np_status np_trainer_create(const np_config *cfg, np_model_t
  * the last step; the model is then up to date in memory. */
 NP_NODISCARD NP_API np_status np_trainer_finish(np_trainer_t *tr, np_error *err);
 
-/* One optimizer step on a global batch; *loss is the batch's mean BCE before the update. */
+/* One optimizer step on a global batch; *loss is the batch's mean BCE before the update.
+ * The pipelined modes (dbp, async, nestpipe) look ahead at later batches: a step given
+ * fewer than np_trainer_lookahead() + 1 batches marks the end of the data, and a step after
+ * it is refused, saying so. Under pipeline "auto" a first step given one batch runs the
+ * pipeline without look-ahead instead (sequential, or fwp where auto picked nestpipe), so
+ * np_trainer_step alone works and gives the same model; np_trainer_pipeline says what runs. */
 NP_NODISCARD NP_API np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,
                                        np_error *err);
 /* Pipelined modes run the early stages of later batches while one trains: they want the
@@ -436,6 +446,8 @@ NP_NODISCARD NP_API np_status np_trainer_step(np_trainer_t *tr, const np_batch *
 NP_NODISCARD NP_API np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *b, int n,
                                              double *loss, np_error *err);
 NP_API int np_trainer_lookahead(const np_trainer_t *tr);
+/* The pipeline the trainer runs ("auto" resolved; sequential for the reference trainer). */
+NP_API np_pipeline np_trainer_pipeline(const np_trainer_t *tr);
 /* np_trainer_step_ahead in two halves: submit returns once the step's work is queued, so the
  * caller can read the next batch meanwhile; wait returns its loss. Alternate them. */
 NP_NODISCARD NP_API np_status np_trainer_submit(np_trainer_t *tr, const np_batch *const *b, int n,
@@ -455,6 +467,16 @@ NP_API void np_trainer_free(np_trainer_t *tr);
  * it, save it) in between; submit nothing. No-ops for the reference engine. */
 NP_API void np_trainer_hold(np_trainer_t *tr);
 NP_API void np_trainer_release(np_trainer_t *tr);
+
+/* The model's parameter tensors, in dump order: every node's ("<node>.<tensor>", e.g.
+ * "top.0.weight"), then the tables ("emb.<t>"). np_model_tensor_info gives tensor i's name
+ * (into name, name_cap bytes; NULL: not wanted), its dimensions (1 or 2) and shape (dims[1]
+ * = 1 for a vector); NP_STATUS_BAD_INPUT for i out of range. Read the values with
+ * np_dist_model_read (nestpipe/dist.h), which gathers the tables' shards. */
+NP_API int np_model_tensor_count(const np_model_t *m);
+NP_NODISCARD NP_API np_status np_model_tensor_info(const np_model_t *m, int i, char *name,
+                                                   size_t name_cap, int *ndim, int64_t dims[2],
+                                                   np_error *err);
 
 /* Bytes of embedding tables (and optimizer state) this process holds: its shard. */
 NP_API size_t np_model_table_bytes(const np_model_t *m);

@@ -1,4 +1,5 @@
-/* --metrics-json: the run summary as one JSON object, built with jansson. */
+/* --metrics-json: a run's summary (np_train_result) and its config as one JSON object,
+ * built with jansson (np_train_write_metrics, nestpipe/train.h). */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -7,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "nestpipe/train.h"
 
 /* JSON has no NaN: an undefined figure (e.g. AUC of a one-class eval set) becomes null. */
 static json_t *num(double x) {
@@ -48,8 +49,8 @@ static json_t *key_value(const np_config *cfg, const np_config_key *k) {
     return v[0] ? json_string(v) : json_null();
 }
 
-int np_metrics_write(const char *path, const np_config *cfg, const np_run_metrics *r,
-                     np_error *err) {
+np_status np_train_write_metrics(const char *path, const np_config *cfg,
+                                 const np_train_result *r, np_error *err) {
     json_t *o = json_object();
     json_object_set_new(o, "steps", json_integer(r->steps));
     json_object_set_new(o, "global_batch", json_integer(r->global_batch));
@@ -72,10 +73,11 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
     }
     json_object_set_new(o, "config", config);
     static const char *pipelines[] = {"sequential", "dbp", "async", "fwp", "nestpipe"};
-    json_object_set_new(
-        o, "pipeline",
-        json_string(cfg->engine == NP_ENGINE_REFERENCE ? "none"
-                                                       : pipelines[np_config_pipeline(cfg)]));
+    json_object_set_new(o, "pipeline",
+                        json_string(cfg->engine == NP_ENGINE_REFERENCE ||
+                                            (unsigned)r->pipeline > NP_PIPELINE_NESTPIPE
+                                        ? "none"
+                                        : pipelines[r->pipeline]));
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
     json_object_set_new(o, "windows", json_integer(np_config_windows(cfg)));
@@ -111,7 +113,7 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
                         r->ckpt_seconds > 0 ? json_real(r->ckpt_bytes / 1e6 / r->ckpt_seconds)
                                             : json_null());
     if (r->traced) { /* the overlap figures of `nestpipe trace report`, overall */
-        const np_trace_summary *t = &r->trace_overall;
+        const np_trace_summary *t = &r->trace;
         json_t *tj = json_object();
         json_object_set_new(tj, "step_us", num(t->step_us));
         json_object_set_new(tj, "exchange_us", num(t->exchange_us));
@@ -145,5 +147,5 @@ int np_metrics_write(const char *path, const np_config *cfg, const np_run_metric
         st = np_outfile_commit(&out, failed, err);
     }
     json_decref(o);
-    return st ? -1 : 0;
+    return st;
 }
