@@ -16,6 +16,7 @@ extern const np_layer_def np_layer_linear; /* i[0] out width, i[1] ReLU after (1
 extern const np_layer_def np_layer_dot;    /* DLRM dot interaction over d-wide vectors */
 extern const np_layer_def np_layer_concat; /* [in0 || in1 || ...] */
 extern const np_layer_def np_layer_cross;  /* DCN-v2 cross; i[0] rank (0: full W) */
+extern const np_layer_def np_layer_slice;  /* columns [i[0], i[1]) (i[1] = 0: to the end) */
 
 /* ---- linear: y = x W^T + b, then max(y, 0) with NP_GEMM_RELU in flags; NP_GEMM_BF16 in
  * flags takes the products on bf16 inputs (oneDNN, kernels/gemm.h) */
@@ -71,6 +72,8 @@ void np_cuda_concat_fwd(const np_layer_io *io, void *stream);
 void np_cuda_concat_bwd(const np_layer_io *io, void *stream);
 void np_cuda_cross_fwd(const np_layer_io *io, void *stream);
 void np_cuda_cross_bwd(const np_layer_io *io, void *stream);
+void np_cuda_slice_fwd(const np_layer_io *io, void *stream);
+void np_cuda_slice_bwd(const np_layer_io *io, void *stream);
 #ifdef __cplusplus
 }
 #endif
