@@ -1,8 +1,8 @@
 /* Exchanges of embedding rows (owner -> requester) and of their gradients (back), and the
- * all-reduce of dense gradients: collectives, so they take the comm token RW, which makes
- * every rank issue them in the same order, and run on the communication worker, or with
- * --comm nccl (a device backend in the args) as the _nccl codelets on the rank's CUDA
- * worker, which is the only kind of worker those codelets have. */
+ * all-reduce of dense gradients: collectives (NP_KIND_EXCHANGE kinds), so they take the comm
+ * token RW, which makes every rank issue them in the same order, and run on the
+ * communication worker, or with --comm nccl (a device backend in the args) as the _nccl
+ * codelets on the rank's CUDA worker, which is the only kind of worker those codelets have. */
 #include "comm/backend.h"
 #include "tasks/tasks.h"
 
@@ -10,17 +10,16 @@
 #define W STARPU_W
 #define RW STARPU_RW
 
-/* The codelet of a collective and whether it goes to the communication worker: the CPU
- * one, pinned, unless the args carry a device backend (NCCL), whose codelet (nccl, NULL
- * in the CPU-only flavour, which has no device backend) runs on the CUDA worker: it has
- * only CUDA functions, so StarPU cannot place it elsewhere. */
+/* The codelet of a collective: the CPU one, which np_task_submit sends to the
+ * communication worker, unless the args carry a device backend (NCCL), whose codelet (nccl,
+ * NULL in the CPU-only flavour, which has no device backend) runs on the CUDA worker: it has
+ * only CUDA functions, and c->arch says so, which keeps it off the communication worker. */
 static struct starpu_codelet *pick(const np_cl_xchg_args *a, struct starpu_codelet *cpu,
-                                   struct starpu_codelet *nccl, int *pin) {
+                                   struct starpu_codelet *nccl, np_task_ctx *c) {
     if (nccl && a->be && a->be->ops->on_device) {
-        *pin = 0;
+        c->arch = STARPU_CUDA;
         return nccl;
     }
-    *pin = 1;
     return cpu;
 }
 #ifdef NP_HAVE_CUDA
@@ -32,54 +31,50 @@ static struct starpu_codelet *pick(const np_cl_xchg_args *a, struct starpu_codel
 np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
                                   np_h meta, np_h Rin, np_h sbuf, np_h token, np_error *err) {
     np_task_ctx cc = *c;
-    struct starpu_codelet *cl = pick(a, &np_cl_exchange_rows, NCCL_CL(np_cl_exchange_rows), &cc.pin);
+    struct starpu_codelet *cl = pick(a, &np_cl_exchange_rows, NCCL_CL(np_cl_exchange_rows), &cc);
     np_h h[6] = {E, map, meta, Rin, sbuf, token};
     enum starpu_data_access_mode m[6] = {R, R, R, W, W, RW};
-    return np_task_submit(&cc, cl, NP_NODE_EXCHANGE_EMB, NP_PRIO_CRITICAL, 6, h,
-                          m, a, sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit(&cc, cl, NP_NODE_EXCHANGE_EMB, 6, h, m, a, sizeof *a, NP_REPORT_IN_ARGS,
+                          err);
 }
 
 np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
                                np_h meta, np_h Rin, np_h sbuf, np_h token, np_h obits, np_h rbits,
                                np_h uniq_prev, np_h meta_prev, np_h uniq, np_error *err) {
-    np_task_ctx cc = *c;
-    cc.pin = 1;
     np_h h[11] = {E, map, meta, Rin, sbuf, token, obits, rbits, uniq_prev, meta_prev, uniq};
     enum starpu_data_access_mode m[11] = {R, R, R, W, W, RW, W, W, R, R, R};
-    return np_task_submit(&cc, &np_cl_rows_fresh, NP_NODE_EXCHANGE_EMB, NP_PRIO_CRITICAL, 11, h, m,
-                          a, sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit(c, &np_cl_rows_fresh, NP_NODE_EXCHANGE_EMB, 11, h, m, a, sizeof *a,
+                          NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
                                 np_h meta, np_h Rin, np_h sbuf, np_h token, np_h obits, np_h rbits,
                                 np_h rbuf, np_error *err) {
-    np_task_ctx cc = *c;
-    cc.pin = 1;
     /* Rin RW: the fresh rows stay */
     np_h h[9] = {E, map, meta, Rin, sbuf, token, obits, rbits, rbuf};
     enum starpu_data_access_mode m[9] = {R, R, R, RW, W, RW, R, R, W};
-    return np_task_submit(&cc, &np_cl_rows_shared, NP_NODE_EXCHANGE_EMB, NP_PRIO_CRITICAL, 9, h, m,
-                          a, sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit(c, &np_cl_rows_shared, NP_NODE_EXCHANGE_EMB, 9, h, m, a, sizeof *a,
+                          NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a, np_h grows,
                                    np_h map, np_h meta, np_h gE, np_h rbuf, np_h token,
                                    np_error *err) {
     np_task_ctx cc = *c;
-    struct starpu_codelet *cl = pick(a, &np_cl_exchange_grads, NCCL_CL(np_cl_exchange_grads), &cc.pin);
+    struct starpu_codelet *cl = pick(a, &np_cl_exchange_grads, NCCL_CL(np_cl_exchange_grads), &cc);
     np_h h[6] = {grows, map, meta, gE, rbuf, token};
     /* window 0 starts the sum, the others add to it */
     enum starpu_data_access_mode m[6] = {R, R, R, a->w ? RW : W, W, RW};
-    return np_task_submit(&cc, cl, NP_NODE_EXCHANGE_GRAD, NP_PRIO_CRITICAL, 6, h,
-                          m, a, sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit(&cc, cl, NP_NODE_EXCHANGE_GRAD, 6, h, m, a, sizeof *a, NP_REPORT_IN_ARGS,
+                          err);
 }
 
 np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a, np_h glocal,
                               np_h gdense, np_h all, np_h token, np_error *err) {
     np_task_ctx cc = *c;
-    struct starpu_codelet *cl = pick(a, &np_cl_allreduce, NCCL_CL(np_cl_allreduce), &cc.pin);
+    struct starpu_codelet *cl = pick(a, &np_cl_allreduce, NCCL_CL(np_cl_allreduce), &cc);
     np_h h[4] = {glocal, gdense, all, token};
     enum starpu_data_access_mode m[4] = {R, W, W, RW};
-    return np_task_submit(&cc, cl, NP_NODE_ALLREDUCE, NP_PRIO_CRITICAL, 4, h, m, a,
-                          sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit(&cc, cl, NP_NODE_ALLREDUCE, 4, h, m, a, sizeof *a, NP_REPORT_IN_ARGS,
+                          err);
 }

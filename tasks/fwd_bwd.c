@@ -1,5 +1,5 @@
-/* The pooling and loss nodes of one chunk (the layers are tasks/layer.c's). All on the
- * critical path of the batch, so they carry the top priority. */
+/* The pooling and loss nodes of one chunk (the layers are tasks/layer.c's): kinds pool_fwd,
+ * pool_bwd, loss_fwd and loss_bwd, dense compute on the critical path of the batch. */
 #include "tasks/tasks.h"
 
 #define R STARPU_R
@@ -10,8 +10,7 @@ np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h
                              np_h pos, np_h P, np_error *err) {
     np_h h[4] = {rows, offsets, pos, P};
     enum starpu_data_access_mode m[4] = {R, R, R, W};
-    return np_task_submit(c, &np_cl_pool_fwd, NP_NODE_FWD, NP_PRIO_CRITICAL, 4, h, m, a, sizeof *a,
-                          0, err);
+    return np_task_submit(c, &np_cl_pool_fwd, NP_NODE_POOL_FWD, 4, h, m, a, sizeof *a, 0, err);
 }
 
 np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP, np_h offsets,
@@ -19,17 +18,15 @@ np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h
     np_h h[5] = {dP, offsets, pos, meta, grows};
     /* the window's chunks add into one buffer, in submission (chunk) order */
     enum starpu_data_access_mode m[5] = {R, R, R, R, a->zero ? W : RW};
-    return np_task_submit(c, &np_cl_pool_bwd, NP_NODE_BWD, NP_PRIO_CRITICAL, 5, h, m, a, sizeof *a,
-                          0, err);
+    return np_task_submit(c, &np_cl_pool_bwd, NP_NODE_POOL_BWD, 5, h, m, a, sizeof *a, 0, err);
 }
 
 np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args *a, np_h logits, np_h labels,
                         np_h loss, np_h dlogits, np_error *err) {
     np_h hf[3] = {logits, labels, loss}, hb[3] = {logits, labels, dlogits};
     enum starpu_data_access_mode m[3] = {R, R, W};
-    np_status st = np_task_submit(c, &np_cl_bce_fwd, NP_NODE_FWD, NP_PRIO_CRITICAL, 3, hf, m, a,
-                                  sizeof *a, 0, err);
+    np_status st =
+        np_task_submit(c, &np_cl_bce_fwd, NP_NODE_LOSS_FWD, 3, hf, m, a, sizeof *a, 0, err);
     if (st) return st;
-    return np_task_submit(c, &np_cl_bce_bwd, NP_NODE_BWD, NP_PRIO_CRITICAL, 3, hb, m, a, sizeof *a,
-                          0, err);
+    return np_task_submit(c, &np_cl_bce_bwd, NP_NODE_LOSS_BWD, 3, hb, m, a, sizeof *a, 0, err);
 }

@@ -155,6 +155,6 @@ np_status np_submit_layer(const np_task_ctx *c, int bwd, const np_cl_layer_args 
     for (int k = 0; k < a.shape.n_in; k++)
         no_din &= a.b_din[k] < 0;
     ctx.flops = def->flops ? def->flops(&a.hp, &a.shape, a.n, bwd && no_din ? 2 : bwd) : 0;
-    return np_task_submit(&ctx, &cls[a.def].cl[bwd], bwd ? NP_NODE_BWD : NP_NODE_FWD,
-                          NP_PRIO_CRITICAL, nb, hs, ms, &a, sizeof a, 0, err);
+    return np_task_submit(&ctx, &cls[a.def].cl[bwd], bwd ? NP_NODE_BWD : NP_NODE_FWD, nb, hs, ms,
+                          &a, sizeof a, 0, err);
 }

@@ -21,5 +21,5 @@ np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k, const np
     h[n] = out;
     m[n++] = STARPU_W;
     np_cl_sum_args a = {.k = k, .count = count, .width = meta ? width : 0, .idx = idx};
-    return np_task_submit(c, &np_cl_sum, kind, NP_PRIO_CRITICAL, n, h, m, &a, sizeof a, 0, err);
+    return np_task_submit(c, &np_cl_sum, kind, n, h, m, &a, sizeof a, 0, err);
 }

@@ -1,6 +1,8 @@
 /* The one place that builds a StarPU task: buffers and modes (dynamic arrays past
- * STARPU_NMAXBUFS), copied arguments, priority, name, flops, and the callback that takes
- * what the task reports (np_cl_report) into the engine's counters and the trace. */
+ * STARPU_NMAXBUFS), copied arguments, name, flops, what its node kind's row of the table
+ * (core/kinds.c) says (priority, placement, the communication worker, the byte counter),
+ * and the callback that takes what the task reports (np_cl_report) into the engine's
+ * counters and the trace. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,17 +15,6 @@ typedef struct task_info {
     np_trace_event ev; /* everything but the worker and times, known at submission */
 } task_info;
 
-/* The engine counter a report's bytes go to, by node kind. */
-static int bytes_slot(np_node_kind k) {
-    switch (k) {
-    case NP_NODE_ROUTE: return 0;
-    case NP_NODE_EXCHANGE_EMB: return 1;
-    case NP_NODE_EXCHANGE_GRAD: return 2;
-    case NP_NODE_ALLREDUCE: return 3;
-    default: return -1;
-    }
-}
-
 /* Runs on the worker right after the task: adds what the task reported (the first field
  * of its arguments) to the engine's counters, and records it with StarPU's profiling
  * times in the trace. Callbacks of several workers run at once: atomics. */
@@ -32,7 +23,7 @@ static void task_done(void *arg) {
     struct starpu_task *task = starpu_task_get_current();
     const np_cl_report *rep = ti->sink && task && task->cl_arg ? task->cl_arg : NULL;
     if (rep) {
-        int slot = bytes_slot(ti->ev.kind);
+        int slot = np_node_kinds[ti->ev.kind].bytes_slot; /* checked at submission */
         if (rep->fail) __atomic_store_n(&ti->sink->fail, 1, __ATOMIC_SEQ_CST);
         if (rep->nonfinite) {
             uint64_t none = 0, v = (uint64_t)(ti->ev.batch + 1) << 20 | (uint64_t)(ti->ev.node + 1);
@@ -53,31 +44,25 @@ static void task_done(void *arg) {
     free(ti);
 }
 
-/* The --place kind of a task (np_place_kind), -1 for those that stay where their codelet
- * runs (input stages, routing, collectives, rows: CPU codelets). */
-static int place_kind(const struct starpu_codelet *cl, np_node_kind kind) {
-    if (cl == &np_cl_pool_fwd || cl == &np_cl_pool_bwd) return NP_PLACE_POOL;
-    if (cl == &np_cl_bce_fwd || cl == &np_cl_bce_bwd) return NP_PLACE_LOSS;
-    if (cl == &np_cl_dense_update) return NP_PLACE_UPDATE;
-    if (cl == &np_cl_sum || kind == NP_NODE_FWD || kind == NP_NODE_BWD) return NP_PLACE_DENSE;
-    return -1;
-}
-
 np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_node_kind kind,
-                         int prio, int nbuf, const np_h *h,
-                         const enum starpu_data_access_mode *modes, const void *args, size_t size,
-                         uint64_t bytes, np_error *err) {
+                         int nbuf, const np_h *h, const enum starpu_data_access_mode *modes,
+                         const void *args, size_t size, uint64_t bytes, np_error *err) {
+    const np_node_kind_def *kd = np_node_kind_get(kind);
+    if (!kd || (kd->flags & NP_KIND_DRIVER))
+        return np_err(err, NP_STATUS_INTERNAL, "task %s: node kind %d is not a task's", cl->name,
+                      (int)kind);
     struct starpu_task *task = starpu_task_create();
     if (!task) return np_err(err, NP_STATUS_NO_MEMORY, "cannot create a StarPU task");
     task->cl = cl;
     task->name = cl->name;
-    task->priority = prio + ctx->boost;
+    task->priority = kd->prio + ctx->boost;
     task->flops = ctx->flops;
-    int pk = ctx->where ? place_kind(cl, kind) : -1;
-    if (pk >= 0 && ctx->where[pk]) task->where = (int32_t)ctx->where[pk];
+    if (ctx->where && kd->place >= 0 && ctx->where[kd->place])
+        task->where = (int32_t)ctx->where[kd->place];
     if (ctx->arch) task->where = (int32_t)ctx->arch;
-    if (ctx->pin && ctx->comm_worker >= 0) {
-        /* collectives run one at a time on the communication worker */
+    if ((kd->flags & NP_KIND_EXCHANGE) && !ctx->arch && ctx->comm_worker >= 0) {
+        /* collectives run one at a time on the communication worker; one sent to a device
+         * (NCCL's codelets, CUDA only) runs on that device's worker */
         task->execute_on_a_specific_worker = 1;
         task->workerid = (unsigned)ctx->comm_worker;
     } else if (ctx->compute_ctx) {

@@ -1,6 +1,8 @@
 /* Task submission, one function per node kind of the per-batch graph: which codelet, which
  * handles, which access modes. Dependencies follow from the access modes in submission
- * order (StarPU's implicit sequential consistency); engine/ decides that order.
+ * order (StarPU's implicit sequential consistency); engine/ decides that order. What a task
+ * gets by its kind (priority, --place, the communication worker, its byte counter) comes
+ * from the kind table (core/kinds.c), read by np_task_submit.
  * Not here: buffers (graph/ owns them) or arithmetic (codelets/). */
 #ifndef NP_TASKS_TASKS_H
 #define NP_TASKS_TASKS_H
@@ -32,37 +34,33 @@ typedef struct np_task_ctx {
     int rank;
     np_trace *trace;      /* NULL: no tracing; times are StarPU's clock in microseconds */
     np_task_sink *sink;   /* where reports go (tasks submitted with NP_REPORT_IN_ARGS) */
-    int comm_worker;      /* worker that runs every collective, -1: any worker */
+    int comm_worker;      /* worker that runs every collective (NP_KIND_EXCHANGE), -1: any */
     unsigned compute_ctx; /* scheduling context of the other tasks (0: the global one) */
-    int pin;              /* set by the comm submitters: run this task on comm_worker */
-    int boost;            /* added to the task's priority: earlier windows go first */
+    int boost;            /* added to the kind's priority: earlier windows go first */
     int node;             /* model graph node of a layer task, -1 for the others */
     int chunk;            /* the chunk (window * chunks + c) of a chunk task, -1 otherwise */
     double flops;         /* the task's floating-point operations, 0 if unknown */
     /* where each np_place_kind may run (STARPU_CPU, STARPU_CUDA; 0: wherever its codelet
-     * can), from --place (engine/devices.c); NULL: anywhere. np_task_submit finds a task's
-     * place kind from its codelet. */
+     * can), from --place (engine/devices.c); NULL: anywhere. A task's place kind is its
+     * node kind's (np_node_kind_def.place). */
     const uint32_t *where;
     int gpus; /* CUDA workers running (0: CPU only): h2d moves the batch to them */
-    uint32_t arch; /* this task only there (STARPU_CUDA, ...), whatever its kind; 0: no */
+    /* this task only there (STARPU_CUDA, ...), whatever its kind's place; 0: no. A
+     * collective with an arch (NCCL's, on the CUDA worker) is not sent to comm_worker. */
+    uint32_t arch;
 } np_task_ctx;
-
-/* Priorities for policies that honour them (prio, lws, dmdas): the dense chain of the
- * training batch is the critical path; input stages run in the gaps. A window's tasks get
- * a boost of W - w (np_task_ctx.boost), so window w's backward, whose gradients the comm
- * worker waits for, goes before the next windows' forward. Above all, the CPU tasks a
- * collective waits for (route, before its key All2All): the comm token is FIFO, so a late
- * route would hold every exchange queued behind its All2All. */
-enum { NP_PRIO_INPUT = 0, NP_PRIO_BATCH = 1, NP_PRIO_CRITICAL = 2, NP_PRIO_FEEDS_COMM = 100 };
 
 /* `bytes` value meaning: the task's args start with an np_cl_report the codelet fills
  * (bytes sent, rows copied, failure); the callback adds it to ctx->sink and the trace. */
 #define NP_REPORT_IN_ARGS UINT64_MAX
 
-/* Submits one task of codelet cl over nbuf handles with the given modes; args (size
- * bytes) are copied and freed by StarPU. Records the task in ctx->trace when set. */
+/* Submits one task of codelet cl and node kind `kind` over nbuf handles with the given
+ * modes; args (size bytes) are copied and freed by StarPU. From the kind's row of the table:
+ * the priority (plus ctx->boost), where it may run (ctx->where[place]), the communication
+ * worker for a collective (NP_KIND_EXCHANGE, unless ctx->arch), and the byte counter its
+ * report adds to. Records the task in ctx->trace when set. */
 NP_NODISCARD np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl,
-                                      np_node_kind kind, int prio, int nbuf, const np_h *h,
+                                      np_node_kind kind, int nbuf, const np_h *h,
                                       const enum starpu_data_access_mode *modes, const void *args,
                                       size_t size, uint64_t bytes, np_error *err);
 
@@ -71,8 +69,9 @@ NP_NODISCARD np_status np_submit_prefetch(const np_task_ctx *c, const np_cl_pref
                                           const np_h slot[4], np_error *err);
 NP_NODISCARD np_status np_submit_h2d(const np_task_ctx *c, const np_h slot[4], np_error *err);
 
-/* ---- route (tasks/route.c): requester dedup + bucketing, the two-phase All2All of
- * counts and keys (a collective: RW on the comm token), and the owner's dedup. */
+/* ---- route (tasks/route.c): requester dedup + bucketing (route), the two-phase All2All
+ * of counts and keys (exchange_keys, a collective: RW on the comm token), and the owner's
+ * dedup (route_owner). */
 NP_NODISCARD np_status np_submit_route(const np_task_ctx *c, const np_cl_xchg_args *a, np_h offsets,
                                        np_h keys, np_h uniq, np_h pos, np_h sendkeys, np_h meta,
                                        np_error *err);
@@ -135,7 +134,8 @@ NP_NODISCARD np_status np_submit_layer(const np_task_ctx *c, int bwd, const np_c
 /* This process's codelet name equal to `name` (a layer's or NULL), for merged traces. */
 const char *np_layer_codelet_name(const char *name);
 
-/* ---- pooling and the loss of one chunk (tasks/fwd_bwd.c) */
+/* ---- pooling (pool_fwd, pool_bwd) and the loss (loss_fwd, then loss_bwd) of one chunk
+ * (tasks/fwd_bwd.c) */
 NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
                                           np_h offsets, np_h pos, np_h P, np_error *err);
 NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
@@ -145,7 +145,8 @@ NP_NODISCARD np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args 
                                      np_h labels, np_h loss, np_h dlogits, np_error *err);
 
 /* ---- reductions and updates (tasks/reduce.c, tasks/update.c) */
-/* Sums k chunk partials in index order: count floats (meta == NULL) or meta[idx]*width. */
+/* Sums k chunk partials in index order: count floats (meta == NULL) or meta[idx]*width. A
+ * task of node kind `kind` (the dense gradients' sums are NP_NODE_BWD). */
 NP_NODISCARD np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k,
                                      const np_h *parts, size_t count, np_h meta, int idx, int width,
                                      np_h out, np_error *err);

@@ -286,6 +286,46 @@ static void test_no_exchange(void **state) {
     np_trace_free(tr);
 }
 
+/* The kinds split off route, fwd and bwd count where their tasks counted before: the keys'
+ * All2All is lookup and a collective but not exchange; pooling and the loss are dense
+ * compute, bwd by their backward flag. Worker 0: pool_fwd [0,10), loss_fwd [10,20), loss_bwd
+ * [20,30), pool_bwd [30,40), route [50,60), route_owner [60,70); worker 1: exchange_keys
+ * [5,50); worker 2: exchange_emb [35,45). Dense compute [0,40): exchange 10, 5 exposed;
+ * lookup [5,70) = 65, 30 exposed; collectives 45 + 10. */
+static void test_split_kinds(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    add(tr, 0, 0, NP_NODE_POOL_FWD, 0, 0, 10);
+    add(tr, 0, 0, NP_NODE_LOSS_FWD, 0, 10, 20);
+    add(tr, 0, 0, NP_NODE_LOSS_BWD, 0, 20, 30);
+    add(tr, 0, 0, NP_NODE_POOL_BWD, 0, 30, 40);
+    add(tr, 0, 0, NP_NODE_ROUTE, 0, 50, 60);
+    add(tr, 0, 0, NP_NODE_ROUTE_OWNER, 0, 60, 70);
+    add(tr, 0, 1, NP_NODE_EXCHANGE_KEYS, 0, 5, 50);
+    add(tr, 0, 2, NP_NODE_EXCHANGE_EMB, 0, 35, 45);
+    np_trace_report r = analyze(tr);
+    const np_trace_rank_stats *k = &r.ranks[0];
+    kind_is(k, NP_NODE_POOL_FWD, 1, 10, 10, 10); /* dense compute: exposed = union */
+    kind_is(k, NP_NODE_LOSS_BWD, 1, 10, 10, 10);
+    kind_is(k, NP_NODE_EXCHANGE_KEYS, 1, 45, 45, 10);
+    kind_is(k, NP_NODE_ROUTE_OWNER, 1, 10, 10, 10);
+    kind_is(k, NP_NODE_EXCHANGE_EMB, 1, 10, 10, 5);
+    assert_true(k->exchange_us == 10 && k->exchange_exposed_us == 5);
+    assert_true(k->lookup_us == 65 && k->lookup_exposed_us == 30);
+    assert_true(k->collective_us == 55 && k->peer_wait_us == 0);
+    assert_true(r.compute_us == 40);
+    assert_int_equal(r.n_layers, 1); /* dense compute of no layer */
+    const np_trace_layer_stats *l = &r.layers[0];
+    assert_true(l->node == -1 && l->fwd_count == 2 && l->bwd_count == 2 && l->other_count == 0);
+    assert_true(l->fwd_us == 20 && l->bwd_us == 20 && l->compute_share == 1);
+    char *text = print_report(&r, 0);
+    assert_non_null(
+        strstr(text, "\n  exchange_keys         1       0.045       0.045       0.010"));
+    free(text);
+    np_trace_report_free(&r);
+    np_trace_free(tr);
+}
+
 /* 10^5 events in one analysis: the sweep must stay O(n log n) (a quadratic one takes
  * minutes here). Tasks [i, i+1) round-robin over 4 workers tile [0, n). */
 static void test_large(void **state) {
@@ -346,7 +386,7 @@ static void test_by_layer(void **state) {
     add_layer(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
     add_layer(tr, 0, 0, NP_NODE_FWD, 0, 100, 150);
     add_layer(tr, 0, 0, NP_NODE_FWD, 1, 150, 170);
-    add_layer(tr, 0, 0, NP_NODE_FWD, -1, 170, 180);
+    add_layer(tr, 0, 0, NP_NODE_LOSS_FWD, -1, 170, 180);
     add_layer(tr, 0, 0, NP_NODE_BWD, 1, 180, 220);
     add_layer(tr, 0, 0, NP_NODE_BWD, 0, 220, 300);
     add_layer(tr, 0, 1, NP_NODE_ALLREDUCE, 0, 250, 330);
@@ -631,17 +671,12 @@ static void test_peer_wait(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_rank),
-        cmocka_unit_test(test_two_ranks),
-        cmocka_unit_test(test_peer_wait),
-        cmocka_unit_test(test_same_kind_overlap),
-        cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_only_exchange),
-        cmocka_unit_test(test_no_exchange),
-        cmocka_unit_test(test_large),
-        cmocka_unit_test(test_json_report),
-        cmocka_unit_test(test_by_layer),
-        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_one_rank),    cmocka_unit_test(test_two_ranks),
+        cmocka_unit_test(test_peer_wait),   cmocka_unit_test(test_same_kind_overlap),
+        cmocka_unit_test(test_empty),       cmocka_unit_test(test_only_exchange),
+        cmocka_unit_test(test_no_exchange), cmocka_unit_test(test_split_kinds),
+        cmocka_unit_test(test_large),       cmocka_unit_test(test_json_report),
+        cmocka_unit_test(test_by_layer),    cmocka_unit_test(test_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

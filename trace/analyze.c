@@ -6,18 +6,22 @@
  * Definitions (docs/tracing.md), per rank:
  * - a task's interval is [start, max(start, end)): a negative duration counts as zero,
  *   as in the Chrome export;
- * - dense compute D = the union of the rank's FWD and BWD intervals;
- * - a kind's exposed time = |U \ D| with U the union of its intervals; for FWD and BWD
- *   themselves exposed = union: dense compute is the critical path that other work hides
- *   behind, so none of it counts as hidden;
- * - exchange = EXCHANGE_EMB, EXCHANGE_GRAD, ALLREDUCE; lookup = ROUTE, RETRIEVE, SYNC: one
- *   union per group (overlapping tasks of the group count once) and its exposed part;
+ * - dense compute D = the union of the rank's intervals of the NP_KIND_COMPUTE kinds
+ *   (core/kinds.c: pool_fwd, fwd, loss_fwd, loss_bwd, bwd, pool_bwd);
+ * - a kind's exposed time = |U \ D| with U the union of its intervals; for the compute
+ *   kinds themselves exposed = union: dense compute is the critical path that other work
+ *   hides behind, so none of it counts as hidden;
+ * - exchange = the NP_KIND_PAYLOAD kinds (exchange_emb, exchange_grad, allreduce); lookup =
+ *   the NP_KIND_LOOKUP kinds (route, exchange_keys, route_owner, retrieve, sync): one union
+ *   per group (overlapping tasks of the group count once) and its exposed part;
+ * - collectives = the NP_KIND_EXCHANGE kinds (exchange_keys and the exchange group);
  * - batches = distinct batch values; span = last end - first start; step = span / batches;
  * - workers = those that ran at least one task on the rank; busy = union of their tasks,
  *   idle = span - busy; the rank's idle = the sum over its workers.
  * Per layer (all ranks together): sums of the durations of the tasks of each node, split in
- * fwd, bwd and other kinds; its share = (fwd + bwd) / the duration sum of all FWD and BWD
- * tasks, whose node -1 part (loss, pooling) is a row of its own.
+ * fwd (compute kinds), bwd (compute kinds with NP_KIND_BACKWARD) and other kinds; its share
+ * = (fwd + bwd) / the duration sum of all compute tasks, whose node -1 part (loss, pooling)
+ * is a row of its own.
  * Every union is a sort and one sweep, and exposed parts a two-pointer walk over two sorted
  * unions: O(n log n) in the number of events. */
 #include "trace/trace.h"
@@ -38,7 +42,7 @@ typedef struct item {
     np_node_kind kind;
     long batch;
     span t;
-    int collective; /* an exchange kind or the keys' all-to-all */
+    int collective; /* an NP_KIND_EXCHANGE kind */
     double wait;    /* np_trace_peer_wait */
 } item;
 
@@ -106,24 +110,18 @@ static double overlap(const span *a, size_t na, const span *b, size_t nb) {
     return sum;
 }
 
-/* Union and exposed part of the intervals of the kinds in mask (bit k = kind k) among the
- * rank's items [it, it+n) (sorted by kind, then start); tmp has room for n. */
-static void group(const item *it, size_t n, unsigned mask, const span *dense, size_t nd, span *tmp,
+/* Union and exposed part of the intervals of the kinds with any of flags (NP_KIND_*) among
+ * the rank's items [it, it+n) (sorted by kind, then start); tmp has room for n. */
+static void group(const item *it, size_t n, unsigned flags, const span *dense, size_t nd, span *tmp,
                   double *union_us, double *exposed_us) {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (mask >> it[i].kind & 1u) tmp[m++] = it[i].t;
+        if (np_node_kind_is(it[i].kind, flags)) tmp[m++] = it[i].t;
     qsort(tmp, m, sizeof *tmp, cmp_span);
     m = merge(tmp, m);
     *union_us = measure(tmp, m);
     *exposed_us = *union_us - overlap(tmp, m, dense, nd);
 }
-
-#define BIT(k) (1u << (k))
-static const unsigned dense_mask = BIT(NP_NODE_FWD) | BIT(NP_NODE_BWD);
-static const unsigned exchange_mask =
-    BIT(NP_NODE_EXCHANGE_EMB) | BIT(NP_NODE_EXCHANGE_GRAD) | BIT(NP_NODE_ALLREDUCE);
-static const unsigned lookup_mask = BIT(NP_NODE_ROUTE) | BIT(NP_NODE_RETRIEVE) | BIT(NP_NODE_SYNC);
 
 /* Fills rs and the rank's worker rows (appended at ws[*nw]) from its items [it, it+n). */
 static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_rank_stats *rs,
@@ -140,7 +138,7 @@ static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_ra
     /* items are sorted by kind, then start */
     size_t nd = 0;
     for (size_t i = 0; i < n; i++)
-        if (dense_mask >> it[i].kind & 1u) dense[nd++] = it[i].t;
+        if (np_node_kind_is(it[i].kind, NP_KIND_COMPUTE)) dense[nd++] = it[i].t;
     qsort(dense, nd, sizeof *dense, cmp_span);
     nd = merge(dense, nd);
     for (size_t a = 0, b; a < n; a = b) {
@@ -155,7 +153,7 @@ static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_ra
         ks->count = (long)(b - a);
         m = merge(tmp, m);
         ks->union_us = measure(tmp, m);
-        ks->exposed_us = (dense_mask >> it[a].kind & 1u)
+        ks->exposed_us = np_node_kind_is(it[a].kind, NP_KIND_COMPUTE)
                              ? ks->union_us
                              : ks->union_us - overlap(tmp, m, dense, nd);
     }
@@ -164,8 +162,8 @@ static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_ra
             rs->collective_us += it[i].t.e - it[i].t.s;
             rs->peer_wait_us += it[i].wait;
         }
-    group(it, n, exchange_mask, dense, nd, tmp, &rs->exchange_us, &rs->exchange_exposed_us);
-    group(it, n, lookup_mask, dense, nd, tmp, &rs->lookup_us, &rs->lookup_exposed_us);
+    group(it, n, NP_KIND_PAYLOAD, dense, nd, tmp, &rs->exchange_us, &rs->exchange_exposed_us);
+    group(it, n, NP_KIND_LOOKUP, dense, nd, tmp, &rs->lookup_us, &rs->lookup_exposed_us);
     rs->exchange_exposed_ratio =
         rs->exchange_us > 0 ? rs->exchange_exposed_us / rs->exchange_us : NAN;
 
@@ -213,7 +211,7 @@ static np_status analyze_layers(const np_trace *tr, item *it, size_t n, np_trace
     qsort(it, n, sizeof *it, cmp_node);
     int rows = 0, last = -2;
     for (size_t i = 0; i < n; i++) {
-        int compute = dense_mask >> it[i].kind & 1u;
+        int compute = np_node_kind_is(it[i].kind, NP_KIND_COMPUTE);
         if (compute) out->compute_us += it[i].t.e - it[i].t.s;
         /* a row per node, and one for dense compute of no layer */
         if ((it[i].node >= 0 || compute) && it[i].node != last) {
@@ -227,7 +225,7 @@ static np_status analyze_layers(const np_trace *tr, item *it, size_t n, np_trace
     np_trace_layer_stats *l = NULL;
     for (size_t i = 0; i < n; i++) {
         const item *x = &it[i];
-        int compute = dense_mask >> x->kind & 1u;
+        int compute = np_node_kind_is(x->kind, NP_KIND_COMPUTE);
         if (x->node < 0 && !compute) continue;
         if (!l || l->node != x->node) {
             l = &out->layers[out->n_layers++];
@@ -238,10 +236,10 @@ static np_status analyze_layers(const np_trace *tr, item *it, size_t n, np_trace
             if (name) strcpy(l->name, name);
         }
         double d = x->t.e - x->t.s;
-        if (x->kind == NP_NODE_FWD) {
+        if (compute && !np_node_kind_is(x->kind, NP_KIND_BACKWARD)) {
             l->fwd_count++;
             l->fwd_us += d;
-        } else if (x->kind == NP_NODE_BWD) {
+        } else if (compute) {
             l->bwd_count++;
             l->bwd_us += d;
         } else {
@@ -259,9 +257,7 @@ static np_status analyze_layers(const np_trace *tr, item *it, size_t n, np_trace
 /* ---------------------------------------------------------------- waiting for peers */
 
 static int is_collective(const np_trace_event *e) {
-    if ((unsigned)e->kind >= (unsigned)NP_NODE_KIND_COUNT) return 0; /* a read trace's junk */
-    return (exchange_mask >> e->kind & 1u) ||
-           (e->kind == NP_NODE_ROUTE && e->name && !strcmp(e->name, "a2a_keys"));
+    return np_node_kind_is(e->kind, NP_KIND_EXCHANGE); /* 0 for a read trace's junk kind */
 }
 
 /* An event of a collective, for the sort (qsort has no context: the pair carries it). */

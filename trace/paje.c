@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "trace/palette.h"
 
 /* The header: only the events this file uses, with the field names pj_dump's strict mode
  * and ViTE both expect. Event ids are ours to choose. */
@@ -113,10 +112,10 @@ static void emit(FILE *f, const np_trace *tr, task *ts, size_t n, change *ch) {
           "0 CT_Worker CT_Rank \"Worker\"\n"
           "1 ST_Task CT_Worker \"task\"\n",
           f);
-    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
-        const char *name = np_node_kind_name((np_node_kind)k);
-        fprintf(f, "2 V_%s ST_Task \"%s\" \"%.3f %.3f %.3f\"\n", name, name, palette[k][0] / 255.0,
-                palette[k][1] / 255.0, palette[k][2] / 255.0);
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++) { /* the SVG's colours (core/kinds.c) */
+        const np_node_kind_def *d = &np_node_kinds[k];
+        fprintf(f, "2 V_%s ST_Task \"%s\" \"%.3f %.3f %.3f\"\n", d->name, d->name,
+                d->rgb[0] / 255.0, d->rgb[1] / 255.0, d->rgb[2] / 255.0);
     }
     /* A kind outside the enum (a newer or corrupt trace) still gets a defined value. */
     fputs("2 V_other ST_Task \"?\" \"0.251 0.251 0.251\"\n", f);

@@ -1,5 +1,6 @@
 /* Reading a Chrome trace written by np_trace_write_chrome (events, worker and layer names)
- * back into an np_trace, so reports, pictures and Paje files can be made after the run.
+ * back into an np_trace, so reports, pictures and Paje files can be made after the run;
+ * traces of earlier versions too (no layers, the kinds before the kind table's split).
  * Not here: foreign Chrome traces (a task event without args.kind is refused) or the overlap
  * analysis (trace/analyze.c). */
 #include "trace/trace.h"
@@ -77,13 +78,30 @@ out:
 enum { MAX_NAMED_WORKER = 65535 };
 #define MAX_TIME_US 1e15
 
-static int kind_of(const char *s, np_node_kind *k) {
-    for (int i = 0; i < NP_NODE_KIND_COUNT; i++)
-        if (!strcmp(s, np_node_kind_name((np_node_kind)i))) {
-            *k = (np_node_kind)i;
+/* Traces written before the node-kind table (core/kinds.c) filed some tasks under their
+ * neighbours' kinds: the keys' All2All and the owner's dedup under route, pooling and the
+ * loss under fwd and bwd. Those kinds were split so that every task of a kind has the same
+ * priority, placement and collective flag; their codelet names, which every trace carries,
+ * tell which part an old event is, so an old trace reads into today's kinds and analyses to
+ * the figures it gave before (dense compute, lookup, exchange and collectives count the same
+ * tasks). No new trace has these pairs. */
+static const struct {
+    const char *kind, *name; /* as an old trace wrote them */
+    np_node_kind now;
+} renamed[] = {
+    {"route", "a2a_keys", NP_NODE_EXCHANGE_KEYS}, {"route", "route_owner", NP_NODE_ROUTE_OWNER},
+    {"fwd", "pool_fwd", NP_NODE_POOL_FWD},        {"bwd", "pool_bwd", NP_NODE_POOL_BWD},
+    {"fwd", "bce_fwd", NP_NODE_LOSS_FWD},         {"bwd", "bce_bwd", NP_NODE_LOSS_BWD},
+};
+
+/* The kind of an event of kind s and task name `name` (NULL: none). */
+static int kind_of(const char *s, const char *name, np_node_kind *k) {
+    for (size_t i = 0; name && i < sizeof renamed / sizeof *renamed; i++)
+        if (!strcmp(s, renamed[i].kind) && !strcmp(name, renamed[i].name)) {
+            *k = renamed[i].now;
             return 0;
         }
-    return -1;
+    return np_node_kind_lookup(s, k);
 }
 
 static int is_string(json_t *x, const char *s) {
@@ -112,7 +130,7 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
     double ts, dur;
     if (!json_is_object(args)) return *what = "no \"args\" object", NP_STATUS_BAD_INPUT;
     if (!json_is_string(kind)) return *what = "no string \"args.kind\"", NP_STATUS_BAD_INPUT;
-    if (kind_of(json_string_value(kind), &ev->kind))
+    if (kind_of(json_string_value(kind), json_string_value(name), &ev->kind))
         return *what = "unknown \"args.kind\" (expected a node kind: fwd, exchange_emb, ...)",
                NP_STATUS_BAD_INPUT;
     if (!json_is_string(name)) return *what = "no string \"name\"", NP_STATUS_BAD_INPUT;

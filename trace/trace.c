@@ -34,29 +34,6 @@ struct np_trace {
     size_t n_writers, cap_writers;
 };
 
-static const char *const kind_names[NP_NODE_KIND_COUNT] = {
-    [NP_NODE_PREFETCH] = "prefetch",
-    [NP_NODE_H2D] = "h2d",
-    [NP_NODE_ROUTE] = "route",
-    [NP_NODE_RETRIEVE] = "retrieve",
-    [NP_NODE_SYNC] = "sync",
-    [NP_NODE_EXCHANGE_EMB] = "exchange_emb",
-    [NP_NODE_FWD] = "fwd",
-    [NP_NODE_BWD] = "bwd",
-    [NP_NODE_EXCHANGE_GRAD] = "exchange_grad",
-    [NP_NODE_ALLREDUCE] = "allreduce",
-    [NP_NODE_SPARSE_UPDATE] = "sparse_update",
-    [NP_NODE_WRITEBACK] = "writeback",
-    [NP_NODE_DENSE_UPDATE] = "dense_update",
-    [NP_NODE_DATA] = "data",
-};
-
-const char *np_node_kind_name(np_node_kind k) {
-    /* The cast catches negative values too, which an enum may hold. */
-    if ((unsigned)k >= (unsigned)NP_NODE_KIND_COUNT || !kind_names[k]) return "?";
-    return kind_names[k];
-}
-
 /* The accessors take a const trace but must still lock: the mutex is the one member that
  * changes under a reader. Every trace comes from np_trace_create's malloc, never from a
  * const object, so casting the const away is defined. */

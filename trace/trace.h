@@ -9,30 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/kinds.h" /* np_node_kind, its names and what the analysis counts it as */
 #include "nestpipe/nestpipe.h"
 #include "nestpipe/trace.h"
-
-/* The node kinds of the per-batch graph (docs/engine.md "The graph of one batch"). */
-typedef enum np_node_kind {
-    NP_NODE_PREFETCH,
-    NP_NODE_H2D,
-    NP_NODE_ROUTE,
-    NP_NODE_RETRIEVE,
-    NP_NODE_SYNC,
-    NP_NODE_EXCHANGE_EMB,
-    NP_NODE_FWD,
-    NP_NODE_BWD,
-    NP_NODE_EXCHANGE_GRAD,
-    NP_NODE_ALLREDUCE,
-    NP_NODE_SPARSE_UPDATE,
-    NP_NODE_WRITEBACK,
-    NP_NODE_DENSE_UPDATE,
-    NP_NODE_DATA, /* the driver reading or generating a batch (not a task: the "driver" row) */
-    NP_NODE_KIND_COUNT
-} np_node_kind;
-
-/* "prefetch", "h2d", "route", ... ; "?" for an out-of-range kind. */
-const char *np_node_kind_name(np_node_kind k);
 
 #define NP_TRACE_MAX_DEPS 6
 
@@ -110,7 +89,10 @@ NP_NODISCARD np_status np_trace_write_chrome(const np_trace *tr, const char *pat
 /* np_trace_read_chrome (public) reads a Chrome trace written by np_trace_write_chrome
  * (single- or multi-rank) back into a trace: task events ("ph":"X" with args.kind), thread names and node names (from
  * otherData.layers, else the events' args.layer). A task without args.node / args.chunk (a
- * trace written before layers were recorded) reads as node = -1, chunk = -1. Foreign or
+ * trace written before layers were recorded) reads as node = -1, chunk = -1. A task of a
+ * trace written before the kinds' split reads as today's kind, by its codelet name: route
+ * "a2a_keys" as exchange_keys, route "route_owner" as route_owner, fwd/bwd "pool_fwd"/
+ * "pool_bwd" as pool_fwd/pool_bwd, fwd/bwd "bce_fwd"/"bce_bwd" as loss_fwd/loss_bwd. Foreign or
  * malformed files -> NP_STATUS_BAD_INPUT naming the path and what is wrong. (trace/read.c)
  * np_trace_from_batch keeps the worker and node names. */
 
@@ -121,10 +103,12 @@ const char *np_trace_worker_name(const np_trace *tr, int worker);
 const char *np_trace_node_name(const np_trace *tr, int node);
 
 /* ---- overlap analysis (trace/analyze.c; docs/tracing.md defines every figure)
- * Dense compute = FWD and BWD tasks. Lookup = ROUTE, RETRIEVE and SYNC. Exchange =
- * EXCHANGE_EMB, EXCHANGE_GRAD and ALLREDUCE. A kind's *exposed* time on a rank is the
- * measure of the union of its intervals minus the union of that rank's dense compute
- * intervals. */
+ * The groups come from the kind table's flags (core/kinds.c): dense compute = the
+ * NP_KIND_COMPUTE kinds (pooling, layers' fwd and bwd, loss), lookup = NP_KIND_LOOKUP (route,
+ * the keys' All2All, route_owner, retrieve, sync), exchange = NP_KIND_PAYLOAD (exchange_emb,
+ * exchange_grad, allreduce), collectives = NP_KIND_EXCHANGE (those and exchange_keys). A
+ * kind's *exposed* time on a rank is the measure of the union of its intervals minus the
+ * union of that rank's dense compute intervals. */
 typedef struct np_trace_kind_stats {
     long count;        /* tasks */
     double total_us;   /* sum of durations */
@@ -148,15 +132,15 @@ typedef struct np_trace_rank_stats {
     double exchange_exposed_ratio;           /* exposed / physical; NaN without exchanges */
     double lookup_us, lookup_exposed_us;
     double idle_us; /* sum of the workers' idle time */
-    /* the collectives' task time (sum of durations of the exchange kinds and a2a_keys),
-     * split by np_trace_peer_wait: waiting for the last peer to arrive, and the rest
-     * (moving the bytes, packing, summing) */
+    /* the collectives' task time (sum of durations of the NP_KIND_EXCHANGE kinds), split
+     * by np_trace_peer_wait: waiting for the last peer to arrive, and the rest (moving the
+     * bytes, packing, summing) */
     double collective_us, peer_wait_us;
 } np_trace_rank_stats;
 
 /* Per model layer, summed over ranks: the tasks whose event.node is this node. fwd / bwd are
- * its dense compute tasks (kinds FWD, BWD); other = its tasks of other kinds (the layer's
- * all-reduce, dense update). */
+ * its dense compute tasks (NP_KIND_COMPUTE kinds, bwd those with NP_KIND_BACKWARD); other =
+ * its tasks of other kinds (the layer's all-reduce, dense update). */
 typedef struct np_trace_layer_stats {
     int node;   /* model graph node; -1: dense compute tasks of no layer (loss, pooling) */
     char *name; /* the node's name (the report's copy), NULL when the trace has none */
@@ -171,13 +155,13 @@ typedef struct np_trace_report {
     np_trace_rank_stats overall; /* sums over ranks (ratio from the sums) */
     int n_workers;
     np_trace_worker_stats *workers; /* (n_workers) by rank, then worker */
-    double compute_us;              /* sum of the durations of all FWD and BWD tasks */
+    double compute_us;              /* sum of the durations of all dense compute tasks */
     int n_layers;
     np_trace_layer_stats *layers; /* (n_layers) by node id, the node -1 row (if any) last */
 } np_trace_report;
 
 /* For each event i of tr, wait[i] = the part of its time spent waiting for a peer: for a
- * collective (an exchange kind, or the keys' all-to-all), the time from its start to the
+ * collective (an NP_KIND_EXCHANGE kind), the time from its start to the
  * start of the same collective (batch, window, layer) on the last rank to reach it, capped
  * at its duration; 0 for other tasks, on one rank, and for a collective that some rank of
  * the trace lacks (a batch range cut). Start times of different ranks share the trace's
@@ -196,7 +180,7 @@ enum { NP_TRACE_PRINT_JSON = 1, NP_TRACE_PRINT_LAYERS = 2 };
 NP_NODISCARD np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags,
                                              np_error *err);
 
-/* ---- pictures and other formats (trace/paje.c, trace/svg.c) */
+/* ---- pictures and other formats (trace/paje.c; trace/svg.c over trace/svg_layout.c) */
 /* Paje trace (ViTE, pajeng's pj_dump): containers rank > worker, one state per task
  * (value = node kind), events in time order. */
 /* SVG: a timeline (rows = ranks x workers, colour = node kind, shaded by layer, batches

@@ -76,7 +76,8 @@ NP_NODISCARD NP_API np_status np_trace_write_paje(const np_trace_t *tr, const ch
 
 /* One node kind's tasks over all ranks. */
 typedef struct np_trace_kind_time {
-    const char *kind;  /* "prefetch", "route", "exchange_emb", "fwd", ...: static strings */
+    const char *kind;  /* "prefetch", "route", "exchange_emb", "fwd", ... (docs/tracing.md
+                          "Node kinds"): static strings */
     long count;        /* tasks */
     double total_us;   /* sum of their durations */
     double exposed_us; /* of the time they ran, the part with no dense compute on their rank */
@@ -88,7 +89,8 @@ typedef struct np_trace_summary {
     double step_us;                          /* the slowest rank's span / its batches */
     double exchange_us, exchange_exposed_us; /* row, gradient and dense exchanges */
     double exchange_exposed_ratio;           /* exposed / exchange_us; NaN without exchanges */
-    double lookup_us, lookup_exposed_us;     /* route, retrieve and dual-buffer sync */
+    double lookup_us, lookup_exposed_us;     /* key routing (route, exchange_keys,
+                                                route_owner), retrieve, dual-buffer sync */
     double idle_us;                          /* the workers' idle time */
     double collective_us, peer_wait_us;      /* collectives' task time, and the part of it
                                                 spent waiting for the last peer to arrive */
