@@ -8,6 +8,10 @@
 #include <cublas_v2.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "cuda/elem.h"
+#include "cuda/plan.h"
 
 #define NP_CUDA_BLOCK 256
 
@@ -47,7 +51,6 @@ static inline void np_cuda_die(const char *what, const char *why, const char *fi
 // A cuBLAS handle bound to stream s (cuda/steps.cu).
 cublasHandle_t np_cuda_blas(cudaStream_t s);
 
-#ifdef NP_CUDA_PLAN_H
 // The step table of cuda/plan.h on a stream (cuda/steps.cu): c keeps the stream and the
 // cuBLAS handle, taken at the first product. For the layer kinds' CUDA slots.
 typedef struct np_cuda_steps {
@@ -55,9 +58,7 @@ typedef struct np_cuda_steps {
     cublasHandle_t h;
 } np_cuda_steps;
 np_gpu_ops np_cuda_step_ops(np_cuda_steps *c, void *stream);
-#endif
 
-#ifdef NP_CUDA_ELEM_H
 // A node's inputs (and with bwd their gradients) as the parts of one row per sample, for
 // the kinds that read them in place (dot, concat).
 static inline np_parts np_cuda_parts_of(const np_layer_io *io, int bwd) {
@@ -72,6 +73,5 @@ static inline np_parts np_cuda_parts_of(const np_layer_io *io, int bwd) {
     }
     return P;
 }
-#endif
 
 #endif
