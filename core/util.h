@@ -87,6 +87,7 @@ enum {
     NP_STREAM_SYN_GROUP_SHIFT = 0x18000, /* + table: a group's key shift in that table */
     NP_STREAM_TEACHER = 0x20000,         /* + table index: hidden teacher key weights */
     NP_STREAM_TEACHER_DENSE = NP_STREAM_TEACHER + NP_MAX_TABLES, /* teacher dense weights */
+    NP_STREAM_GRADCHECK = 0x40000, /* + input k: the gradient check's inputs; + 8 its R */
 };
 
 /* CUDA devices the CUDA runtime sees (0 in a CPU-only build or without a GPU); the text

@@ -55,12 +55,13 @@ static np_status load(const char *path, np_error *err) {
                       "NP_PLUGIN_DEFINE (nestpipe/layer.h)",
                       path, !init ? "np_plugin_init" : "np_plugin_abi");
     }
-    if (*abi != NP_PLUGIN_ABI) {
+    int got = *abi; /* read before dlclose unmaps it */
+    if (got != NP_PLUGIN_ABI) {
         dlclose(h);
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "plugin %s: built for the layer API %d, this nestpipe has %d; rebuild it "
                       "against this nestpipe's headers",
-                      path, *abi, NP_PLUGIN_ABI);
+                      path, got, NP_PLUGIN_ABI);
     }
     /* recorded before its entry point runs: kinds it registers before failing stay (the
      * registry keeps pointers into it), so it must stay loaded and not run twice */
