@@ -26,7 +26,7 @@ typedef struct np_cl_layer_args {
     np_layer_shape shape;
     int b_in[NP_LAYER_MAX_IN];    /* input k's buffer ... */
     size_t in_off[NP_LAYER_MAX_IN]; /* ... and the floats before the chunk's first row */
-    int b_params;                 /* the dense parameters, whole */
+    int b_params;                 /* the node's own parameters (its handle of the partition) */
     size_t poff[NP_LAYER_MAX_PARAMS]; /* each tensor's offset in them */
     int b_out, b_saved, b_scratch;
     int b_dout;                   /* bwd: RW */

@@ -107,16 +107,14 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
                                   .precision = e->cfg.precision,
                                   .hp = x->hp,
                                   .shape = x->shape};
-        h[v] = (np_layer_handles){.params = e->params,
+        h[v] = (np_layer_handles){.params = e->node_params[v],
                                   .out = k->act[v].h,
                                   .saved = k->saved[v].h,
                                   .scratch = k->scratch[v],
                                   .dout = k->dact[v].h,
                                   .gd = k->gd[v].h};
-        for (int p = 0; p < x->shape.n_params; p++) {
-            a[v].poff[p] = x->poff[p];
-            a[v].goff[p] = x->poff[p] - x->p0;
-        }
+        for (int p = 0; p < x->shape.n_params; p++) /* offsets in the node's own block */
+            a[v].poff[p] = a[v].goff[p] = x->poff[p] - x->p0;
         for (int i = 0; i < x->shape.n_in; i++) {
             int p = x->in[i];
             h[v].in[i] = p == NP_IN_DENSE    ? sl->dense_part[ci]
@@ -180,8 +178,9 @@ np_status np_dense_reduce_submit(np_sp_engine *e, long b, int w, np_error *err) 
         if (!x->pn) continue;
         a.ctx.node = v;
         a.da.n = x->pn;
-        a.da.off = x->p0;
-        if ((st = np_submit_dense_update(&a.ctx, &a.da, e->params, e->gdense[v].h, err))) return st;
+        a.da.off = 0; /* the node's own handle */
+        if ((st = np_submit_dense_update(&a.ctx, &a.da, e->node_params[v], e->gdense[v].h, err)))
+            return st;
     }
     return NP_OK;
 }

@@ -100,6 +100,29 @@ static void unreg_all_buffers(np_sp_engine *e) {
     }
 }
 
+/* The dense parameters cut by node: the graph lays every node's tensors out contiguously in
+ * node order (np_graph_finalize), so the nodes with parameters tile the block, and a list
+ * filter makes one child handle each. Batch t+1's first layer then waits for its own
+ * node's update(t) only, and a CUDA worker moves only its node's parameters. */
+static void partition_params(np_sp_engine *e) {
+    const np_graph_t *g = e->m->graph;
+    uint32_t len[NP_MAX_NODES];
+    int who[NP_MAX_NODES], n = 0;
+    for (int v = 0; v < g->n; v++)
+        if (g->node[v].pn) {
+            len[n] = (uint32_t)g->node[v].pn;
+            who[n++] = v;
+        }
+    if (!n) return; /* no node has parameters: the block stays whole (one float) */
+    struct starpu_data_filter f = {.filter_func = starpu_vector_filter_list,
+                                   .nchildren = (unsigned)n,
+                                   .filter_arg_ptr = len};
+    starpu_data_partition(e->params, &f);
+    for (int k = 0; k < n; k++)
+        e->node_params[who[k]] = starpu_data_get_sub_data(e->params, 1, k);
+    e->n_param_nodes = n;
+}
+
 /* ---------------------------------------------------------------- life cycle */
 
 static int sched_known(const char *name) {
@@ -143,7 +166,8 @@ static unsigned idle_yield(void *arg) {
 
 void np_engine_hold(np_sp_engine *e) {
     /* R mode waits for the writers submitted before (update(t), write-back(t)) only */
-    starpu_data_acquire(e->params, STARPU_R);
+    for (int v = 0; v < NP_MAX_NODES; v++)
+        if (e->node_params[v]) starpu_data_acquire(e->node_params[v], STARPU_R);
     starpu_data_acquire(e->tables, STARPU_R);
     if (e->state) starpu_data_acquire(e->state, STARPU_R);
 }
@@ -151,7 +175,8 @@ void np_engine_hold(np_sp_engine *e) {
 void np_engine_release(np_sp_engine *e) {
     if (e->state) starpu_data_release(e->state);
     starpu_data_release(e->tables);
-    starpu_data_release(e->params);
+    for (int v = 0; v < NP_MAX_NODES; v++)
+        if (e->node_params[v]) starpu_data_release(e->node_params[v]);
 }
 
 void np_engine_free(np_sp_engine *e) {
@@ -163,7 +188,11 @@ void np_engine_free(np_sp_engine *e) {
     free(e->ch);
     free(e->Rin);
     free(e->grows);
-    if (e->params) starpu_data_unregister(e->params);
+    if (e->params) {
+        /* the children go first: the block comes back whole in main memory */
+        if (e->n_param_nodes) starpu_data_unpartition(e->params, STARPU_MAIN_RAM);
+        starpu_data_unregister(e->params);
+    }
     if (e->tables) starpu_data_unregister(e->tables);
     if (e->state) starpu_data_unregister(e->state);
     np_backend_free(e->nccl); /* no task uses it any more */
@@ -328,6 +357,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     size_t total_rows = (size_t)m->row_base[T];
     starpu_vector_data_register(&e->params, STARPU_MAIN_RAM, (uintptr_t)m->dense,
                                 (uint32_t)m->n_dense, sizeof(float));
+    partition_params(e);
     if (total_rows > UINT32_MAX) {
         np_engine_free(e);
         return np_err(err, NP_STATUS_UNSUPPORTED, "rows: %zu rows in all exceed 2^32", total_rows);

@@ -88,8 +88,12 @@ struct np_sp_engine {
     size_t cap_nnz;  /* capacity of the requester-side key buffers */
     size_t cap_recv; /* capacity of the owner-side buffers */
     size_t cap_win;  /* capacity of each window's requester-side row buffers */
-    /* model */
-    np_h params, tables, state;
+    /* model: the dense parameters partitioned by node (a filter over one handle), so a layer
+     * task reads only its node's tensors and a dense update writes only its node's */
+    np_h params;                    /* (n_dense) the whole block: partitioned while the engine runs */
+    np_h node_params[NP_MAX_NODES]; /* (pn) node v's parameters; NULL for a node without */
+    int n_param_nodes;              /* children of the partition (nodes with parameters) */
+    np_h tables, state;
     np_slot slot[NP_SLOTS];
     np_rset rset[NP_RSETS];
     /* (cap_recv, d) the embedding buffers: retrieved rows of batch b in E[b % pol.buffers]
