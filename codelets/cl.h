@@ -186,7 +186,7 @@ extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;
 
 /* Defines codelet `var` running CPU function `fn`, with a history-based perf model whose
  * symbol (and the codelet's name, shown in traces) is `sym`. NP_CODELET_CUDA adds a CUDA
- * function `cfn` (cuda/cuda.h) in the CUDA flavour, asynchronous on the worker's stream;
+ * function `cfn` (codelets/ops.cu) in the CUDA flavour, asynchronous on the worker's stream;
  * elsewhere it is NP_CODELET. */
 #define NP_CODELET(var, fn, sym)                                                                   \
     static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
@@ -196,7 +196,13 @@ extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;
                                  .model = &var##_model,                                            \
                                  .name = sym}
 #ifdef NP_HAVE_CUDA
-#include "cuda/cuda.h"
+/* the codelets' CUDA functions (codelets/ops.cu) */
+void np_cuda_pool_fwd(void *buffers[], void *cl_arg);
+void np_cuda_pool_bwd(void *buffers[], void *cl_arg);
+void np_cuda_bce_fwd(void *buffers[], void *cl_arg);
+void np_cuda_bce_bwd(void *buffers[], void *cl_arg);
+void np_cuda_sum(void *buffers[], void *cl_arg);
+void np_cuda_dense_update(void *buffers[], void *cl_arg);
 #define NP_CODELET_CUDA(var, fn, cfn, sym)                                                         \
     static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
     struct starpu_codelet var = {.cpu_funcs = {fn},                                                \

@@ -404,7 +404,7 @@ NP_CODELET(np_cl_allreduce, allreduce_cpu, "allreduce");
  * so StarPU never runs them on a CPU worker; tasks/exchange.c picks them when the args
  * carry a device backend. Named apart in traces and perf models. */
 #ifdef NP_HAVE_CUDA
-#include "cuda/exchange.h"
+#include "codelets/exchange_nccl.h"
 #define NP_CODELET_NCCL(var, cfn, sym)                                                             \
     static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
     struct starpu_codelet var = {.cuda_funcs = {cfn},                                              \

@@ -181,31 +181,3 @@ char *np_escape(const char *s, size_t len, char *out, size_t cap) {
     out[k] = 0;
     return out;
 }
-
-#ifdef NP_HAVE_CUDA
-#include "cuda/cuda.h"
-static char cuda_info[512];
-static int cuda_devices;
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-static void cuda_describe(void) {
-    cuda_devices = np_cuda_describe(cuda_info, sizeof cuda_info);
-}
-#endif
-
-int np_cuda_devices(void) {
-#ifdef NP_HAVE_CUDA
-    pthread_once(&cuda_once, cuda_describe);
-    return cuda_devices;
-#else
-    return 0;
-#endif
-}
-
-const char *np_cuda_info(void) {
-#ifdef NP_HAVE_CUDA
-    pthread_once(&cuda_once, cuda_describe);
-    return cuda_info;
-#else
-    return "not built with CUDA (docs/gpu.md: bash .ci/build-cuda)";
-#endif
-}

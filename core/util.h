@@ -90,8 +90,4 @@ enum {
     NP_STREAM_GRADCHECK = 0x40000, /* + input k: the gradient check's inputs; + 8 its R */
 };
 
-/* CUDA devices the CUDA runtime sees (0 in a CPU-only build or without a GPU); the text
- * behind np_cuda_info. */
-int np_cuda_devices(void);
-
 #endif

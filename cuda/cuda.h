@@ -16,22 +16,20 @@
 extern "C" {
 #endif
 
+/* The devices CUDA sees (0 without a driver, a GPU, or the CUDA flavour), asked once, and
+ * what np_cuda_info (nestpipe.h) says about them (cuda/info.c; every build). */
+int np_cuda_devices(void);
+
 /* "CUDA runtime 13.0, driver present, 1 device: NVIDIA H200 (sm_90, 140 GiB)"; returns
- * the number of devices (0 without a driver or a GPU). */
+ * the number of devices (0 without a driver or a GPU). The CUDA flavour only
+ * (cuda/devices.cu). */
 int np_cuda_describe(char *buf, size_t n);
 /* Makes `device` the calling thread's current device (cudaSetDevice); errors are left to
  * the first real call on it. */
 void np_cuda_use_device(int device);
 
-/* Codelet twins (kernels/embbag.c, bce.c, reduce.c, optim.c) */
-void np_cuda_pool_fwd(void *buffers[], void *cl_arg);
-void np_cuda_pool_bwd(void *buffers[], void *cl_arg);
-void np_cuda_bce_fwd(void *buffers[], void *cl_arg);
-void np_cuda_bce_bwd(void *buffers[], void *cl_arg);
-void np_cuda_sum(void *buffers[], void *cl_arg);
-void np_cuda_dense_update(void *buffers[], void *cl_arg);
-
-/* The launchers the codelet twins wrap: an explicit stream (a cudaStream_t) and device
+/* The batch-wide ops' launchers (cuda/ops.cu), which the codelets' CUDA functions wrap
+ * (codelets/ops.cu): an explicit stream (a cudaStream_t) and device
  * pointers, so tests call them without StarPU workers. All launch on the stream and return
  * without a sync unless said otherwise; n == 0 launches nothing. */
 /* P (n, T, d) = the chunk's bags (samples row0 .. row0+n-1 of off (T, nb+1)) summed over

@@ -1,23 +1,13 @@
-// CUDA twins of the batch-wide codelets (cuda/cuda.h): pooling, BCE, the fixed-order sum
-// and the dense SGD step. Each codelet function reads its device buffers and cl_arg as the
-// CPU function of the same codelet does and calls a launcher on the worker's stream.
-// Deterministic: no atomics; every sum in the CPU twin's order (cuda/elem.h).
-// Not here: the layer kinds' slots (layers/<kind>.cu).
-#include <starpu.h>
+// The batch-wide ops on the GPU (cuda/cuda.h): pooling, BCE, the fixed-order sum and the
+// dense SGD step, as kernels and their launchers on an explicit stream. Deterministic: no
+// atomics; every sum in the CPU kernels' order (cuda/elem.h). Not here: the StarPU
+// codelets' CUDA functions that call them (codelets/ops.cu), the layer kinds' slots
+// (layers/<kind>.cu).
 #include <string.h>
 
-extern "C" {
-#include "codelets/cl.h"
-}
 #include "cuda/cuda.h"
 #include "cuda/elem.h"
 #include "cuda/launch.cuh"
-
-// Floats a vector handle's buffer holds (elements times element size).
-static size_t buf_floats(void *buffer) {
-    return (size_t)STARPU_VECTOR_GET_NX(buffer) * STARPU_VECTOR_GET_ELEMSIZE(buffer) /
-           sizeof(float);
-}
 
 // ---- pooling
 
@@ -64,23 +54,6 @@ extern "C" void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_
     NP_CUDA_LAUNCHED();
 }
 
-extern "C" void np_cuda_pool_fwd(void *buffers[], void *cl_arg) {
-    const np_cl_emb_args *a = (const np_cl_emb_args *)cl_arg;
-    np_cuda_pool_fwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
-                        (const uint32_t *)NP_BUF(buffers, 1), (const int64_t *)NP_BUF(buffers, 2),
-                        (float *)NP_BUF(buffers, 3), a->nb, a->row0, a->n, a->T, a->d);
-}
-
-extern "C" void np_cuda_pool_bwd(void *buffers[], void *cl_arg) {
-    const np_cl_emb_args *a = (const np_cl_emb_args *)cl_arg;
-    const int64_t *meta = (const int64_t *)NP_BUF(buffers, 3); // device: only offset here
-    np_cuda_pool_bwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
-                        (const uint32_t *)NP_BUF(buffers, 1), (const int64_t *)NP_BUF(buffers, 2),
-                        a->zero ? meta + NP_META_WUQ(a->T, a->w) : NULL,
-                        (float *)NP_BUF(buffers, 4), buf_floats(buffers[4]), a->nb, a->row0, a->n,
-                        a->T, a->d);
-}
-
 // ---- BCE
 
 // One thread: the chunk's loss summed in sample order, as the CPU does (deterministic;
@@ -111,20 +84,6 @@ extern "C" void np_cuda_bce_bwd_on(void *stream, const float *z, const float *y,
     NP_CUDA_LAUNCHED();
 }
 
-extern "C" void np_cuda_bce_fwd(void *buffers[], void *cl_arg) {
-    const np_cl_bce_args *a = (const np_cl_bce_args *)cl_arg;
-    const float *y = (const float *)NP_BUF(buffers, 1);
-    np_cuda_bce_fwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
-                       y + a->row0, (double *)NP_BUF(buffers, 2), a->n);
-}
-
-extern "C" void np_cuda_bce_bwd(void *buffers[], void *cl_arg) {
-    const np_cl_bce_args *a = (const np_cl_bce_args *)cl_arg;
-    const float *y = (const float *)NP_BUF(buffers, 1);
-    np_cuda_bce_bwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
-                       y + a->row0, a->scale, (float *)NP_BUF(buffers, 2), a->n);
-}
-
 // ---- fixed-order sum
 
 // count floats, or *rows * width (device count) bounded by cap when rows is given.
@@ -151,18 +110,6 @@ extern "C" void np_cuda_sum_on(void *stream, const float *const *in, int k, size
     if (!m) return;
     k_sum<<<np_cuda_grid(m), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(p, k, m, rows, width, out);
     NP_CUDA_LAUNCHED();
-}
-
-extern "C" void np_cuda_sum(void *buffers[], void *cl_arg) {
-    const np_cl_sum_args *a = (const np_cl_sum_args *)cl_arg;
-    const float *in[NP_SUM_MAX_IN];
-    for (int i = 0; i < a->k && i < NP_SUM_MAX_IN; i++)
-        in[i] = (const float *)NP_BUF(buffers, i);
-    int next = a->k;
-    const int64_t *rows = NULL;
-    if (a->width > 0) rows = (const int64_t *)NP_BUF(buffers, next++) + a->idx;
-    np_cuda_sum_on(starpu_cuda_get_local_stream(), in, a->k, a->count, rows, a->width,
-                   (float *)NP_BUF(buffers, next), buf_floats(buffers[next]));
 }
 
 // ---- dense SGD with the finiteness check
@@ -196,10 +143,3 @@ extern "C" int np_cuda_dense_update_on(void *stream, float *w, const float *g, s
     return *flag_host;
 }
 
-extern "C" void np_cuda_dense_update(void *buffers[], void *cl_arg) {
-    np_cl_dense_args *a = (np_cl_dense_args *)cl_arg;
-    float *w = (float *)NP_BUF(buffers, 0) + a->off; // (n) this layer's parameters
-    if (np_cuda_dense_update_on(starpu_cuda_get_local_stream(), w,
-                                (const float *)NP_BUF(buffers, 1), a->n, a->lr))
-        a->out.nonfinite = 1;
-}

@@ -11,6 +11,7 @@
 
 #include "comm/backend.h"
 #include "core/util.h"
+#include "cuda/cuda.h"
 #include "model/model.h"
 
 static const char *const kind_names[NP_PLACE_KINDS] = {"dense", "pool", "loss", "update"};

@@ -12,6 +12,7 @@
 #endif
 
 #include "core/util.h"
+#include "cuda/cuda.h"
 #include "model/graph.h"
 
 /* RNG streams of the check's own data, away from core/util.h's: input k draws from

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "cuda/cuda.h"
 #include "engineutil.h"
 
 /* GPU vs reference after 50 steps: cuBLAS and oneDNN round the products differently

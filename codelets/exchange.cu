@@ -10,7 +10,7 @@
 #include "codelets/cl.h"
 #include "kernels/xchg_plan.h"
 #include "comm/backend.h"
-#include "cuda/exchange.h"
+#include "codelets/exchange_nccl.h"
 
 namespace {
 

@@ -2,8 +2,8 @@
  * allreduce_nccl (codelets/exchange.c, the CUDA flavour only): the same buffers and
  * arguments as the CPU functions exchange_rows, exchange_grads and allreduce, device
  * pointers, the args' NCCL backend (np_cl_xchg_args.be) on the worker's stream. */
-#ifndef NP_CUDA_EXCHANGE_H
-#define NP_CUDA_EXCHANGE_H
+#ifndef NP_CODELETS_EXCHANGE_NCCL_H
+#define NP_CODELETS_EXCHANGE_NCCL_H
 
 #ifdef __cplusplus
 extern "C" {
