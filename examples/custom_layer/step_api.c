@@ -1,5 +1,8 @@
-/* examples/custom_layer: a user layer in a nestpipe model, built against an installed
- * nestpipe (docs/install.md) with nothing but the public headers. Three steps:
+/* examples/custom_layer/step_api.c: a user layer in a nestpipe model, driven step by step
+ * with the step-level API, built against an installed nestpipe (docs/install.md) with
+ * nothing but the public headers. This program was written against nestpipe 0.4 and its
+ * code is unchanged since: it shows that 0.5 keeps the layer API source-compatible (main.c
+ * shows the shorter way, np_train_run and a model file). Three steps:
  *
  *   1. check_gradients: the gate's backward kernel (gate.c) against central finite
  *      differences of its forward, computed in double, for every input and parameter;
