@@ -112,7 +112,7 @@ PYEOF
   echo
   echo "Shape: ${SHAPE[*]}; $STEPS timed steps per run, $REPEATS runs per row (median);"
   echo "2 ranks = mpirun -np 2 on the same 2-core machine (oversubscribed: 2 StarPU workers per"
-  echo "rank). Exposed lookup (route + retrieve + sync while no dense compute runs on the rank),"
+  echo "rank). Exposed lookup (routing, the keys' All2All, retrieve and sync while no dense compute runs on the rank),"
   echo "sync time: from one traced run of $TRACE_STEPS steps per row, batches $WARM.. (the first"
   echo "$WARM are warm-up), per step and per rank; in brackets the lookup's busy time. Eval AUC:"
   echo "the untraced run's. samples/s: the training"

@@ -139,9 +139,10 @@ for win in $WINDOWS; do
     a2a=$(/usr/bin/python3 -c "import json,sys; k=json.load(open(sys.argv[1]))['overall']['kinds']
 x=('exchange_emb', 'exchange_grad'); print(sum(k[i]['exposed_us'] for i in x) / sum(k[i]['union_us'] for i in x))" "$W/rep.json")
     ar=$(jget "$W/rep.json" "${o}['kinds']['allreduce']['union_us'] / 2 / $NT / 1e3")
-    fwd=$(jget "$W/rep.json" "${o}['kinds']['fwd']['union_us'] / 2 / $NT / 1e3")
-    bwd=$(jget "$W/rep.json" "${o}['kinds']['bwd']['union_us'] / 2 / $NT / 1e3")
-    dense=$(/usr/bin/python3 -c "print($fwd + $bwd)")
+    # dense compute: every compute kind (the layers, pooling and the loss: fwd and bwd before
+    # the node-kind table split pooling and the loss into kinds of their own)
+    dense=$(/usr/bin/python3 -c "import json,sys; k=json.load(open(sys.argv[1]))['overall']['kinds']
+print(sum(k[i]['union_us'] for i in ('pool_fwd', 'fwd', 'loss_fwd', 'loss_bwd', 'bwd', 'pool_bwd') if i in k) / 2 / $NT / 1e3)" "$W/rep.json")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$win" "$p" \
       "$(echo "$rates" | median)" "$rates" "$auc" "$rowbytes" "$lookup" "$lookup_x" "$wire" \
       "$wire_x" "$ratio" "$a2a" "$ar" >>"$RES"
@@ -200,7 +201,7 @@ print("Machine: %s, %d cores, %s. Both ranks share this machine; %s." %
 print("\nShape: `%s`.\n" % " ".join(os.environ.get("SHAPE_TEXT", "").split()))
 if res:
     print("samples/s: median of the untraced runs (all runs listed). Per rank and step, from a "
-          "traced run with the first batches left out: lookup = route + retrieve + sync, "
+          "traced run with the first batches left out: lookup = routing (with the keys' All2All) + retrieve + sync, "
           "exchange = row/gradient exchanges + dense all-reduce; exposed = not overlapped by "
           "dense compute. Ratio = exposed exchange / exchange; All2All ratio: the same for the "
           "row and gradient exchanges alone; all-reduce ms: the dense all-reduce (part of "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's "Using it" commands and those of docs/ (fenced sh blocks) run as written:
 # each line is run in order,
-# in a scratch folder that holds a link to the build and small Criteo files train.txt and
+# in a scratch folder that holds links to the build and models/ and small Criteo files train.txt and
 # test.txt,
 # with small sizes appended to `train` commands (later flags override earlier ones).
 # A command passes when it exits 0 (compare: 0 or 1, "same" or "differ"; bf16: 0, or 2 with
@@ -17,6 +17,7 @@ ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 cd "$W" || exit 1
 ln -s "$BUILD" build
+ln -s "$ROOT/models" models
 # a small Criteo TSV: label, 13 integers, 26 hex categories; a few malformed lines
 awk 'BEGIN { srand(7); for (i = 0; i < 1200; i++) { l = int(rand() * 2);
   for (j = 0; j < 13; j++) l = l "\t" int(rand() * 50);
