@@ -7,35 +7,8 @@ NP=$1
 DOCS=$(cd "$(dirname "$0")/.." && pwd)/docs/cli.md
 W=$(mktemp -d /tmp/np_cli_XXXXXX)
 trap 'rm -rf "$W"' EXIT
-pass=0
-failed=0
-
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-
-# expect_fail NAME WANT_EXIT STDERR_FRAGMENT -- CMD...: exit code, one stderr line, fragment
-expect_fail() {
-  local name=$1 want=$2 frag=$3
-  shift 4
-  "$@" >"$W/out" 2>"$W/err"
-  local rc=$? lines
-  lines=$(wc -l <"$W/err")
-  if [[ $rc -ne $want ]]; then
-    bad "$name: exit $rc, want $want; stderr: $(cat "$W/err")"
-  elif [[ $lines -ne 1 ]]; then
-    bad "$name: stderr has $lines lines, want 1: $(cat "$W/err")"
-  elif ! grep -qF -- "$frag" "$W/err"; then
-    bad "$name: stderr lacks '$frag': $(cat "$W/err")"
-  else
-    ok "$name"
-  fi
-}
-
-expect_ok() {
-  local name=$1
-  shift
-  if "$@" >"$W/out" 2>"$W/err"; then ok "$name"; else bad "$name: exit $?: $(cat "$W/err")"; fi
-}
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # A Criteo-format file: label, 13 ints, 26 hex categoricals; some fields missing, some
 # ints negative. Labels follow I1 so that there is something to learn.
