@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "trace_cmd.h"
 #include "nestpipe/dist.h"
+#include "nestpipe/layer.h"
 #include "nestpipe/nestpipe.h"
 #include "nestpipe/trace.h"
 #include "nestpipe/train.h"
@@ -189,6 +190,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_config_defaults(&cfg);
     cfg.rank = np_dist_rank(dist);
     cfg.ranks = np_dist_size(dist);
+    /* the hosts decide what "auto" resolves to, which --print-config's checks depend on */
+    np_dist_host(dist, &cfg.local_rank, &cfg.local_ranks, &cfg.nodes);
     int lead = cfg.rank == 0; /* rank 0 prints */
     int help = 0, print = 0;
     int rc = np_cli_parse_train_args(argc, argv, &cfg, &help, &print);
@@ -215,6 +218,9 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
         if (env && *env && strcmp(env, "help") && cfg.engine == NP_ENGINE_STARPU)
             st = np_config_set(&cfg, "sched", env, "STARPU_SCHED", &err);
         if (!st) st = np_config_check(&cfg, &err);
+        np_graph_t *g = NULL; /* the model's own rules (built-in or file), as train applies */
+        if (!st) st = np_graph_from_config(&cfg, &g, &err);
+        np_graph_free(g);
         if (st) return lead ? fail(st, &err) : np_cli_exit_code(st);
         return lead ? print_config(&cfg, stdout) : 0;
     }

@@ -129,7 +129,7 @@ typedef struct np_cl_xchg_args {
  * rank order then an all-gather (R > 2): the same bits on every rank and in both forms */
 extern struct starpu_codelet np_cl_route, np_cl_a2a_keys, np_cl_route_owner, np_cl_exchange_rows,
     np_cl_rows_fresh, np_cl_rows_shared, np_cl_exchange_grads, np_cl_allreduce;
-/* The same three on a CUDA worker through the args' NCCL backend (cuda/exchange.cu), same
+/* The same three on a CUDA worker through the args' NCCL backend (codelets/exchange.cu), same
  * buffers and arguments: CUDA functions only, so StarPU never runs them on a CPU and
  * --comm mpi never runs the CPU ones on a GPU. Defined in the CUDA flavour only. */
 #ifdef NP_HAVE_CUDA

@@ -3,7 +3,7 @@
  * exchanges are local copies through the same code, so one rank computes exactly what the
  * single-process engine computes. Not here: which rank owns a row (core/shard.h), the
  * counts and orders of the exchanges (xchg_plan.c, shared with the CUDA codelets of
- * cuda/exchange.cu) or the collectives themselves (comm/). */
+ * codelets/exchange.cu) or the collectives themselves (comm/). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -400,7 +400,7 @@ NP_CODELET(np_cl_rows_shared, rows_shared_cpu, "exchange_rows_shared");
 NP_CODELET(np_cl_exchange_grads, exchange_grads_cpu, "exchange_grads");
 NP_CODELET(np_cl_allreduce, allreduce_cpu, "allreduce");
 
-/* --comm nccl: the same three on the CUDA worker (cuda/exchange.cu). CUDA functions only,
+/* --comm nccl: the same three on the CUDA worker (codelets/exchange.cu). CUDA functions only,
  * so StarPU never runs them on a CPU worker; tasks/exchange.c picks them when the args
  * carry a device backend. Named apart in traces and perf models. */
 #ifdef NP_HAVE_CUDA

@@ -1,4 +1,4 @@
-// The NCCL codelets' CUDA functions (cuda/exchange.h, docs/gpu.md "NCCL"): pack window
+// The NCCL codelets' CUDA functions (codelets/exchange_nccl.h, docs/gpu.md "NCCL"): pack window
 // w's rows, add the received gradients, sum the dense gradient, on the device and in the
 // CPU codelets' orders, with the counts and displacements of kernels/xchg_plan.c and the
 // transfers of the args' NCCL backend, all on the worker's stream. Deterministic: no

@@ -1,7 +1,7 @@
 /* The NCCL backend of backend.h (the CUDA flavour only, docs/gpu.md "NCCL"): one
  * communicator per rank on the rank's GPU, All2Alls as grouped ncclSend/ncclRecv and
  * all-gathers, each enqueued on the caller's stream (the CUDA worker's). Not here: what
- * is exchanged, the sums (cuda/exchange.cu), or the key and control collectives (MPI). */
+ * is exchanged, the sums (codelets/exchange.cu), or the key and control collectives (MPI). */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdlib.h>

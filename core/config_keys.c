@@ -132,7 +132,8 @@ const key_def np_cfg_keys[] = {
              model_file, 0),
     CUSTOM_KEY("plugin", "model", "LIB.so", "",
                "load layer kinds from this shared object (repeatable)", NULL, NP_KEY_TEXT, plugin,
-               "the path of a shared object (setting the key again adds one)", 0),
+               "the path of a shared object, or several joined by ',' with no blank (setting "
+               "the key again adds them)", 0),
     CUSTOM_KEY("dense-features", "model", "N|auto", "auto",
                "dense features per sample; auto: the first --bottom size", NULL, NP_KEY_INT,
                dense_features, "auto or an integer in [1, 65536]", 0),
@@ -211,16 +212,16 @@ const key_def np_cfg_keys[] = {
     INT_KEY("log-every", "output", "N", "50", "steps between progress lines when not on a terminal",
             NULL, log_every, 1, LONG_MAX, "an integer >= 1", 1),
     PATH_KEY("checkpoint-dir", "output", "DIR",
-             "write checkpoints under DIR (every rank its shard, in parallel)", checkpoint_dir, 1),
+             "write checkpoints under DIR (every rank its shard, in parallel)", checkpoint_dir, 0),
     INT_KEY("checkpoint-every", "output", "N", "0",
             "steps between checkpoints; 0 = only on SIGINT/SIGTERM", NULL, checkpoint_every, 0,
             LONG_MAX, "an integer >= 0 (0: only on SIGINT/SIGTERM)", 1),
     INT_KEY("keep-checkpoints", "output", "K", "2", "whole checkpoints kept, older ones removed",
-            NULL, keep_checkpoints, 1, 1000000, "an integer >= 1", 1),
+            NULL, keep_checkpoints, 1, 1000000, "an integer >= 1", 0),
     PATH_KEY("resume", "output", "DIR",
              "continue from the newest whole checkpoint in DIR, at any rank\n"
              "count; SIGINT/SIGTERM finish the step, checkpoint, exit 130/143",
-             resume, 1),
+             resume, 0),
     BOOL_KEY("quiet", "output", "print only errors and warnings (StarPU's notices silenced)", NULL,
              quiet, 0),
     BOOL_KEY("explain-placement", "output",
@@ -288,6 +289,10 @@ static int set_value(np_config *c, const key_def *d, const char *v) {
             }
         return -1;
     case F_PATH:
+        if (!v[0]) { /* "" unsets the path: a program can undo a config file's value */
+            at[0] = 0;
+            return 0;
+        }
         return np_cfg_copy_path(at, v);
     case F_CUSTOM:
         return d->parse(c, v);

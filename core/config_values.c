@@ -307,7 +307,8 @@ void np_cfg_show_place(const np_config *c, char *buf, size_t n) {
  * writes them) to the ','-joined list; a path cannot hold ','. */
 int np_cfg_parse_plugin(np_config *c, const char *v) {
     size_t have = strlen(c->plugin), n = strlen(v);
-    if (!n || v[0] == ',' || v[n - 1] == ',' || strstr(v, ",,") || have + 1 + n >= sizeof c->plugin)
+    if (!n || v[0] == ',' || v[n - 1] == ',' || strstr(v, ",,") || strstr(v, ", ") ||
+        strstr(v, " ,") || isspace((unsigned char)v[0]) || have + 1 + n >= sizeof c->plugin)
         return -1;
     snprintf(c->plugin + have, sizeof c->plugin - have, "%s%s", have ? "," : "", v);
     return 0;

@@ -167,7 +167,8 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
         if (s->T != NP_CRITEO_TABLES || s->n_dense != NP_CRITEO_DENSE) {
             st = np_err(err, NP_STATUS_BAD_INPUT,
                         "data criteo:%s: Criteo records have %d dense and %d categorical "
-                        "features, but bottom starts with %d and tables is %d",
+                        "features, but the model takes %d dense (dense-features, or the first "
+                        "bottom size) and tables is %d",
                         cfg->data_path, NP_CRITEO_DENSE, NP_CRITEO_TABLES, s->n_dense, s->T);
             goto fail;
         }

@@ -113,7 +113,7 @@ static void partition_params(np_sp_engine *e) {
             len[n] = (uint32_t)g->node[v].pn;
             who[n++] = v;
         }
-    if (!n) return; /* no node has parameters: the block stays whole (one float) */
+    if (!n) return; /* no node has parameters: the block stays whole (and empty) */
     struct starpu_data_filter f = {.filter_func = starpu_vector_filter_list,
                                    .nchildren = (unsigned)n,
                                    .filter_arg_ptr = len};
@@ -479,12 +479,22 @@ np_pipeline np_engine_pipeline(const np_sp_engine *e) {
 np_status np_engine_drop_lookahead(np_sp_engine *e, int n, np_error *err) {
     if (e->step || e->pending)
         return np_err(err, NP_STATUS_INTERNAL, "the look-ahead can go only before the first step");
-    /* every rank the same way: a rank that gives the look-ahead keeps it for all */
-    int64_t most = n;
-    if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &most, 1))
+    /* every rank the same way: the fewest and the most batches any rank was given */
+    int64_t most = n, least = -(int64_t)n;
+    if (e->comm && (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &most, 1) ||
+                    np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &least, 1)))
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on the look-ahead",
                       e->cfg.rank);
-    if (most < 2) np_pipeline_policy_drop_lookahead(&e->pol);
+    least = -least;
+    if (most < 2) {
+        np_pipeline_policy_drop_lookahead(&e->pol);
+    } else if (least < 2) { /* one rank can look ahead, another cannot: no schedule fits both */
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "rank %d: the first step was given %d batch%s here, but %lld to %lld on "
+                      "the ranks; give every rank the same count (np_trainer_lookahead() + 1 "
+                      "while the data lasts)",
+                      e->cfg.rank, n, n == 1 ? "" : "es", (long long)least, (long long)most);
+    }
     return NP_OK;
 }
 

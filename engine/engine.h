@@ -27,8 +27,9 @@ NP_NODISCARD np_status np_engine_wait(np_sp_engine *e, double *loss, np_error *e
 int np_engine_lookahead(const np_sp_engine *e);
 /* The pipeline that runs ("auto" resolved; sequential or fwp after a dropped look-ahead). */
 np_pipeline np_engine_pipeline(const np_sp_engine *e);
-/* Before the first step, collective: when no rank gives more than n < 2 batches, the
- * engine runs its pipeline without look-ahead (engine/pipeline.h). */
+/* Before the first step, collective (every rank calls it): when every rank was given one
+ * batch, the engine runs its pipeline without look-ahead (engine/pipeline.h); when all were
+ * given more, nothing changes; a mix is NP_STATUS_BAD_INPUT on every rank. */
 NP_NODISCARD np_status np_engine_drop_lookahead(np_sp_engine *e, int n, np_error *err);
 /* Rows copied by dual-buffer syncs so far (dbp). */
 uint64_t np_engine_synced_rows(const np_sp_engine *e);

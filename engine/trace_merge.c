@@ -126,6 +126,10 @@ np_status np_engine_finish(np_sp_engine *e, np_error *err) {
                       e->cfg.rank);
     np_status fst = np_engine_check_finite(e, err); /* the last steps' updates */
     if (fst) return fst;
+    /* the model back in main memory: an update that ran on a GPU left the valid copy there,
+     * and the caller reads m->dense and the tables next (gather, evaluate, dump) */
+    np_engine_hold(e);
+    np_engine_release(e);
     if (!e->trace) return NP_OK;
     if (np_trace_dropped(e->trace))
         return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",

@@ -1,6 +1,6 @@
 /* The host-side logic of the row and gradient exchanges and of the dense all-reduce, as
  * pure functions shared by the CPU codelets (codelets/exchange.c) and the CUDA ones
- * (cuda/exchange.cu, NCCL): per-rank counts and displacements from meta, the packing order
+ * (codelets/exchange.cu, NCCL): per-rank counts and displacements from meta, the packing order
  * of rows, the order received gradients are summed in, the all-reduce's slices. No StarPU,
  * MPI or CUDA here, so tests/test_comm_backend.c checks it on simulated ranks. */
 #ifndef NP_CODELETS_XCHG_PLAN_H

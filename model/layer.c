@@ -32,8 +32,9 @@ static char help_text[NP_MAX_LAYER_KINDS][160];
 static int n_kinds;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 
-/* Kinds whose codelet names (<kind>_fwd, <kind>_bwd) are the engine's own. */
-static const char *const reserved[] = {"pool", "bce"};
+/* Names a kind cannot take: the engine's own codelets are pool_fwd/_bwd and bce_fwd/_bwd,
+ * and a model file reads `kind = mlp` as its macro. */
+static const char *const reserved[] = {"pool", "bce", "mlp"};
 
 static np_status add_kind(const np_layer_def *def, np_error *err) {
     if (!def || !def->kind || !def->kind[0] || !def->shape || !def->fwd || !def->bwd)
@@ -51,8 +52,9 @@ static np_status add_kind(const np_layer_def *def, np_error *err) {
     for (size_t k = 0; k < sizeof reserved / sizeof *reserved; k++)
         if (!strcmp(reserved[k], def->kind))
             return np_err(err, NP_STATUS_BAD_INPUT,
-                          "layer %s: the name is taken by the engine's own %s_fwd/%s_bwd tasks",
-                          def->kind, def->kind, def->kind);
+                          "layer %s: the name is reserved (the engine's pool and bce tasks, a "
+                          "model file's mlp macro)",
+                          def->kind);
     for (int k = 0; k < n_kinds; k++)
         if (!strcmp(registry[k].kind, def->kind))
             return np_err(err, NP_STATUS_BAD_INPUT, "layer %s: this kind is already registered",

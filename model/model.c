@@ -112,7 +112,8 @@ static np_status check_memory(const np_config *c, const np_graph_t *g, np_error 
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "model: the dense layers hold %.3g parameters, %.1f GiB with their "
                       "gradients, and the tables %.1f GiB, but this machine has %.1f GiB of "
-                      "memory; reduce the layer sizes",
+                      "memory; reduce the layer sizes (bottom, top, deep, cross-rank, or the "
+                      "model file's)",
                       dense / 8.0, dense / (1 << 30), tables / (1 << 30),
                       (double)pages * page / (1 << 30));
     return NP_OK;

@@ -17,13 +17,18 @@
 static struct {
     void *handle;
     char path[NP_PATH_MAX];
+    np_status st;  /* its entry point's outcome: a failed plugin fails again, the same way */
+    np_error err;
 } loaded[MAX_PLUGINS];
 static int n_loaded;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static np_status load(const char *path, np_error *err) {
     for (int i = 0; i < n_loaded; i++)
-        if (!strcmp(loaded[i].path, path)) return NP_OK;
+        if (!strcmp(loaded[i].path, path)) {
+            if (loaded[i].st) *err = loaded[i].err;
+            return loaded[i].st;
+        }
     if (strlen(path) >= NP_PATH_MAX)
         return np_err(err, NP_STATUS_BAD_INPUT, "plugin %.64s...: the path is too long", path);
     if (n_loaded == MAX_PLUGINS)
@@ -42,7 +47,8 @@ static np_status load(const char *path, np_error *err) {
     for (int i = 0; i < n_loaded; i++)
         if (loaded[i].handle == h) {
             dlclose(h); /* drops the extra reference only */
-            return NP_OK;
+            if (loaded[i].st) *err = loaded[i].err;
+            return loaded[i].st;
         }
     const int *abi = dlsym(h, "np_plugin_abi");
     np_status (*init)(np_error *) = NULL;
@@ -70,9 +76,14 @@ static np_status load(const char *path, np_error *err) {
     n_loaded++;
     np_error e = {{0}};
     np_status st = init(&e);
-    if (st)
-        return np_err(err, st < 0 && st >= NP_STATUS_UNSUPPORTED ? st : NP_STATUS_BAD_INPUT,
-                      "plugin %s: %s", path, e.msg[0] ? e.msg : "its entry point failed");
+    if (st) {
+        int k = n_loaded - 1;
+        loaded[k].st = st < 0 && st >= NP_STATUS_UNSUPPORTED ? st : NP_STATUS_BAD_INPUT;
+        np_err(&loaded[k].err, loaded[k].st, "plugin %s: %s", path,
+               e.msg[0] ? e.msg : "its entry point failed");
+        *err = loaded[k].err;
+        return loaded[k].st;
+    }
     return NP_OK;
 }
 

@@ -1,7 +1,7 @@
 /* Reading a trained model back in-process: its tensors by name, as a dump names them
  * (np_model_tensor_info), and their values on every rank (np_dist_model_read), the tables
  * gathered from their shards into the single-process layout.
- * Not here: files (model/load.c writes and reads dumps; state/checkpoint.c checkpoints). */
+ * Not here: files (model/load.c writes and reads dumps; state/ckpt_*.c checkpoints). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +144,11 @@ np_status np_dist_model_read(np_dist_t *d, const np_model_t *m, const char *name
     if (n > cap)
         return np_err(err, NP_STATUS_BAD_INPUT, "model: tensor %s holds %zu floats, room for %zu",
                       name, n, cap);
+    if (ref.table >= 0 && m->cfg.ranks > 1 && (!d || np_comm_size(d) != m->cfg.ranks))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "model: %s is sharded over %d ranks: read it with the job's np_dist_t, "
+                      "on every rank",
+                      name, m->cfg.ranks);
     if (ref.table < 0 || !d || np_comm_size(d) == 1) {
         /* a dense tensor is every rank's replica; one rank holds the whole table */
         memcpy(out, ref.table < 0 ? m->dense + ref.off : m->table[ref.table], n * sizeof *out);

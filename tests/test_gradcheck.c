@@ -82,11 +82,9 @@ static void test_builtin_kinds(void **state) {
     expect_pass("cross", (np_layer_hp){.i = {0}}, 2, (int[]){6, 6}, 0);
     expect_pass("cross", (np_layer_hp){.i = {2}}, 2, (int[]){6, 6}, 0);
     expect_pass("cross", (np_layer_hp){.i = {4}}, 2, (int[]){5, 5}, 7);
-    if (np_layer_find("slice")) {
-        expect_pass("slice", (np_layer_hp){.i = {2, 5}}, 1, (int[]){7}, 0);
-        expect_pass("slice", (np_layer_hp){.i = {1, 0}}, 1, (int[]){5}, 0);
-        expect_pass("slice", (np_layer_hp){.i = {0, 1}}, 1, (int[]){1}, 2);
-    }
+    expect_pass("slice", (np_layer_hp){.i = {2, 5}}, 1, (int[]){7}, 0);
+    expect_pass("slice", (np_layer_hp){.i = {1, 0}}, 1, (int[]){5}, 0);
+    expect_pass("slice", (np_layer_hp){.i = {0, 1}}, 1, (int[]){1}, 2);
 }
 
 /* ---- planted kinds: y = x * w + b per column (w, b of the input's width), each with one

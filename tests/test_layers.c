@@ -238,7 +238,10 @@ static void test_graph_guards(void **state) {
     assert_int_equal(np_layer_register(&a, &e), NP_OK);
     assert_int_equal(np_layer_register(&b, &e), NP_OK);
     assert_int_equal(np_layer_register(&r, &e), NP_STATUS_BAD_INPUT);
-    assert_non_null(strstr(e.msg, "taken by the engine"));
+    assert_non_null(strstr(e.msg, "the name is reserved"));
+    r.kind = "mlp"; /* a model file's macro */
+    assert_int_equal(np_layer_register(&r, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "layer mlp: the name is reserved"));
     assert_null(np_layer_find(NULL));
     np_config c;
     np_config_defaults(&c);

@@ -81,5 +81,26 @@ else
   [[ $(wc -l <"$W/err") == 1 ]] && grep -q "unknown kind 'gate'" "$W/err" && grep -q -- "--plugin" "$W/err" &&
     ok "without --plugin: one line naming the kind and the flag" || bad "without --plugin: $(cat "$W/err")"
 fi
+# the key in a config file loads it as the flag does
+printf 'plugin = %s\nmodel-file = %s\n' "$LIB" "$INI" >"$W/p.ini"
+"$NP" train --config "$W/p.ini" --tables 4 --dim 8 --rows 1000 --batch 256 --steps 2 --quiet \
+  2>"$W/err" && ok "the plugin key in a config file" || bad "plugin key: $(cat "$W/err")"
+# plugins that fail, through train: one line each, exit 2
+if "$NP" train --plugin "$W/none.so" --steps 2 --quiet 2>"$W/err"; then
+  bad "a missing plugin trained"
+else
+  [[ $? == 2 && $(wc -l <"$W/err") == 1 ]] && grep -q "plugin $W/none.so: cannot load it" "$W/err" &&
+    ok "a missing plugin: exit 2, one line naming it" || bad "missing plugin: $(cat "$W/err")"
+fi
+# a plugin that loads on one rank only (per-host settings that differ): both ranks stop in
+# set-up, the failing one saying why, nobody waits
+timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -x STARPU_SILENT \
+  -x STARPU_WORKERS_NOBIND -x STARPU_HOME -np 1 "$NP" train "${TRAIN[@]}" : \
+  -np 1 "$NP" train "${TRAIN[@]}" --plugin "$W/none.so" >"$W/out" 2>"$W/err"
+rc=$?
+[[ $rc != 0 && $rc != 124 ]] && grep -q "rank 1: plugin $W/none.so: cannot load it" "$W/err" &&
+  grep -q "1 of 2 ranks failed to set up" "$W/err" &&
+  ok "a plugin failing on one rank: both stop in set-up (exit $rc), rank 1 says why" ||
+  bad "a plugin failing on one rank: exit $rc: $(cat "$W/err")"
 echo "$pass passed, $failed failed"
 ((failed == 0))

@@ -126,10 +126,10 @@ static const struct {
     {"dump-params", RUN, "the run's dump"},
     {"log-json", RUN, "the run's log"},
     {"log-every", RUN, "the run's progress lines"},
-    {"checkpoint-dir", RUN, "the run's checkpoints"},
+    {"checkpoint-dir", LIB, "np_ckpt_save (nestpipe/checkpoint.h; test_ckpt.sh), the run's"},
     {"checkpoint-every", RUN, "the run's checkpoints"},
-    {"keep-checkpoints", RUN, "the run's checkpoints"},
-    {"resume", RUN, "the run's resume"},
+    {"keep-checkpoints", LIB, "np_ckpt_save (test_ckpt.sh), the run's checkpoints"},
+    {"resume", LIB, "np_ckpt_load (test_ckpt.sh); np_model_create skips init-params"},
     {"quiet", LIB, "the StarPU engine's notices; the run's lines"},
     {"explain-placement", LIB, "np_trainer_create prints it (test_explain_placement below)"},
 };
@@ -181,6 +181,7 @@ static void test_step_api_refuses_run_keys(void **state) {
         if (keys[j].how != RUN) continue;
         np_config c = plain;
         const char *v = other_value(keys[j].key);
+        if (!v) fail_msg("run-only key %s has no value in other_value(): add one", keys[j].key);
         char p[128];
         if (strchr(v, '.') || !strcmp(v, "ck")) { /* a file or folder: in the test's own */
             path_in(p, sizeof p, v);
@@ -212,21 +213,31 @@ static void test_run_keys(void **state) {
     set(&c, "dump-params", dump);
     set(&c, "log-json", log);
     set(&c, "eval-interval", "2");
-    set(&c, "checkpoint-dir", ck);
+    set(&c, "checkpoint-dir", ck); /* honoured by np_ckpt_save, which the run calls */
     set(&c, "checkpoint-every", "2");
     set(&c, "keep-checkpoints", "1");
     set(&c, "quiet", "0");
     set(&c, "log-every", "2");
-    /* the progress lines go to stdout when it is not a terminal: catch them in a file */
+    /* the progress lines go to stdout when stderr is not a terminal: catch both in files
+     * (a terminal on stderr would get redrawn lines instead) */
+    char err_path[128];
+    path_in(err_path, sizeof err_path, "stderr.txt");
     fflush(stdout);
-    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    assert_true(saved >= 0 && fd >= 0);
+    fflush(stderr);
+    int saved = dup(1), saved2 = dup(2), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+        fd2 = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(saved >= 0 && saved2 >= 0 && fd >= 0 && fd2 >= 0);
     dup2(fd, 1);
+    dup2(fd2, 2);
     close(fd);
+    close(fd2);
     np_train_result r = run_ok(&c, NULL);
     fflush(stdout);
+    fflush(stderr);
     dup2(saved, 1);
+    dup2(saved2, 2);
     close(saved);
+    close(saved2);
     assert_int_equal(r.steps, 6);
     assert_int_equal(r.evals, 2);       /* after steps 2 and 4; step 6 is the run's own */
     assert_int_equal(r.ckpt_count, 3);  /* steps 2, 4, 6 */

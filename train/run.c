@@ -277,6 +277,21 @@ static np_status finish(np_run *u, np_run_fail *how, np_error *err) {
     return NP_OK;
 }
 
+/* Every rank learns whether rank 0's outputs (evaluation, log, dump, metrics) failed, so
+ * that no rank goes on to a collective (a program's np_dist_model_read) that rank 0, gone
+ * to its error path, will never join. */
+static np_status agree_outputs(np_run *u, np_status st, np_error *err) {
+    int64_t failed = st != NP_OK;
+    if (u->cfg.ranks <= 1) return st;
+    if (np_dist_max_i64(u->dist, &failed, NULL)) {
+        u->r->must_abort = 1;
+        return st ? st : np_error_set(err, NP_STATUS_INTERNAL, "MPI failed at the run's end");
+    }
+    if (st || !failed) return st;
+    u->r->err_quiet = 1; /* rank 0 says why */
+    return np_error_set(err, NP_STATUS_IO, "rank 0 failed to write the run's outputs");
+}
+
 /* The step loop: until "steps", the data's end or a stop signal. */
 static np_status loop(np_run *u, np_run_fail *how, np_error *err) {
     const np_config *cfg = &u->cfg;
@@ -331,17 +346,21 @@ static void cleanup(np_run *u, np_model_t **keep) {
 
 np_status np_train_run(np_dist_t *dist, const np_config *cfg, const np_graph_t *graph,
                        np_model_t **model, np_train_result *res, np_error *err) {
-    np_train_result own;
     np_error own_err;
-    if (!res) res = &own;
     if (!err) err = &own_err;
     if (model) *model = NULL;
+    /* the result says whether the job must be aborted: a caller cannot go without it */
+    if (!res || !cfg) return np_error_set(err, NP_STATUS_BAD_INPUT, "np_train_run: no %s given",
+                                          !res ? "result (res)" : "config");
     memset(res, 0, sizeof *res);
     res->global_batch = cfg->batch;
     res->train_loss = res->train_loss_first = NAN;
     err->msg[0] = 0;
     np_run *u = calloc(1, sizeof *u);
-    if (!u) return np_error_set(err, NP_STATUS_NO_MEMORY, "out of memory starting a run");
+    if (!u) {
+        res->must_abort = np_dist_size(dist) > 1; /* the others wait in the first agreement */
+        return np_error_set(err, NP_STATUS_NO_MEMORY, "out of memory starting a run");
+    }
     u->cfg = *cfg;
     u->dist = dist;
     u->r = res;
@@ -362,6 +381,8 @@ np_status np_train_run(np_dist_t *dist, const np_config *cfg, const np_graph_t *
     if (!st) st = np_run_setup(u, graph, &how, err);
     else st = np_run_agree(u, st, err);
     if (!st) st = loop(u, &how, err);
+    if (how == NP_RUN_LOCAL || (how == NP_RUN_OK && !res->stopped && !st))
+        st = agree_outputs(u, st, err);
     if (how == NP_RUN_STEP) {
         /* one rank failed mid-run: it says why, rank 0 that one did; the job stops */
         if (st) {

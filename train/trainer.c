@@ -213,9 +213,11 @@ np_status np_trainer_step_ahead(np_trainer_t *tr, const np_batch *const *batches
 static np_status check_lookahead(np_trainer_t *tr, int n, np_error *err) {
     int ahead = tr->ops->lookahead ? tr->ops->lookahead(tr->impl) : 0;
     if (!ahead) return NP_OK;
-    if (tr->steps == 0 && n < 2 && tr->step_api && !tr->explicit_pipeline &&
-        tr->ops->drop_lookahead)
-        return tr->ops->drop_lookahead(tr->impl, n, err);
+    /* the first step under auto decides, on every rank alike (the engine agrees) */
+    if (tr->steps == 0 && tr->step_api && !tr->explicit_pipeline && tr->ops->drop_lookahead) {
+        np_status st = tr->ops->drop_lookahead(tr->impl, n, err);
+        if (st || !(tr->ops->lookahead ? tr->ops->lookahead(tr->impl) : 0)) return st;
+    }
     if (tr->tail && n > tr->tail - 1) {
         np_pipeline p = tr->ops->pipeline ? tr->ops->pipeline(tr->impl) : NP_PIPELINE_SEQUENTIAL;
         return np_err(err, NP_STATUS_BAD_INPUT,
@@ -236,7 +238,8 @@ static np_status check_lookahead(np_trainer_t *tr, int n, np_error *err) {
 
 np_status np_trainer_submit(np_trainer_t *tr, const np_batch *const *batches, int n,
                             np_error *err) {
-    if (n < 1) return np_err(err, NP_STATUS_INTERNAL, "step %ld: no batch given", tr->steps + 1);
+    if (n < 1 || !batches)
+        return np_err(err, NP_STATUS_BAD_INPUT, "step %ld: no batch given", tr->steps + 1);
     np_status st = check_lookahead(tr, n, err);
     if (!st) st = tr->ops->submit(tr->impl, batches, n, err);
     if (!st) tr->steps++;

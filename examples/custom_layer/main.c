@@ -31,8 +31,10 @@
 #define ATOL 1e-5
 #define STEPS "40"
 
-static int fail(np_dist_t *dist, const np_error *err) {
-    if (np_dist_rank(dist) == 0) fprintf(stderr, "custom_layer: %s\n", err->msg);
+/* Every rank that failed prints why (np_train_run's err_quiet says when another rank
+ * reports the failure instead). */
+static int fail(const np_error *err, int quiet) {
+    if (!quiet) fprintf(stderr, "custom_layer: %s\n", err->msg);
     return 2;
 }
 
@@ -42,7 +44,7 @@ static int check(np_dist_t *dist, np_error *err) {
     int widths[1] = {7};
     np_gradcheck_result r;
     np_status st = np_layer_gradcheck("gate", NULL, 1, widths, NULL, &r, err);
-    if (st) return fail(dist, err);
+    if (st) return fail(err, np_dist_rank(dist) != 0); /* the same on every rank */
     if (np_dist_rank(dist) == 0) {
         for (int k = 0; k < r.n; k++)
             printf("gradient check: %-6s worst error %.2e\n", r.t[k].name, r.t[k].worst);
@@ -78,18 +80,21 @@ static np_status configure(np_config *cfg, const char *model_file, const char *e
     return NP_OK;
 }
 
-/* One run; *w gets the trained gate.weight (18 x 18) on every rank. */
+/* One run; *w gets the trained gate.weight (18 x 18) on every rank. *quiet says whether
+ * another rank reports a failure. */
 static np_status train(np_dist_t *dist, const char *model_file, const char *engine,
-                       const char *pipeline, float *w, double *auc, np_error *err) {
+                       const char *pipeline, float *w, double *auc, int *quiet, np_error *err) {
     np_config cfg;
     np_model_t *model = NULL;
-    np_train_result res;
+    np_train_result res = {0};
     np_status st = configure(&cfg, model_file, engine, pipeline, err);
+    *quiet = st && np_dist_rank(dist) != 0; /* a bad key fails alike on every rank */
     if (!st) st = np_train_run(dist, &cfg, NULL, &model, &res, err);
     if (st) {
+        if (!*quiet) *quiet = res.err_quiet;
         /* a rank that failed mid-step leaves the others waiting: end the job */
         if (res.must_abort) {
-            if (!res.err_quiet) fprintf(stderr, "custom_layer: %s\n", err->msg);
+            fail(err, *quiet);
             np_dist_abort(dist, 1);
         }
         return st;
@@ -111,7 +116,7 @@ int main(int argc, char **argv) {
     const char *model_file = argc > 1 ? argv[1] : "gate.ini";
     int lead = np_dist_rank(dist) == 0, rc = 0;
     /* the kind, registered in this process; a plugin would do it when loaded (plugin.c) */
-    if (np_layer_register(&gate_layer, &err)) rc = fail(dist, &err);
+    if (np_layer_register(&gate_layer, &err)) rc = fail(&err, !lead);
     if (!rc) rc = check(dist, &err);
 
     static const char *runs[][2] = {{"reference", "sequential"}, {"starpu", "sequential"},
@@ -125,8 +130,9 @@ int main(int argc, char **argv) {
             memset(w[k], 0, sizeof w[k]);
             continue;
         }
-        if (train(dist, model_file, runs[k][0], runs[k][1], w[k], &auc[k], &err))
-            rc = fail(dist, &err);
+        int quiet;
+        if (train(dist, model_file, runs[k][0], runs[k][1], w[k], &auc[k], &quiet, &err))
+            rc = fail(&err, quiet);
         else if (lead)
             printf("%-9s %-10s eval auc %.4f, gate.weight[0] %.7f\n", runs[k][0], runs[k][1],
                    auc[k], (double)w[k][0]);

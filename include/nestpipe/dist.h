@@ -3,7 +3,8 @@
  * 0. Not here: the exchanges inside a step (the StarPU engine does them itself). Without
  * mpirun there is no MPI: one rank, and every call below is local.
  *
- * Usage (every rank runs the same program; see apps/nestpipe.c for a complete driver):
+ * Usage (every rank runs the same program; np_train_run in nestpipe/train.h is a complete
+ * driver):
  *
  *     np_dist_t *dist;
  *     if (np_dist_init(&argc, &argv, &dist, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }

@@ -421,8 +421,10 @@ typedef struct np_trainer np_trainer_t;
 
 /* Creates the configured engine over model m (borrowed, must outlive the trainer), for a
  * program that drives the steps itself. The keys only a whole run honours (outputs,
- * checkpoints, periodic evaluation, progress, the watchdog: np_config_key.run_only) are
- * refused when set, naming the key: np_train_run (nestpipe/train.h) runs such a job. */
+ * periodic checkpoints and evaluation, progress, the watchdog: np_config_key.run_only)
+ * are refused when set, naming the key: np_train_run (nestpipe/train.h) runs such a job.
+ * The checkpoint keys (checkpoint-dir, keep-checkpoints, resume) are np_ckpt_save's and
+ * np_ckpt_load's (nestpipe/checkpoint.h). */
 NP_NODISCARD NP_API np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
                                          np_error *err);
 
@@ -432,8 +434,8 @@ NP_NODISCARD NP_API np_status np_trainer_finish(np_trainer_t *tr, np_error *err)
 
 /* One optimizer step on a global batch; *loss is the batch's mean BCE before the update.
  * The pipelined modes (dbp, async, nestpipe) look ahead at later batches: a step given
- * fewer than np_trainer_lookahead() + 1 batches marks the end of the data, and a step after
- * it is refused, saying so. Under pipeline "auto" a first step given one batch runs the
+ * fewer than np_trainer_lookahead() + 1 batches says the data ends with the last of them,
+ * so each later step must have one batch fewer; a step given more is refused, saying so. Under pipeline "auto" a first step given one batch runs the
  * pipeline without look-ahead instead (sequential, or fwp where auto picked nestpipe), so
  * np_trainer_step alone works and gives the same model; np_trainer_pipeline says what runs. */
 NP_NODISCARD NP_API np_status np_trainer_step(np_trainer_t *tr, const np_batch *batch, double *loss,

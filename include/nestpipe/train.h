@@ -73,8 +73,9 @@ typedef struct np_train_result {
     char placement[512]; /* where rank 0's workers and driver ran (np_placement_explain) */
     int traced;          /* 1: trace holds the overlap report of the "trace" file (rank 0) */
     np_trace_summary trace;
-    int stopped; /* SIGINT or SIGTERM stopped the run after a step (checkpointed when
-                    "checkpoint-dir" is set); 0: it ran to its end */
+    int stopped; /* the signal number (SIGINT, SIGTERM) that stopped the run after a step
+                    (checkpointed when "checkpoint-dir" is set; nestpipe train then exits
+                    128 + it); 0: it ran to its end */
     /* on failure */
     int err_quiet;  /* 1: another rank reports this failure; this rank need not print it */
     int must_abort; /* 1: a rank failed mid-step and the others may be waiting in a
@@ -86,8 +87,12 @@ typedef struct np_train_result {
  * it with the same config). graph: the model, or NULL for the config's own (its
  * "model-file" or built-in "model", np_graph_from_config). model: when not NULL, gets the
  * trained model (this rank's shard of the tables; free it with np_model_free), to read
- * back with np_dist_model_read or evaluate; NULL: freed. dist NULL: one process without
- * MPI. cfg's rank fields are set from dist.
+ * back with np_dist_model_read or evaluate; NULL: freed. res is required (it says what to do
+ * after a failure). dist NULL: one process without MPI. cfg's rank fields are set from dist.
+ * Every rank returns the same outcome (a failure of rank 0's outputs after training
+ * included), so what a program does next is collective-safe. One run at a time per process
+ * (StarPU and the signal handlers are the process's); the calling thread stays bound to the
+ * rank's cores afterwards (placement, docs/engine.md).
  * Returns NP_OK when the run ended, also when a signal stopped it (res->stopped); else the
  * failure, with err one line naming what and where (prefixed "rank R: " with several
  * ranks) and res->err_quiet / res->must_abort telling the caller what to do with it. */
