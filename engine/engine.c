@@ -207,9 +207,9 @@ void np_engine_free(np_sp_engine *e) {
     free(e);
 }
 
-np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out, np_error *err) {
-    *out = NULL;
-    np_comm *comm = np_comm_world();
+/* What the engine cannot run: a rank count MPI disagrees with or past 64, an unknown
+ * scheduling policy (STARPU_SCHED named when it is the one). */
+static np_status check_request(const np_config *cfg, np_comm *comm, np_error *err) {
     if (np_comm_size(comm) != cfg->ranks)
         return np_err(err, NP_STATUS_INTERNAL, "config says %d ranks but MPI has %d", cfg->ranks,
                       np_comm_size(comm));
@@ -224,17 +224,23 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                       env && !strcmp(env, cfg->sched) ? "STARPU_SCHED" : "sched", cfg->sched,
                       names);
     }
+    return NP_OK;
+}
+
+/* StarPU started with the workers the placement and the devices plan: CPU workers bound
+ * to the rank's cores (or unbound when the ranks cannot split them), CUDA workers per
+ * --gpus; --quiet silences StarPU's own notices too. */
+static np_status start_starpu(const np_config *cfg, np_devices *dev, np_error *err) {
     np_layer_codelets_init(); /* every kind registered by now has its codelets */
     np_placement pl;
-    np_status pst = np_placement_plan(cfg, &pl, err);
-    if (pst) return pst;
+    np_status st = np_placement_plan(cfg, &pl, err);
+    if (st) return st;
     if (cfg->explain_placement) { /* each rank says where its workers and driver run */
         char line[512];
         np_placement_describe(&pl, cfg, line, sizeof line);
         fprintf(stderr, "nestpipe: placement: %s\n", line);
     }
-    np_devices dev;
-    if ((pst = np_devices_plan(cfg, &dev, err))) return pst;
+    if ((st = np_devices_plan(cfg, dev, err))) return st;
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     conf.sched_policy_name = cfg->sched;
@@ -245,40 +251,32 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         for (int w = 0; w < pl.workers; w++)
             conf.workers_bindid[w] = (unsigned)pl.bind_pu[w];
     }
-    np_devices_conf(&dev, pl.workers, &conf);
+    np_devices_conf(dev, pl.workers, &conf);
     /* unbound (more ranks than the cores can split): StarPU has no conf field for it */
     int nobind = !pl.bind && pl.workers && !getenv("STARPU_WORKERS_NOBIND");
     if (nobind) setenv("STARPU_WORKERS_NOBIND", "1", 1);
-    /* --quiet: StarPU's own notices (perf-model calibration under dmda, ...) too */
     int silent = cfg->quiet && !getenv("STARPU_SILENT");
     if (silent) setenv("STARPU_SILENT", "1", 1);
     int rc = starpu_init(&conf);
     if (nobind) unsetenv("STARPU_WORKERS_NOBIND");
     if (rc)
         return np_err(err, NP_STATUS_INTERNAL,
-                      "StarPU failed to start (%s); check STARPU_* "
-                      "environment variables",
+                      "StarPU failed to start (%s); check STARPU_* environment variables",
                       rc == -ENODEV ? "no worker available" : strerror(-rc));
-    np_sp_engine *e = calloc(1, sizeof *e);
-    if (!e) {
-        starpu_shutdown();
-        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory creating the StarPU engine");
-    }
-    if ((pst = np_devices_check(cfg, m, &dev, err))) {
-        free(e);
-        starpu_shutdown();
-        return pst;
-    }
-    e->dev = dev;
+    return NP_OK;
+}
+
+/* The engine's settings from the config, the pipeline policy, the idle hook, and the
+ * communication worker with the compute context of every other worker (several ranks). */
+static void set_up(np_sp_engine *e, const np_config *cfg, np_model_t *m, np_comm *comm) {
 #ifdef NP_HAVE_CUDA
-    if (dev.ncuda) {
+    if (e->dev.ncuda) {
         /* the driver's own CUDA calls (cuBLAS's main handle, NCCL's setup) on the rank's
          * first device, not device 0 of every rank */
-        np_cuda_use_device(dev.nccl_dev >= 0 ? dev.nccl_dev : dev.first);
+        np_cuda_use_device(e->dev.nccl_dev >= 0 ? e->dev.nccl_dev : e->dev.first);
         starpu_cublas_init(); /* a cuBLAS handle per CUDA worker, on its stream */
     }
 #endif
-
     const char *spin = getenv("NP_IDLE_SPIN");
     e->idle_hook = spin && !strcmp(spin, "1") ? -1 : starpu_idle_hook_register(idle_yield, NULL);
     e->cfg = *cfg;
@@ -290,6 +288,7 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     e->W = np_config_windows(cfg);
     e->cluster = cfg->cluster;
     e->pol = np_pipeline_policy_of(np_config_pipeline(cfg), e->W);
+    e->fresh_for = -1;
     e->comm_worker = -1;
     int nw = (int)starpu_worker_get_count();
     int last_cpu = -1; /* collectives are CPU codelets: the last CPU worker runs them */
@@ -304,25 +303,24 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         e->compute_ctx = starpu_sched_ctx_create(ids, n, "compute",
                                                  STARPU_SCHED_CTX_POLICY_NAME, cfg->sched, 0);
     }
-    e->ch = calloc((size_t)e->W * (size_t)e->C, sizeof *e->ch);
-    e->Rin = calloc((size_t)e->W, sizeof *e->Rin);
-    e->grows = calloc((size_t)e->W, sizeof *e->grows);
-    np_status st = e->ch && e->Rin && e->grows
-                       ? NP_OK
-                       : np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
+}
+
+/* What the ranks set up together: NCCL's communicator, the split row exchange's agreement,
+ * the trace's common time origin (collectives: every rank calls this). */
+static np_status set_up_collective(np_sp_engine *e, np_error *err) {
+    const np_config *cfg = &e->cfg;
+    np_status st = NP_OK;
     /* --comm nccl: the rank's communicator on the GPU of its CUDA worker (collective) */
-    if (!st && cfg->comm == NP_COMM_NCCL)
-        st = dev.ncuda ? np_backend_nccl_create(e->comm, dev.nccl_dev, &e->nccl, err)
-                       : np_err(err, NP_STATUS_BAD_INPUT,
-                                "comm: nccl needs this rank's CUDA worker, but StarPU started "
-                                "none (STARPU_NCUDA=0?)");
+    if (cfg->comm == NP_COMM_NCCL)
+        st = e->dev.ncuda ? np_backend_nccl_create(e->comm, e->dev.nccl_dev, &e->nccl, err)
+                          : np_err(err, NP_STATUS_BAD_INPUT,
+                                   "comm: nccl needs this rank's CUDA worker, but StarPU started "
+                                   "none (STARPU_NCUDA=0?)");
     /* the split row exchange (docs/pipeline.md "The batch boundary"): dbp on MPI across
      * ranks, where a batch's compute leaves the wire idle; not under fwp, whose windows keep
      * it busy (bench/results/2026-12-01-zen3-fwp.md: dbp 1.12x, nestpipe 0.94x and 0.97x at
-     * W = 4 and 8).
-     * The key split-rows turns it off or on (for nestpipe too); every rank must agree, as for
-     * any collective, so one rank's "off" wins */
-    e->fresh_for = -1;
+     * W = 4 and 8). The key split-rows turns it off or on (for nestpipe too); every rank
+     * must agree, as for any collective, so one rank's "off" wins */
     if (!st && e->pol.sync && e->comm && e->R > 1 && !e->nccl) {
         int64_t off = cfg->split_rows < 0 ? e->pol.overlap_windows : !cfg->split_rows;
         if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &off, 1))
@@ -330,57 +328,64 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
                         cfg->rank);
         e->pol.split_rows = !off;
     }
-    if (!st && cfg->trace[0]) {
-        /* one time origin for all ranks: everyone leaves this barrier at about the same time */
-        if (np_comm_barrier(e->comm, NP_CHAN_CTL))
-            st = np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI barrier failed", cfg->rank);
-        e->t0_us = starpu_timing_now();
-        if (!st) st = np_trace_create(&e->trace, err);
-        if (!st) {
-            starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
-            for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
-                char name[64];
-                starpu_worker_get_name((int)w, name, sizeof name);
-                np_trace_set_worker_name(e->trace, (int)w, name);
-            }
-            /* the row after the workers: the driver's own work (np_engine_trace_data) */
-            np_trace_set_worker_name(e->trace, (int)starpu_worker_get_count(), "driver");
-            for (int v = 0; v < m->graph->n; v++) /* layer tasks carry their node id */
-                np_trace_set_node_name(e->trace, v, m->graph->node[v].name);
-        }
+    if (st || !cfg->trace[0]) return st;
+    /* one time origin for all ranks: everyone leaves this barrier at about the same time */
+    if (np_comm_barrier(e->comm, NP_CHAN_CTL))
+        return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI barrier failed", cfg->rank);
+    e->t0_us = starpu_timing_now();
+    if ((st = np_trace_create(&e->trace, err))) return st;
+    starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+    for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+        char name[64];
+        starpu_worker_get_name((int)w, name, sizeof name);
+        np_trace_set_worker_name(e->trace, (int)w, name);
     }
-    if (st) {
-        np_engine_free(e);
-        return st;
-    }
-    int T = m->T;
-    size_t total_rows = (size_t)m->row_base[T];
+    /* the row after the workers: the driver's own work (np_engine_trace_data) */
+    np_trace_set_worker_name(e->trace, (int)starpu_worker_get_count(), "driver");
+    for (int v = 0; v < e->m->graph->n; v++) /* layer tasks carry their node id */
+        np_trace_set_node_name(e->trace, v, e->m->graph->node[v].name);
+    return NP_OK;
+}
+
+/* The model's memory as handles: the dense parameters (partitioned by node), this rank's
+ * table shard and its Adagrad state. */
+static np_status register_model(np_sp_engine *e, np_error *err) {
+    const np_model_t *m = e->m;
+    size_t total_rows = (size_t)m->row_base[m->T];
+    if (total_rows > UINT32_MAX)
+        return np_err(err, NP_STATUS_UNSUPPORTED, "rows: %zu rows in all exceed 2^32", total_rows);
     starpu_vector_data_register(&e->params, STARPU_MAIN_RAM, (uintptr_t)m->dense,
                                 (uint32_t)m->n_dense, sizeof(float));
     partition_params(e);
-    if (total_rows > UINT32_MAX) {
-        np_engine_free(e);
-        return np_err(err, NP_STATUS_UNSUPPORTED, "rows: %zu rows in all exceed 2^32", total_rows);
-    }
     starpu_vector_data_register(&e->tables, STARPU_MAIN_RAM, (uintptr_t)m->table_mem,
                                 (uint32_t)total_rows, (size_t)m->d * sizeof(float));
     if (m->state_mem)
         starpu_vector_data_register(&e->state, STARPU_MAIN_RAM, (uintptr_t)m->state_mem,
                                     (uint32_t)total_rows, sizeof(float));
+    return NP_OK;
+}
+
+/* The buffers whose size the batch fixes: input slots, the route sets' counts, the comm
+ * token, each node's dense gradients (local, summed, all-gather staging). */
+static np_status register_batch_buffers(np_sp_engine *e, np_error *err) {
+    const np_config *cfg = &e->cfg;
+    int T = e->m->T;
     size_t nb = (size_t)e->nb;
+    np_status st = NP_OK;
     for (int k = 0; k < NP_SLOTS && !st; k++) {
         np_slot *sl = &e->slot[k];
-        if (!st) st = np_buf_reg(&sl->dense, nb * np_config_dense(cfg), sizeof(float), "batch dense", err);
+        st = np_buf_reg(&sl->dense, nb * (size_t)np_config_dense(cfg), sizeof(float),
+                        "batch dense", err);
         if (!st) st = np_buf_reg(&sl->label, nb, sizeof(float), "batch labels", err);
         if (!st)
-            st =
-                np_buf_reg(&sl->offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets", err);
+            st = np_buf_reg(&sl->offsets, (size_t)T * (nb + 1), sizeof(uint32_t), "batch offsets",
+                            err);
     }
     for (int k = 0; k < NP_RSETS && !st; k++)
         st = np_buf_reg(&e->rset[k].meta, NP_META_SIZE((size_t)T, (size_t)e->W, (size_t)e->R),
-                     sizeof(int64_t), "batch counts", err);
+                        sizeof(int64_t), "batch counts", err);
     if (!st) st = np_buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err);
-    const np_graph_t *g = m->graph;
+    const np_graph_t *g = e->m->graph;
     for (int v = 0; v < g->n && !st; v++) {
         size_t n = g->node[v].pn;
         if (!n) continue;
@@ -389,24 +394,30 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         if (!st)
             st = np_buf_reg(&e->gall[v], n * (size_t)e->R, sizeof(float), "all-gather staging", err);
     }
-    if (st) {
-        np_engine_free(e);
-        return st;
-    }
-    for (int w = 0; w < e->W; w++) { /* window w: samples [nb*w/W, nb*(w+1)/W), as in route */
+    return st;
+}
+
+/* The W x C chunks of a batch with their buffers (window w: samples [nb w/W, nb (w+1)/W),
+ * as route splits them), each slot's dense rows and labels planned as the chunks' parts,
+ * and room for a first guess at the key count. */
+static np_status register_chunks(np_sp_engine *e, np_error *err) {
+    const np_config *cfg = &e->cfg;
+    size_t nb = (size_t)e->nb;
+    e->ch = calloc((size_t)e->W * (size_t)e->C, sizeof *e->ch);
+    e->Rin = calloc((size_t)e->W, sizeof *e->Rin);
+    e->grows = calloc((size_t)e->W, sizeof *e->grows);
+    if (!e->ch || !e->Rin || !e->grows) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
+    np_status st;
+    for (int w = 0; w < e->W; w++) {
         size_t w0 = nb * (size_t)w / (size_t)e->W, wn = nb * (size_t)(w + 1) / (size_t)e->W - w0;
         for (int c = 0; c < e->C; c++) {
             np_chunk *k = &e->ch[w * e->C + c];
             k->w = w;
             k->row0 = (long)(w0 + wn * (size_t)c / (size_t)e->C);
             k->n = (long)(w0 + wn * (size_t)(c + 1) / (size_t)e->C) - k->row0;
-            if ((st = np_chunk_register(e, k, err))) {
-                np_engine_free(e);
-                return st;
-            }
+            if ((st = np_chunk_register(e, k, err))) return st;
         }
     }
-    /* each slot's dense rows and labels, cut into the chunks' rows */
     int K = e->W * e->C;
     for (int c = 0; c < K; c++) {
         e->part_dense[c] = (uint32_t)e->ch[c].n * (uint32_t)np_config_dense(cfg);
@@ -424,9 +435,31 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
         sl->planned = 1;
     }
     /* a first guess at the key count: hot keys per bag (at least one) for every table */
-    size_t guess = nb * (size_t)T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
+    size_t guess = nb * (size_t)e->m->T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
     size_t guess_win = (guess + (size_t)e->W - 1) / (size_t)e->W;
-    if ((st = np_engine_grow_nnz(e, guess, guess * (size_t)e->R, guess_win, err))) {
+    return np_engine_grow_nnz(e, guess, guess * (size_t)e->R, guess_win, err);
+}
+
+np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out, np_error *err) {
+    *out = NULL;
+    np_comm *comm = np_comm_world();
+    np_devices dev;
+    np_status st = check_request(cfg, comm, err);
+    if (!st) st = start_starpu(cfg, &dev, err);
+    if (st) return st;
+    np_sp_engine *e = calloc(1, sizeof *e);
+    if (!e || (st = np_devices_check(cfg, m, &dev, err))) {
+        free(e);
+        starpu_shutdown();
+        return e ? st : np_err(err, NP_STATUS_NO_MEMORY, "out of memory creating the StarPU engine");
+    }
+    e->dev = dev;
+    set_up(e, cfg, m, comm);
+    /* the collectives go first, whatever fails on this rank after them */
+    if (!(st = set_up_collective(e, err)) && !(st = register_model(e, err)) &&
+        !(st = register_batch_buffers(e, err)))
+        st = register_chunks(e, err);
+    if (st) {
         np_engine_free(e);
         return st;
     }
