@@ -6,7 +6,8 @@
 #
 # 1. checks every program of the pack finds its libraries (ldd), and names the GPU;
 # 2. runs the CUDA kernel tests (each kernel against its CPU twin) and the engine's GPU
-#    tests (against the reference trainer; pinned runs bit for bit across pipelines);
+#    tests (against the reference trainer; pinned runs bit for bit across pipelines), and
+#    `nestpipe check-layer --all` (every built-in kind's CUDA slots against its CPU kernels);
 # 3. trains the Kaggle-like shape (26 tables x 100k rows, dim 16, 13-512-256-64-16 /
 #    512-256-1, batch 2048) with --gpus 0, with --gpus 1 --place all=cuda, and with
 #    --gpus 1 under dmdas choosing per task: samples/s, medians of R runs, all in this run,
@@ -79,6 +80,18 @@ for t in test_cuda_kernels test_engine_gpu test_kernels test_layers; do
   fi
   grep -E 'worst|layer tasks|max' "$W/$t.log" | sed 's/^/    /' >>"$W/notes.txt" || true
 done
+# every built-in kind's gradient, and its CUDA slots against its CPU kernels (on the GPU)
+(cd "$W" && timeout 120 "$NP" check-layer --all) >"$W/check-layer.log" 2>&1
+rc=$?
+if [[ $rc -ne 0 ]]; then
+  echo "| check-layer --all | FAILED (exit $rc) | |" >>"$RES"; status=1
+  { echo; echo "check-layer --all (exit $rc), the end of its output:"; echo '```'; tail -n 30 "$W/check-layer.log"; echo '```'; } >>"$W/failures.txt"
+elif grep -q 'cuda: skipped' "$W/check-layer.log"; then
+  echo "| check-layer --all | skipped: the CUDA comparison did not run | |" >>"$RES"; status=1
+else
+  echo "| check-layer --all | passed | |" >>"$RES"
+fi
+grep -E '^[a-z]|cuda:' "$W/check-layer.log" | grep -v -- '->' | paste - - | sed 's/^/    /' | sort -u >>"$W/notes.txt" || true
 [[ -s $W/failures.txt ]] && cat "$W/failures.txt" >>"$RES"
 [[ -s $W/notes.txt ]] && { echo; echo "What the tests printed:"; echo '```'; cat "$W/notes.txt"; echo '```'; } >>"$RES"
 
