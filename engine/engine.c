@@ -392,7 +392,8 @@ static np_status register_batch_buffers(np_sp_engine *e, np_error *err) {
         st = np_buf_reg(&e->glocal[v], n, sizeof(float), "dense grads", err);
         if (!st) st = np_buf_reg(&e->gdense[v], n, sizeof(float), "summed dense grads", err);
         if (!st)
-            st = np_buf_reg(&e->gall[v], n * (size_t)e->R, sizeof(float), "all-gather staging", err);
+            st = np_buf_reg(&e->gall[v], n * (size_t)e->R, sizeof(float), "all-gather staging",
+                            err);
     }
     return st;
 }
@@ -406,8 +407,9 @@ static np_status register_chunks(np_sp_engine *e, np_error *err) {
     e->ch = calloc((size_t)e->W * (size_t)e->C, sizeof *e->ch);
     e->Rin = calloc((size_t)e->W, sizeof *e->Rin);
     e->grows = calloc((size_t)e->W, sizeof *e->grows);
-    if (!e->ch || !e->Rin || !e->grows) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
-    np_status st;
+    if (!e->ch || !e->Rin || !e->grows)
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (chunks)");
+    np_status st = NP_OK;
     for (int w = 0; w < e->W; w++) {
         size_t w0 = nb * (size_t)w / (size_t)e->W, wn = nb * (size_t)(w + 1) / (size_t)e->W - w0;
         for (int c = 0; c < e->C; c++) {
@@ -451,7 +453,8 @@ np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **o
     if (!e || (st = np_devices_check(cfg, m, &dev, err))) {
         free(e);
         starpu_shutdown();
-        return e ? st : np_err(err, NP_STATUS_NO_MEMORY, "out of memory creating the StarPU engine");
+        return e ? st
+                 : np_err(err, NP_STATUS_NO_MEMORY, "out of memory creating the StarPU engine");
     }
     e->dev = dev;
     set_up(e, cfg, m, comm);
