@@ -1,5 +1,6 @@
 /* Shared error reporting of the `nestpipe` subcommands (apps/cli.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -10,7 +11,12 @@ int np_cli_exit_code(np_status st) {
                : 1;
 }
 
+/* Each line of the message with the command's name (the ranks' agreement gives one line
+ * per key that differs). */
 int np_cli_fail(np_status st, const np_error *err) {
-    fprintf(stderr, "nestpipe: %s\n", err->msg[0] ? err->msg : np_status_name(st));
+    const char *m = err->msg[0] ? err->msg : np_status_name(st);
+    for (const char *nl; (nl = strchr(m, '\n')); m = nl + 1)
+        fprintf(stderr, "nestpipe: %.*s\n", (int)(nl - m), m);
+    fprintf(stderr, "nestpipe: %s\n", m);
     return np_cli_exit_code(st);
 }

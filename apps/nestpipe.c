@@ -198,12 +198,21 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     /* the same flags on every rank, but a config file may differ (or be missing) on one
      * host: every rank learns whether parsing failed anywhere (each failed rank said why) */
     if (cfg.ranks > 1) {
-        int64_t v = rc;
+        int64_t v = rc, hi = help * 2 + print, lo = -hi;
         if (np_dist_max_i64(dist, &v, NULL)) np_dist_abort(dist, 1);
         if (v && !rc && lead)
             fprintf(stderr, "nestpipe: another rank failed to read its flags; stopping (see "
                             "its message)\n");
         rc = (int)v;
+        /* --help and --print-config end the command: on every rank or on none */
+        if (!rc && (np_dist_max_i64(dist, &hi, NULL) || np_dist_max_i64(dist, &lo, NULL)))
+            np_dist_abort(dist, 1);
+        if (!rc && hi != -lo) {
+            if (lead)
+                fprintf(stderr, "nestpipe: ranks disagree on --help and --print-config: some "
+                                "ranks were given them, some not\n");
+            rc = EXIT_BAD_INPUT;
+        }
     }
     if (rc) return rc;
     if (help) {

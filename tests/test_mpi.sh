@@ -236,15 +236,19 @@ else
   bad "failing rank: exit $rc after ${took}s: $(tail -n 5 "$W/out")"
 fi
 
-# set-up that fails on one rank only (here rank 1's data file is missing, as on a host
-# without it; MPMD gives the ranks different flags): every rank ends, in time, with rank
-# 1's message (rank 1 used to exit alone while rank 0 waited in the trainer's barrier)
+# set-up that fails on one rank only, where the ranks agree on the configuration: the same
+# path names a good data file on rank 0's host and a damaged one of the same size on rank
+# 1's (each rank in its own folder): every rank ends, in time, with rank 1's message (rank
+# 1 used to exit alone while rank 0 waited in the trainer's barrier)
+mkdir -p "$W/host0" "$W/host1"
+"$NP" generate "$W/host0/d.bin" --samples 500 "${SM[@]}" >/dev/null
+head -c "$(stat -c %s "$W/host0/d.bin")" /dev/zero >"$W/host1/d.bin"
 start=$SECONDS
-timeout 60 "${MPIRUN[@]}" -np 1 "$NP" train "${SM[@]}" : -np 1 "$NP" train "${SM[@]}" \
-  --data "bin:$W/missing.bin" --tables 26 --bottom 13-16-16 --rows 100 >"$W/out" 2>&1
+timeout 60 "${MPIRUN[@]}" -np 1 -wdir "$W/host0" "$NP" train "${SM[@]}" --data bin:d.bin : \
+  -np 1 -wdir "$W/host1" "$NP" train "${SM[@]}" --data bin:d.bin >"$W/out" 2>&1
 rc=$?
 took=$((SECONDS - start))
-if [[ $rc == 2 && $took -le 30 ]] && grep -q "nestpipe: rank 1: $W/missing.bin: cannot open" "$W/out" &&
+if [[ $rc == 2 && $took -le 30 ]] && grep -q "nestpipe: rank 1: d.bin: " "$W/out" &&
   grep -q "nestpipe: 1 of 2 ranks failed to set up" "$W/out"; then
   ok "set-up failing on rank 1 only: exit 2 after ${took}s with rank 1's message"
 else

@@ -92,13 +92,18 @@ else
   [[ $? == 2 && $(wc -l <"$W/err") == 1 ]] && grep -q "plugin $W/none.so: cannot load it" "$W/err" &&
     ok "a missing plugin: exit 2, one line naming it" || bad "missing plugin: $(cat "$W/err")"
 fi
-# a plugin that loads on one rank only (per-host settings that differ): both ranks stop in
-# set-up, the failing one saying why, nobody waits
+# a plugin that loads on one rank only (the same path, a broken file on rank 1's host):
+# both ranks stop in set-up, the failing one saying why, nobody waits
+mkdir -p "$W/host0" "$W/host1"
+cp "$LIB" "$W/host0/libg.so"
+echo "not a shared object" >"$W/host1/libg.so"
+TRAIN1=("${TRAIN[@]}")
+TRAIN1[1]=./libg.so # --plugin ./libg.so: relative to each rank's folder
 timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -x STARPU_SILENT \
-  -x STARPU_WORKERS_NOBIND -x STARPU_HOME -np 1 "$NP" train "${TRAIN[@]}" : \
-  -np 1 "$NP" train "${TRAIN[@]}" --plugin "$W/none.so" >"$W/out" 2>"$W/err"
+  -x STARPU_WORKERS_NOBIND -x STARPU_HOME -np 1 -wdir "$W/host0" "$NP" train "${TRAIN1[@]}" : \
+  -np 1 -wdir "$W/host1" "$NP" train "${TRAIN1[@]}" >"$W/out" 2>"$W/err"
 rc=$?
-[[ $rc != 0 && $rc != 124 ]] && grep -q "rank 1: plugin $W/none.so: cannot load it" "$W/err" &&
+[[ $rc != 0 && $rc != 124 ]] && grep -q "rank 1: plugin ./libg.so: cannot load it" "$W/err" &&
   grep -q "1 of 2 ranks failed to set up" "$W/err" &&
   ok "a plugin failing on one rank: both stop in set-up (exit $rc), rank 1 says why" ||
   bad "a plugin failing on one rank: exit $rc: $(cat "$W/err")"

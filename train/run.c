@@ -378,8 +378,8 @@ np_status np_train_run(np_dist_t *dist, const np_config *cfg, const np_graph_t *
         u->cfg.engine == NP_ENGINE_STARPU)
         st = np_config_set(&u->cfg, "sched", env_sched, "STARPU_SCHED", err);
     np_run_fail how = NP_RUN_SETUP;
-    if (!st) st = np_run_setup(u, graph, &how, err);
-    else st = np_run_agree(u, st, err);
+    /* every rank agrees on the outcome so far, then on the configuration (np_run_setup) */
+    if (!(st = np_run_agree(u, st, err))) st = np_run_setup(u, graph, &how, err);
     if (!st) st = loop(u, &how, err);
     if (how == NP_RUN_LOCAL || (how == NP_RUN_OK && !res->stopped && !st))
         st = agree_outputs(u, st, err);

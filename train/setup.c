@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "train/agree.h"
 #include "train/run_impl.h"
 
 /* np_trainer_open: np_trainer_create without its refusal of the run's own keys
@@ -177,7 +178,14 @@ np_status np_run_setup(np_run *u, const np_graph_t *graph, np_run_fail *how, np_
     np_config *cfg = &u->cfg;
     np_train_result *r = u->r;
     *how = NP_RUN_SETUP;
-    np_status st = np_config_check(cfg, err);
+    /* the same configuration on every rank before anything else (a rank given other flags,
+     * another config file or another model file): every rank stops alike, rank 0 says why */
+    np_status st = np_config_agree(u->dist, cfg, graph, err);
+    if (st) {
+        r->err_quiet = !u->lead;
+        return st;
+    }
+    st = np_config_check(cfg, err);
     if (!st) st = check_outputs(u, err);
     if ((st = np_run_agree(u, st, err))) return st;
     /* where the workers and the driver run: first, since the driver's binding decides where

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/pipeline.h"
 #include "model/model.h"
+#include "train/agree.h"
 #include "nestpipe/trace.h"
 
 /* What an engine does for the trainer. NULL entries have the defaults noted. */
@@ -177,19 +178,26 @@ np_status np_trainer_open(const np_config *cfg, np_model_t *m, np_trainer_t **ou
 
 np_status np_trainer_create(const np_config *cfg, np_model_t *m, np_trainer_t **out,
                             np_error *err) {
+    *out = NULL;
     /* the keys of a whole run would do nothing here: refuse them rather than ignore them */
-    for (int i = 0; np_config_key_at(i); i++) {
+    np_status st = NP_OK;
+    for (int i = 0; np_config_key_at(i) && !st; i++) {
         const np_config_key *k = np_config_key_at(i);
-        if (k->run_only && np_config_is_set(cfg, k->name) == 1) {
-            *out = NULL;
-            return np_err(err, NP_STATUS_BAD_INPUT,
-                          "%s: set, but only np_train_run (nestpipe train) honours it; the "
-                          "step-level API (np_trainer_create) would ignore it: leave it at its "
-                          "default or run the job with np_train_run",
-                          k->name);
-        }
+        if (k->run_only && np_config_is_set(cfg, k->name) == 1)
+            st = np_err(err, NP_STATUS_BAD_INPUT,
+                        "%s: set, but only np_train_run (nestpipe train) honours it; the "
+                        "step-level API (np_trainer_create) would ignore it: leave it at its "
+                        "default or run the job with np_train_run",
+                        k->name);
     }
-    np_status st = np_trainer_open(cfg, m, out, err);
+    /* creation is collective: every rank learns whether one refused, then whether they
+     * were all given the same configuration and graph */
+    np_comm *world = np_comm_world();
+    if (cfg->ranks > 1 && np_comm_size(world) == cfg->ranks) {
+        st = np_agree_outcome(world, st, err);
+        if (!st) st = np_config_agree(world, cfg, m->graph, err);
+    }
+    if (!st) st = np_trainer_open(cfg, m, out, err);
     if (!st) (*out)->step_api = 1;
     return st;
 }
