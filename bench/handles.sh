@@ -43,18 +43,9 @@ declare -A MODEL=(
   [dcnv2]="--model dcnv2 --bottom 13-512-256-64-16 --cross-layers 3 --cross-rank 64 --deep 512-256 --top 256-1"
 )
 
-launch() { # BINARY R ARGS...
-  local bin=$1 R=$2
-  shift 2
-  if [[ $R == 1 ]]; then
-    timeout 600 "$bin" train "$@"
-  else
-    timeout 600 mpirun --allow-run-as-root --oversubscribe -np "$R" --mca btl self,vader \
-      -x STARPU_SILENT -x STARPU_HOME "$bin" train "$@"
-  fi
-}
+launch() { np_launch "$@"; }
 jget() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { median_of; }
 
 RES=$W/res.tsv
 : >"$RES"

@@ -357,3 +357,18 @@ machine_section() {
   for line in "${TORCH_LINES[@]}"; do echo "- $line"; done
   echo "- Environment:${ENV_NOTE:- nothing set (OpenBLAS, OpenMP and StarPU defaults)}"
 }
+
+# ---- two builds of nestpipe on the same runs (bench/handles.sh, bench/idle.sh)
+# np_launch BINARY R ARGS...: `BINARY train ARGS` on R ranks (mpirun past 1), 600 s at most
+np_launch() {
+  local bin=$1 R=$2
+  shift 2
+  if [[ $R == 1 ]]; then
+    timeout 600 "$bin" train "$@"
+  else
+    timeout 600 mpirun --allow-run-as-root --oversubscribe -np "$R" --mca btl self,vader \
+      -x STARPU_SILENT -x STARPU_HOME "$bin" train "$@"
+  fi
+}
+# words on stdin -> their median
+median_of() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }

@@ -1,6 +1,6 @@
-/* MPI backend of comm.h. Collectives are non-blocking calls polled with sched_yield():
- * on an oversubscribed machine a blocking collective busy-polls and starves the ranks it
- * waits for. NP_LINK_GBIT paces the data channel to emulate a link (below). Not here: what
+/* MPI backend of comm.h. Collectives are non-blocking calls polled with sched_yield(),
+ * then with sleeps when a wait is long (core/backoff.h): on an oversubscribed machine a
+ * blocking collective busy-polls and starves the ranks it waits for. NP_LINK_GBIT paces the data channel to emulate a link (below). Not here: what
  * is exchanged (codelets/exchange.c) or when (engine/). */
 #include <errno.h>
 #include <limits.h>
@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "core/backoff.h"
 #include "core/util.h"
 
 struct np_comm {
@@ -154,12 +155,14 @@ int np_comm_is_mpi(const np_comm *c) {
     return c && c->mpi;
 }
 
-/* Completes a request, yielding the core between polls. */
+/* Completes a request, yielding the core between polls, then sleeping when the wait is
+ * long (a stalled peer: core/backoff.h). */
 static int wait_yield(MPI_Request *req) {
     int done = 0;
+    double start = np_backoff_now_us();
     while (!done) {
         if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
-        if (!done) sched_yield();
+        if (!done) np_backoff_pause(start);
     }
     return 0;
 }

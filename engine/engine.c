@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "comm/backend.h"
+#include "core/backoff.h"
 #include "core/util.h"
 #include "engine/engine_impl.h"
 #include "engine/placement.h"
@@ -160,7 +161,14 @@ static void sched_list(char *buf, size_t n) {
  * NP_IDLE_SPIN=1 turns it off (for the bench's ablation). */
 static unsigned idle_yield(void *arg) {
     (void)arg;
-    sched_yield();
+    /* A worker idle for long (a peer stalled, the driver reading data) sleeps rather than
+     * yields (core/backoff.h). Its idleness began at the first of a run of calls with no
+     * gap between them: a gap over 200 us means it ran a task (or was descheduled). */
+    static __thread double idle_since, last;
+    double now = np_backoff_now_us();
+    if (now - last > 200.0) idle_since = now;
+    np_backoff_pause(idle_since);
+    last = np_backoff_now_us();
     return 0;
 }
 
