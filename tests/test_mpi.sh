@@ -268,14 +268,30 @@ else
 fi
 
 # a stalled rank (NP_TEST_STALL_RANK/STEP: its driver sleeps for an hour, as a hung node
-# would): the --rank-timeout watchdog names it and ends the job within seconds
+# would): the --rank-timeout watchdog names it and ends the job within seconds; while it
+# waits, neither rank takes a core (they used to poll at 100% each: core/backoff.h)
 start=$SECONDS
 timeout 60 env NP_TEST_STALL_RANK=1 NP_TEST_STALL_STEP=3 "${MPIRUN[@]}" -x NP_TEST_STALL_RANK \
-  -x NP_TEST_STALL_STEP -np 2 "$NP" train "${SM[@]}" --steps 1000 --rank-timeout 2 >"$W/out" 2>&1
+  -x NP_TEST_STALL_STEP -np 2 "$NP" train "${SM[@]}" --steps 1000 --rank-timeout 4 >"$W/out" 2>&1 &
+job=$!
+sleep 1.5 # set-up and 3 steps: the stall has begun
+cpu_ticks() { for p in $(pgrep -f "^$NP train" | sort -n); do awk '{print $14 + $15}' "/proc/$p/stat"; done | paste -sd' '; }
+t0=$(cpu_ticks)
+sleep 2
+t1=$(cpu_ticks)
+wait $job
 rc=$?
 took=$((SECONDS - start))
+busy=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { n = split(a, p, " ");
+  split(b, q, " "); m = 0; for (i = 1; i <= n; i++) { u = (q[i] - p[i]) / hz / 2 * 100;
+  if (u > m) m = u }; printf "%.0f", n == 2 ? m : 999 }')
+if [[ $busy -le 30 ]]; then
+  ok "stalled rank 1: the ranks wait at ${busy}% of a core at most"
+else
+  bad "stalled rank 1: a waiting rank took ${busy}% of a core (999: not 2 processes seen: '$t0' '$t1')"
+fi
 if [[ $rc == 1 && $took -le 30 ]] &&
-  grep -q "nestpipe: rank 0: rank 1 has made no progress for [0-9]* s at step 4 while the others wait for it; stopping the job (--rank-timeout 2)" "$W/out"; then
+  grep -q "nestpipe: rank 0: rank 1 has made no progress for [0-9]* s at step 4 while the others wait for it; stopping the job (--rank-timeout 4)" "$W/out"; then
   ok "stalled rank 1: the watchdog names it, exit 1 after ${took}s"
 else
   bad "stalled rank: exit $rc after ${took}s: $(grep -v '^$' "$W/out" | head -n 3)"
