@@ -12,12 +12,22 @@
 
 #include "core/util.h"
 
+typedef struct line_reader line_reader;
+
 typedef struct load_ctx {
     np_config *cfg;
     const char *path;
     np_error first; /* message of the first failing line, without its line number */
     int failed;
+    const line_reader *lr; /* the line being read */
+    struct seen {          /* each key once: the line that gave it */
+        char name[48];
+        int line;
+    } seen[128];
+    int n_seen;
 } load_ctx;
+
+static int line_no_of(const line_reader *lr);
 
 static int ini_handler_fn(void *user, const char *section, const char *name, const char *value) {
     load_ctx *ctx = user;
@@ -40,6 +50,21 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         }
     for (size_t n = strlen(v); n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t');)
         v[--n] = 0;
+    /* a key given twice: which one was meant is not for the reader to guess */
+    int line = line_no_of(ctx->lr);
+    for (int i = 0; i < ctx->n_seen; i++)
+        if (!strcmp(ctx->seen[i].name, name)) {
+            np_err(&ctx->first, NP_STATUS_BAD_INPUT,
+                   "%s given again (first at line %d); give each key once", ctx->seen[i].name,
+                   ctx->seen[i].line);
+            ctx->failed = 1;
+            return 0;
+        }
+    if (ctx->n_seen < (int)(sizeof ctx->seen / sizeof *ctx->seen) &&
+        strlen(name) < sizeof ctx->seen[0].name) {
+        snprintf(ctx->seen[ctx->n_seen].name, sizeof ctx->seen[0].name, "%s", name);
+        ctx->seen[ctx->n_seen++].line = line;
+    }
     np_error e;
     if (np_config_set(ctx->cfg, name, v, "", &e) != NP_OK) {
         /* drop the empty "where" prefix ": " that np_config_set put in front */
@@ -53,23 +78,27 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
 /* libinih reads lines of at most its INI_MAX_LINE bytes (200 in Debian's build, which
  * cannot be changed from here) and parses the rest of a longer line as a line of its own:
  * the tail of a long comment became a setting. So lines come through this reader, which
- * sees the library's buffer size and stops at the first line that does not fit. */
-typedef struct line_reader {
+ * sees the library's buffer size and stops at the first line that does not fit; it never
+ * holds more than that buffer (a file without line breaks, /dev/zero, is refused at once
+ * and the rest of its line only counted, up to TOO_LONG_COUNT bytes). */
+#define TOO_LONG_COUNT (1 << 20)
+struct line_reader {
     FILE *f;
-    char *line; /* getline's buffer */
-    size_t cap;
     int line_no;  /* of the last line read */
-    int too_long; /* line_no's length, when it did not fit; 0 otherwise */
+    int too_long; /* line_no's length (TOO_LONG_COUNT: at least that), when it did not fit */
     int max_len;  /* the longest line that fits, without its newline */
     int failed;   /* a read error (errno in err_no) */
     int err_no;
-} line_reader;
+};
+
+static int line_no_of(const line_reader *lr) {
+    return lr->line_no;
+}
 
 static char *read_line(char *str, int num, void *stream) {
     line_reader *r = stream;
     errno = 0;
-    ssize_t n = getline(&r->line, &r->cap, r->f);
-    if (n < 0) {
+    if (!fgets(str, num, r->f)) {
         if (ferror(r->f)) {
             r->failed = 1;
             r->err_no = errno;
@@ -77,15 +106,23 @@ static char *read_line(char *str, int num, void *stream) {
         return NULL;
     }
     r->line_no++;
-    size_t len = (size_t)n;
-    while (len && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
-        len--;
-    if (len + 2 > (size_t)num) { /* the text, a newline and the NUL must fit */
-        r->too_long = (int)(len < INT_MAX ? len : INT_MAX);
+    size_t len = strlen(str);
+    int ended = len && str[len - 1] == '\n';
+    if (!ended && !feof(r->f)) { /* longer than the buffer: count the rest, then stop */
+        int c;
+        while (len < TOO_LONG_COUNT && (c = getc(r->f)) != EOF && c != '\n')
+            len++;
+        r->too_long = (int)len;
         r->max_len = num - 2;
         return NULL;
     }
-    memcpy(str, r->line, len);
+    while (len && (str[len - 1] == '\n' || str[len - 1] == '\r'))
+        len--;
+    if (len + 2 > (size_t)num) { /* the text, a newline and the NUL must fit */
+        r->too_long = (int)len;
+        r->max_len = num - 2;
+        return NULL;
+    }
     str[len] = '\n';
     str[len + 1] = 0;
     return str;
@@ -93,8 +130,8 @@ static char *read_line(char *str, int num, void *stream) {
 
 np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
     np_config c = *cfg;
-    load_ctx ctx = {.cfg = &c, .path = path};
     line_reader lr = {.f = fopen(path, "r")};
+    load_ctx ctx = {.cfg = &c, .path = path, .lr = &lr};
     if (!lr.f)
         return np_err(err, NP_STATUS_IO, "cannot open config file %s: %s", path, strerror(errno));
     struct stat sb;
@@ -105,7 +142,6 @@ np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
     }
     int rc = ini_parse_stream(read_line, &lr, ini_handler_fn, &ctx);
     fclose(lr.f);
-    free(lr.line);
     if (rc == -2) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory reading %s", path);
     if (rc > 0) {
         if (ctx.failed)
@@ -119,9 +155,10 @@ np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
                       strerror(lr.err_no));
     if (lr.too_long)
         return np_err(err, NP_STATUS_BAD_INPUT,
-                      "%s:%d: line of %d bytes; config lines may have at most %d (split the "
+                      "%s:%d: line of %s%d bytes; config lines may have at most %d (split the "
                       "line or shorten the comment)",
-                      path, lr.line_no, lr.too_long, lr.max_len);
+                      path, lr.line_no, lr.too_long >= TOO_LONG_COUNT ? "more than " : "",
+                      lr.too_long, lr.max_len);
     *cfg = c;
     return NP_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "core/util.h"
 #include "data/data.h"
@@ -316,6 +317,30 @@ done:
 
 /* ---------------------------------------------------------------- generate */
 
+/* Refuses before any work a file the folder has no room for: the bytes of n records with
+ * the fewest keys their bags can hold (hot - hot/2 each), against the free space there. */
+static np_status check_room(const char *path, long n, int D, int T, int hot, np_error *err) {
+    char dir[NP_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+    struct statvfs vf;
+    if (statvfs(dir, &vf)) return NP_OK; /* the writer says what is wrong with the folder */
+    double min_keys = hot <= 1 ? hot : hot - hot / 2;
+    double per = 4.0 + 4.0 * D + 4.0 * T + 8.0 * T * min_keys;
+    double need = NP_BIN_HEADER_BYTES + per * (double)n, room = (double)vf.f_bavail * vf.f_frsize;
+    if (need <= room) return NP_OK;
+    return np_err(err, NP_STATUS_BAD_INPUT,
+                  "generate %s: %ld records of at least %.0f bytes need %.3g GB, but %s has "
+                  "%.3g GB free",
+                  path, n, per, need / 1e9, dir, room / 1e9);
+}
+
 np_status np_generate_synthetic(const np_config *cfg, long n_records, const char *bin_path,
                                 np_error *err) {
     if (n_records < 1)
@@ -327,11 +352,13 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "rows: %d row counts for %d tables; give one count or one per table",
                       cfg->n_rows, cfg->tables);
+    const int D = np_config_dense(cfg), T = cfg->tables;
+    np_status st = check_room(bin_path, n_records, D, T, cfg->hot, err);
+    if (st) return st;
     np_syn *syn = NULL;
     np_batch b = {0};
     bin_writer w = {0};
-    const int D = np_config_dense(cfg), T = cfg->tables;
-    np_status st = np_syn_create(cfg, &syn, err);
+    st = np_syn_create(cfg, &syn, err);
     if (st || (st = writer_open(&w, bin_path, "generate", D, T, err))) goto done;
     /* records in blocks (each is a pure function of its index) of at most 2^24 keys, as
      * many as a bag size allows up to 4096 records: a block fits a batch's 32-bit offsets */

@@ -1,5 +1,5 @@
-/* Criteo TSV: a streaming line reader (getline) and the one line parser that both the
- * TSV source and np_convert_criteo use. Not here: the split or batching (source.c). */
+/* Criteo TSV: a streaming line reader (lines of at most NP_TSV_MAX_LINE bytes: core/lines.h)
+ * and the one line parser that both the TSV source and np_convert_criteo use. Not here: the split or batching (source.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/lines.h"
 #include "data/data.h"
 
 /* ---------------------------------------------------------------- line reader */
@@ -14,8 +15,7 @@
 struct np_tsv_reader {
     FILE *f;
     char *path; /* owned copy for messages */
-    char *buf;  /* getline buffer (buf_cap bytes) */
-    size_t buf_cap;
+    np_lines *lines;
     long line_no; /* of the last line returned */
 };
 
@@ -36,30 +36,36 @@ np_status np_tsv_open(const char *path, np_tsv_reader **out, np_error *err) {
         np_tsv_close(r);
         return st;
     }
+    if (!(r->lines = np_lines_new(r->f, NP_TSV_MAX_LINE))) {
+        np_tsv_close(r);
+        return np_err(err, NP_STATUS_NO_MEMORY, "%s: out of memory for its reader", path);
+    }
     *out = r;
     return NP_OK;
 }
 
 np_status np_tsv_next_line(np_tsv_reader *r, const char **line, size_t *len, long *line_no,
                            np_error *err) {
+    char *s;
+    size_t n;
     errno = 0;
-    ssize_t got = getline(&r->buf, &r->buf_cap, r->f);
-    if (got < 0) {
-        /* getline can fail without setting the stream's error flag (no memory for a
-         * huge line): only a clean end of file is the end of the data */
-        if (errno == ENOMEM || errno == EOVERFLOW)
-            return np_err(err, NP_STATUS_NO_MEMORY, "%s:%ld: line too long to read: %s", r->path,
-                          r->line_no + 1, strerror(errno));
-        if (ferror(r->f))
-            return np_err(err, NP_STATUS_IO, "%s:%ld: cannot read: %s", r->path, r->line_no + 1,
-                          strerror(errno ? errno : EIO));
+    switch (np_lines_next(r->lines, &s, &n)) {
+    case NP_LINES_OK:
+        break;
+    case NP_LINES_END:
         return NP_STATUS_END_OF_DATA;
+    case NP_LINES_TOO_LONG:
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s:%ld: a line of more than %d bytes (a Criteo record has about 40 "
+                      "short fields): not a TSV file?",
+                      r->path, r->line_no + 1, NP_TSV_MAX_LINE);
+    case NP_LINES_READ_ERROR:
+        return np_err(err, NP_STATUS_IO, "%s:%ld: cannot read: %s", r->path, r->line_no + 1,
+                      strerror(errno));
+    default:
+        return np_err(err, NP_STATUS_NO_MEMORY, "%s: out of memory", r->path);
     }
-    size_t n = (size_t)got;
-    if (n && r->buf[n - 1] == '\n') n--;
-    if (n && r->buf[n - 1] == '\r') n--; /* files written on Windows */
-    r->buf[n] = 0;
-    *line = r->buf;
+    *line = s;
     *len = n;
     *line_no = ++r->line_no;
     return NP_OK;
@@ -71,8 +77,8 @@ const char *np_tsv_path(const np_tsv_reader *r) {
 
 void np_tsv_close(np_tsv_reader *r) {
     if (!r) return;
+    np_lines_free(r->lines);
     if (r->f) fclose(r->f);
-    free(r->buf);
     free(r->path);
     free(r);
 }

@@ -74,11 +74,16 @@ NP_NODISCARD np_status np_criteo_parse_line(const char *path, long line_no, cons
 /* A line reader over a TSV file (getline; the file is never loaded whole). */
 typedef struct np_tsv_reader np_tsv_reader;
 
+/* The longest line a TSV file may have (a Criteo record is under 1 KB): a longer one is
+ * refused without reading the rest of it. */
+#define NP_TSV_MAX_LINE 65536
+
 /* NP_STATUS_IO "path: cannot open: strerror" when the file cannot be opened. */
 NP_NODISCARD np_status np_tsv_open(const char *path, np_tsv_reader **out, np_error *err);
 
 /* Next line with '\n' and one trailing '\r' stripped: *line stays valid until the next
- * call, *len its length, *line_no its 1-based number. NP_STATUS_END_OF_DATA at the end. */
+ * call, *len its length, *line_no its 1-based number. NP_STATUS_END_OF_DATA at the end;
+ * NP_STATUS_BAD_INPUT naming path:line for a line over NP_TSV_MAX_LINE bytes. */
 NP_NODISCARD np_status np_tsv_next_line(np_tsv_reader *r, const char **line, size_t *len,
                                         long *line_no, np_error *err);
 const char *np_tsv_path(const np_tsv_reader *r);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/lines.h"
 #include "core/util.h"
 #include "model/graph.h"
 
@@ -533,8 +534,7 @@ np_status np_graph_from_file(const np_config *cfg, const char *path, np_graph_t 
     m->err = err;
     np_status st = np_graph_create(cfg, &m->g, err);
     FILE *f = NULL;
-    char *buf = NULL;
-    size_t cap = 0;
+    np_lines *lines = NULL;
     long line = 0;
     if (st) goto done;
     f = fopen(path, "r");
@@ -542,34 +542,39 @@ np_status np_graph_from_file(const np_config *cfg, const char *path, np_graph_t 
         st = np_err(err, NP_STATUS_IO, "model-file %s: cannot open it: %s", path, strerror(errno));
         goto done;
     }
-    ssize_t len;
-    while ((len = getline(&buf, &cap, f)) >= 0) {
+    if (!(lines = np_lines_new(f, LINE_MAX_BYTES))) {
+        st = np_err(err, NP_STATUS_NO_MEMORY, "model-file %s: out of memory", path);
+        goto done;
+    }
+    char *buf;
+    size_t n;
+    np_lines_status ls;
+    while ((ls = np_lines_next(lines, &buf, &n)) == NP_LINES_OK) {
         line++;
-        size_t n = (size_t)len;
-        if (n && buf[n - 1] == '\n') n--;
-        if (n && buf[n - 1] == '\r') n--;
-        if (n > LINE_MAX_BYTES) {
-            st = fail(m, NP_STATUS_BAD_INPUT, line, NULL, "a line of more than %d bytes",
-                      LINE_MAX_BYTES);
-            goto done;
-        }
         if (memchr(buf, 0, n)) {
             st = fail(m, NP_STATUS_BAD_INPUT, line, NULL, "a NUL byte: not a text file");
             goto done;
         }
-        buf[n] = 0;
         if ((st = read_line(m, buf, line))) goto done;
     }
-    if (ferror(f)) {
-        st = np_err(err, NP_STATUS_IO, "model-file %s: cannot read it: %s", path, strerror(errno));
+    if (ls == NP_LINES_TOO_LONG) {
+        st = fail(m, NP_STATUS_BAD_INPUT, line + 1, NULL, "a line of more than %d bytes",
+                  LINE_MAX_BYTES);
+        goto done;
+    }
+    if (ls != NP_LINES_END) {
+        st = ls == NP_LINES_NO_MEMORY
+                 ? np_err(err, NP_STATUS_NO_MEMORY, "model-file %s: out of memory", path)
+                 : np_err(err, NP_STATUS_IO, "model-file %s: cannot read it: %s", path,
+                          strerror(errno));
         goto done;
     }
     if ((st = close_section(m)) || (st = finish(m, line))) goto done;
     *out = m->g;
     m->g = NULL;
 done:
+    np_lines_free(lines);
     if (f) fclose(f);
-    free(buf);
     for (int k = 0; k < m->n_keys; k++)
         free(m->keys[k].val);
     np_graph_free(m->g);

@@ -57,6 +57,7 @@ typedef struct manifest {
     double *losses;
     char *text; /* the whole file, NUL-terminated */
     size_t len;
+    char skipped[200]; /* the newest ckpt-<step> newer than this one and not whole, why */
 } manifest;
 
 /* ---- ckpt_file.c: files written whole or not at all, read back hashed */

@@ -125,6 +125,7 @@ np_status np_ckpt_load(const np_config *cfg, np_model_t *m, np_ckpt_state *s, np
         st = np_err(err, NP_STATUS_UNSUPPORTED, "resume: needs a little-endian host");
     if (!st) st = ck_read_manifest(cfg->resume, &mf, err);
     if (!st) (void)ck_fit(stats->path, sizeof stats->path, "%s", mf.dir);
+    if (!st) snprintf(stats->skipped, sizeof stats->skipped, "%s", mf.skipped);
     if (!st) st = ck_fingerprint(cfg, m, &fp, &text, err);
     if (!st) st = ck_check_config(&mf, &text, err);
     const char *v = st ? NULL : ck_mf_line(&mf, "fingerprint");

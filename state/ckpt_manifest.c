@@ -192,19 +192,37 @@ const char *ck_mf_line(const manifest *mf, const char *key) {
     return NULL;
 }
 
-/* The newest folder ckpt-<step> with a manifest under base. */
-static np_status find_newest(const char *base, char *name, size_t n, np_error *err) {
+/* Why base/name is not a whole checkpoint, for the warning. */
+static const char *not_whole(const char *base, const char *name) {
+    char p[CK_PATH];
+    struct stat sb;
+    if (ck_fit(p, sizeof p, "%s/%s", base, name) || stat(p, &sb)) return "cannot be read";
+    if (!S_ISDIR(sb.st_mode)) return "a file, not a folder";
+    if (ck_fit(p, sizeof p, "%s/%s/" CK_MANIFEST, base, name) || stat(p, &sb))
+        return "no manifest: cut short while written, or made by hand";
+    return "its manifest is not a file";
+}
+
+/* The newest folder ckpt-<step> with a manifest under base; in skipped, the newest one
+ * newer than it that is not whole, and why ("" when none). */
+static np_status find_newest(const char *base, char *name, size_t n, char *skipped, size_t sn,
+                             np_error *err) {
     DIR *dh = opendir(base);
     if (!dh)
         return np_err(err, errno == ENOENT || errno == ENOTDIR ? NP_STATUS_BAD_INPUT : NP_STATUS_IO,
                       "resume %s: cannot open the folder: %s", base, strerror(errno));
-    long best = -1, torn = 0;
+    long best = -1, torn = 0, newest_torn = -1;
+    char torn_name[256] = "";
     struct dirent *de;
     while ((de = readdir(dh))) {
         long s = ck_parse_step(de->d_name);
         if (s < 0) continue;
         if (!ck_is_whole(base, de->d_name)) {
             torn++;
+            if (s > newest_torn) {
+                newest_torn = s;
+                snprintf(torn_name, sizeof torn_name, "%s", de->d_name);
+            }
             continue;
         }
         if (s > best) {
@@ -218,12 +236,15 @@ static np_status find_newest(const char *base, char *name, size_t n, np_error *e
                       "resume %s: no whole checkpoint there (a ckpt-<step> folder with a "
                       "manifest; %ld without one)",
                       base, torn);
+    skipped[0] = 0;
+    if (newest_torn > best)
+        snprintf(skipped, sn, "%.100s (%s)", torn_name, not_whole(base, torn_name));
     return NP_OK;
 }
 
 np_status ck_read_manifest(const char *base, manifest *mf, np_error *err) {
     char name[256];
-    np_status st = find_newest(base, name, sizeof name, err);
+    np_status st = find_newest(base, name, sizeof name, mf->skipped, sizeof mf->skipped, err);
     if (st) return st;
     if (ck_fit(mf->dir, sizeof mf->dir, "%s/%s", base, name) ||
         ck_fit(mf->path, sizeof mf->path, "%s/" CK_MANIFEST, mf->dir))

@@ -158,6 +158,16 @@ static np_status resume(np_run *u, np_run_fail *how, np_error *err) {
                             "and %lld); is a run still writing there?",
                             cfg->resume, (long long)-lo, (long long)hi);
     }
+    if (cfg->steps && u->cs->step > cfg->steps) {
+        r->err_quiet = !u->lead;
+        return np_error_set(err, NP_STATUS_BAD_INPUT,
+                            "resume %s: the newest checkpoint is at step %ld, past --steps %ld "
+                            "(steps count from the start of the run it continues)",
+                            cfg->resume, u->cs->step, cfg->steps);
+    }
+    if (u->lead && ls.skipped[0])
+        fprintf(stderr, "nestpipe: warning: resume %s: passed over %s, newer than %s\n",
+                cfg->resume, ls.skipped, ls.path);
     u->s0 = u->cs->step;
     r->steps = u->s0;
     r->train_loss_first = u->cs->loss_first;

@@ -53,6 +53,9 @@ typedef struct np_ckpt_stats {
     double seconds;         /* wall time of the save or load (on this rank, collective for save) */
     double bytes;           /* bytes of all files written (save) or read on this rank (load) */
     char path[NP_PATH_MAX]; /* the checkpoint folder */
+    /* load: a ckpt-<step> newer than the one loaded that was passed over as not whole, and
+     * why ("ckpt-40 (no manifest: ...)"); "" when none. A caller should say so. */
+    char skipped[256];
 } np_ckpt_stats;
 
 /* Collective: writes checkpoint `s->step` under cfg->checkpoint_dir: every rank its shard
