@@ -1,6 +1,8 @@
 /* `nestpipe compare A B [--rtol R] [--atol A]`: compares two NPPARAMS dumps tensor by
  * tensor with |a-b| <= atol + rtol*|b| (B is the reference). Prints the worst element per
- * tensor; exit 0 when all are within tolerance, 1 when not, 2 for unreadable files. */
+ * tensor; exit 0 when all are within tolerance, 1 when not, 2 for a file that is not a whole,
+ * valid dump (the checks of np_params_open: docs/formats.md), with no verdict. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,7 +10,7 @@
 #include <string.h>
 
 #include "compare.h"
-#include "params.h"
+#include "cli.h"
 #include "nestpipe/nestpipe.h"
 
 int np_cmd_compare(int argc, char **argv) {
@@ -58,65 +60,69 @@ int np_cmd_compare(int argc, char **argv) {
                 "nestpipe: usage: nestpipe compare A.params B.params [--rtol R] [--atol A]\n");
         return 2;
     }
-    np_params_file a, b;
-    int la = np_params_open(&a, pa), lb = np_params_open(&b, pb), rc = 0;
-    if (la || lb) {
-        fprintf(stderr, "nestpipe: %s: not a readable NPPARAMS file\n", la ? pa : pb);
-        np_params_close(&a);
-        np_params_close(&b);
-        return 2;
-    }
-    uint32_t na = a.count, nb = b.count;
-    if (na != nb) {
-        printf("tensor counts differ: %u vs %u\n", na, nb);
-        rc = 1;
-    }
+    np_error err = {{0}};
+    np_params_reader *a = NULL, *b = NULL;
+    np_status st = np_params_open(pa, "compare", &a, &err);
+    if (!st) st = np_params_open(pb, "compare", &b, &err);
+    int differ = 0;
     size_t bad_total = 0;
-    for (uint32_t k = 0; k < na && k < nb && rc != 2; k++) {
+    float *xa = NULL, *xb = NULL;
+    /* tensor by tensor: both files are read whole, with every check of the reader, before a
+     * verdict; a bad file is exit 2 with its error and no verdict */
+    for (int more_a = 1, more_b = 1; !st && (more_a || more_b);) {
         np_params_tensor ta, tb;
-        const char *why_a = np_params_next(&a, &ta);
-        const char *why_b = why_a ? NULL : np_params_next(&b, &tb);
-        if (why_a || why_b) {
-            fprintf(stderr, "nestpipe: compare: %s: tensor %u: %s\n", why_a ? pa : pb, k,
-                    why_a ? why_a : why_b);
-            rc = 2;
-            break;
-        }
-        const char *name_a = ta.name, *name_b = tb.name;
-        const float *xa = ta.data, *xb = tb.data;
-        size_t ca = ta.count, cb = tb.count;
-        /* names come from the files: no raw control bytes on the terminal */
-        char show_a[1100], show_b[1100];
-        np_escape(name_a, strlen(name_a), show_a, sizeof show_a);
-        np_escape(name_b, strlen(name_b), show_b, sizeof show_b);
-        if (strcmp(name_a, name_b) || ta.ndim != tb.ndim ||
-            memcmp(ta.dims, tb.dims, ta.ndim * sizeof ta.dims[0])) {
-            printf("%s (%zu) vs %s (%zu): names or shapes differ\n", show_a, ca, show_b, cb);
-            rc = 1;
+        if (more_a && (st = np_params_next(a, &ta, &more_a, &err))) break;
+        if (more_b && (st = np_params_next(b, &tb, &more_b, &err))) break;
+        if (!more_a || !more_b) { /* the other one's rest is read through for its checks */
+            differ |= more_a || more_b;
             continue;
         }
+        char show_a[1100], show_b[1100];
+        np_escape(ta.name, strlen(ta.name), show_a, sizeof show_a);
+        np_escape(tb.name, strlen(tb.name), show_b, sizeof show_b);
+        if (strcmp(ta.name, tb.name) || ta.ndim != tb.ndim ||
+            memcmp(ta.dims, tb.dims, (size_t)ta.ndim * sizeof ta.dims[0])) {
+            printf("%s (%" PRIu64 ") vs %s (%" PRIu64 "): names or shapes differ\n", show_a,
+                   ta.count, show_b, tb.count);
+            differ = 1;
+            continue;
+        }
+        size_t n = (size_t)ta.count;
+        free(xa);
+        free(xb);
+        xa = malloc(n ? n * sizeof *xa : 1);
+        xb = malloc(n ? n * sizeof *xb : 1);
+        if (!xa || !xb) {
+            st = np_error_set(&err, NP_STATUS_NO_MEMORY, "compare: %s: out of memory", show_a);
+            break;
+        }
+        if ((st = np_params_read(a, xa, n, &err)) || (st = np_params_read(b, xb, n, &err))) break;
         double worst = 0, worst_abs = 0;
         size_t bad = 0, at = 0;
-        for (size_t i = 0; i < ca; i++) {
-            float va, vb;
-            memcpy(&va, xa + i, 4);
-            memcpy(&vb, xb + i, 4);
-            double diff = fabs((double)va - vb), lim = atol + rtol * fabs((double)vb);
+        for (size_t i = 0; i < n; i++) { /* values are finite: the reader refuses others */
+            double diff = fabs((double)xa[i] - xb[i]), lim = atol + rtol * fabs((double)xb[i]);
             if (!(diff <= lim)) bad++;
-            if (diff / lim > worst || isnan(diff)) {
-                worst = isnan(diff) ? INFINITY : diff / lim;
+            if (lim > 0 ? diff / lim > worst : diff > 0 && worst < INFINITY) {
+                worst = lim > 0 ? diff / lim : INFINITY;
                 worst_abs = diff;
                 at = i;
             }
         }
-        printf("%-18s %10zu elems  max |a-b| %.3g at %zu (%.3g of tolerance)%s\n", show_a, ca,
+        printf("%-18s %10zu elems  max |a-b| %.3g at %zu (%.3g of tolerance)%s\n", show_a, n,
                worst_abs, at, worst, bad ? "  OUT OF TOLERANCE" : "");
         bad_total += bad;
     }
-    if (rc == 0 && bad_total) rc = 1;
-    printf("%s: %zu elements out of tolerance (rtol %g, atol %g)\n", rc ? "DIFFER" : "MATCH",
-           bad_total, rtol, atol);
-    np_params_close(&a);
-    np_params_close(&b);
-    return rc;
+    free(xa);
+    free(xb);
+    if (!st) {
+        if (np_params_count(a) != np_params_count(b))
+            printf("tensor counts differ: %" PRIu32 " vs %" PRIu32 "\n", np_params_count(a),
+                   np_params_count(b));
+        differ |= bad_total > 0;
+        printf("%s: %zu elements out of tolerance (rtol %g, atol %g)\n",
+               differ ? "DIFFER" : "MATCH", bad_total, rtol, atol);
+    }
+    np_params_close(a);
+    np_params_close(b);
+    return st ? np_cli_fail(st, &err) : differ;
 }

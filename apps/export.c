@@ -9,9 +9,6 @@
 #include <zip.h>
 
 #include "cli.h"
-#include "params.h"
-
-#define MAX_TENSORS 100000
 
 /* The .npy header (format 1.0) of a float32 C-order array of this shape: magic, version,
  * header length, and the dict padded with spaces to a multiple of 64 bytes, ending in a
@@ -19,7 +16,7 @@
 static size_t npy_header(const np_params_tensor *t, char *out, size_t cap) {
     char shape[256] = "";
     size_t at = 0;
-    for (uint32_t i = 0; i < t->ndim && at < sizeof shape; i++)
+    for (int i = 0; i < t->ndim && at < sizeof shape; i++)
         at += (size_t)snprintf(shape + at, sizeof shape - at, "%llu,%s",
                                (unsigned long long)t->dims[i], i + 1 < t->ndim ? " " : "");
     if (t->ndim > 1 && at < sizeof shape) shape[--at] = 0; /* (a, b) but (a,) for one dim */
@@ -39,12 +36,11 @@ static size_t npy_header(const np_params_tensor *t, char *out, size_t cap) {
     return total;
 }
 
-/* A .npy member as a libzip source: its header, then the tensor's floats, read in place
- * from the dump's buffer (no copy of the data per member). */
+/* A .npy member as a libzip source: its header, then the tensor's floats. */
 typedef struct npy_member {
     char *head; /* owned */
     size_t head_len;
-    const void *data;
+    float *data; /* owned */
     size_t data_len, at;
     zip_error_t error;
 } npy_member;
@@ -82,6 +78,7 @@ static zip_int64_t member_fn(void *ud, void *out, zip_uint64_t len, zip_source_c
     case ZIP_SOURCE_FREE:
         zip_error_fini(&m->error);
         free(m->head);
+        free(m->data);
         free(m);
         return 0;
     case ZIP_SOURCE_SUPPORTS:
@@ -120,57 +117,52 @@ int np_cmd_export(int argc, char **argv) {
     if (!in || !out) return usage("needs MODEL.params and OUT.npz");
     np_error err = {{0}};
     np_status st = NP_OK;
-    np_params_file pf;
+    np_params_reader *pf = NULL;
     zip_source_t *mem = NULL;
     zip_t *z = NULL;
-    char **headers = NULL;
     zip_error_t ze;
     zip_error_init(&ze);
-    int rc_open = np_params_open(&pf, in);
-    if (rc_open) {
-        st = rc_open == -2 ? np_error_set(&err, NP_STATUS_IO, "export: cannot read %s: %s", in,
-                                          strerror(errno))
-                           : np_error_set(&err, NP_STATUS_BAD_INPUT,
-                                          "export: %s: not an NPPARAMS file (--dump-params)", in);
-        goto done;
-    }
-    if (pf.count > MAX_TENSORS) {
-        st = np_error_set(&err, NP_STATUS_BAD_INPUT, "export: %s: %u tensors; more than %d",
-                          in, pf.count, MAX_TENSORS);
-        goto done;
-    }
-    headers = calloc((size_t)pf.count + 1, sizeof *headers);
-    if (!headers || !(mem = zip_source_buffer_create(NULL, 0, 0, &ze)) ||
+    if ((st = np_params_open(in, "export", &pf, &err))) goto done;
+    if (!(mem = zip_source_buffer_create(NULL, 0, 0, &ze)) ||
         !(z = zip_open_from_source(mem, ZIP_TRUNCATE, &ze))) {
         st = np_error_set(&err, NP_STATUS_NO_MEMORY, "export: cannot start the archive: %s",
                           zip_error_strerror(&ze));
         goto done;
     }
     zip_source_keep(mem); /* its bytes are read back after zip_close */
-    for (uint32_t k = 0; k < pf.count; k++) {
+    /* every tensor is read (with every check of the reader) before anything is written */
+    for (int more = 1;;) {
         np_params_tensor t;
-        const char *why = np_params_next(&pf, &t);
-        if (why) {
-            st = np_error_set(&err, NP_STATUS_BAD_INPUT, "export: %s: tensor %u: %s", in, k, why);
-            goto done;
-        }
+        if ((st = np_params_next(pf, &t, &more, &err))) goto done;
+        if (!more) break;
         char name[300], shown[300];
         snprintf(name, sizeof name, "%s.npy", t.name);
-        size_t hl;
-        headers[k] = malloc(512);
-        if (!headers[k] || !(hl = npy_header(&t, headers[k], 512))) {
-            st = np_error_set(&err, NP_STATUS_NO_MEMORY, "export: tensor %s: no header",
-                              np_escape(t.name, strlen(t.name), shown, sizeof shown));
+        size_t hl = 0;
+        char *head = malloc(512);
+        float *data = t.count <= SIZE_MAX / 4 ? malloc(t.count ? (size_t)t.count * 4 : 1) : NULL;
+        if (!head || !data || !(hl = npy_header(&t, head, 512))) {
+            free(head);
+            free(data);
+            st = np_error_set(&err, NP_STATUS_NO_MEMORY, "export: tensor %s: %s",
+                              np_escape(t.name, strlen(t.name), shown, sizeof shown),
+                              hl || !head || !data ? "out of memory" : "no .npy header fits");
             goto done;
         }
-        /* one member: the header, then the floats straight from the dump's buffer */
+        if ((st = np_params_read(pf, data, t.count, &err))) {
+            free(head);
+            free(data);
+            goto done;
+        }
+        /* one member: the header, then the floats */
         npy_member *m = calloc(1, sizeof *m);
         zip_source_t *src = NULL;
         zip_int64_t idx = -1;
-        if (m) {
-            *m = (npy_member){.head = headers[k], .head_len = hl, .data = t.data,
-                              .data_len = t.count * 4};
-            headers[k] = NULL; /* the member owns it now */
+        if (!m) {
+            free(head);
+            free(data);
+        } else {
+            *m = (npy_member){.head = head, .head_len = hl, .data = data,
+                              .data_len = (size_t)t.count * 4};
             zip_error_init(&m->error);
             if (!(src = zip_source_function(z, member_fn, m))) member_fn(m, NULL, 0, ZIP_SOURCE_FREE);
         }
@@ -213,13 +205,10 @@ int np_cmd_export(int argc, char **argv) {
     failed |= n < 0;
     zip_source_close(mem);
     if ((st = np_outfile_commit(&o, failed, &err))) goto done;
-    printf("exported %u tensors to %s\n", pf.count, out);
+    printf("exported %u tensors to %s\n", np_params_count(pf), out);
 done:
     if (z) zip_discard(z);
     if (mem) zip_source_free(mem);
-    for (uint32_t k = 0; headers && k < pf.count; k++)
-        free(headers[k]);
-    free(headers);
-    np_params_close(&pf);
+    np_params_close(pf);
     return st ? np_cli_fail(st, &err) : 0;
 }

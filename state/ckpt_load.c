@@ -3,11 +3,54 @@
  * count. Not here: the data source's seek (data/source.c). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/shard.h"
 #include "state/ckpt_impl.h"
+
+/* The first value of x[0..n) that is inf or nan: its index, or n. */
+static size_t first_nonfinite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, 4);
+        if ((u & 0x7f800000u) == 0x7f800000u) return i;
+    }
+    return n;
+}
+
+static np_status nonfinite(np_error *err, const char *path, const char *tensor, const char *at,
+                           float v) {
+    return np_err(err, NP_STATUS_BAD_INPUT,
+                  "checkpoint %s: %s: %s is %s; a model with a non-finite parameter is refused",
+                  path, tensor, at, isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+}
+
+/* The dense parameters, finite: a non-finite one is named by its tensor and element. */
+static np_status check_dense(const np_model_t *m, const char *path, np_error *err) {
+    size_t i = first_nonfinite(m->dense, m->n_dense);
+    const np_graph_t *g = m->graph;
+    for (int v = 0; i < m->n_dense && v < g->n; v++) {
+        const np_node *x = &g->node[v];
+        for (int p = 0; p < x->shape.n_params; p++) {
+            const np_param_shape *ps = &x->shape.param[p];
+            size_t off = x->poff[p], n = np_param_count(ps);
+            if (i < off || i >= off + n) continue;
+            char name[160], at[96];
+            size_t e = i - off, cols = ps->ndim == 2 ? (size_t)ps->dims[1] : 0;
+            snprintf(name, sizeof name, "tensor %s.%s", x->name, ps->name);
+            if (cols)
+                snprintf(at, sizeof at, "element %zu (row %zu, column %zu)", e, e / cols,
+                         e % cols);
+            else
+                snprintf(at, sizeof at, "element %zu", e);
+            return nonfinite(err, path, name, at, m->dense[i]);
+        }
+    }
+    return i < m->n_dense ? nonfinite(err, path, "the dense parameters", "a value", m->dense[i])
+                          : NP_OK;
+}
 
 static np_status load_dense(const manifest *mf, np_model_t *m, uint64_t fp, double *bytes,
                             np_error *err) {
@@ -30,6 +73,7 @@ static np_status load_dense(const manifest *mf, np_model_t *m, uint64_t fp, doub
     }
     if (!st) st = ck_read(&in, m->dense, m->n_dense * sizeof(float), err);
     if (!st) st = ck_finish(&in, hash, err);
+    if (!st) st = check_dense(m, path, err);
     *bytes += (double)in.bytes;
     ck_in_close(&in);
     return st;
@@ -95,6 +139,18 @@ static np_status load_shard(const manifest *mf, const np_config *cfg, np_model_t
                 }
                 int64_t g = np_shard_global(&old, t, r0, j);
                 if (np_shard_owner(cfg, t, g) != cfg->rank) continue;
+                size_t e = first_nonfinite(buf + i * w, w);
+                if (e < w) {
+                    char name[64], at[96];
+                    snprintf(name, sizeof name, pass ? "emb.%d's Adagrad state" : "tensor emb.%d",
+                             t);
+                    if (pass)
+                        snprintf(at, sizeof at, "row %" PRId64, g);
+                    else
+                        snprintf(at, sizeof at, "row %" PRId64 ", column %zu", g, e);
+                    st = nonfinite(err, path, name, at, buf[i * w + e]);
+                    break;
+                }
                 float *dst = pass ? m->state[t] : m->table[t];
                 memcpy(dst + (size_t)np_shard_local(cfg, g) * w, buf + i * w, w * sizeof(float));
                 if (!pass) got[t]++;

@@ -297,7 +297,7 @@ expect_ok "init-params: both engines from one dump agree" "$NP" compare "$W/init
 expect_fail "init-params: a dump of another shape" 2 "in the file but cross.0.weight" -- \
   "$NP" train --model dcnv2 --steps 1 "${SMALL[@]}" --init-params "$W/ref.params"
 head -c 100 "$W/ref.params" >"$W/trunc.params"
-expect_fail "init-params: a truncated dump" 2 "is truncated" -- \
+expect_fail "init-params: a truncated dump" 2 "tensor 0 (bottom.0.weight): more values than the 45 bytes left" -- \
   "$NP" train --steps 1 "${SMALL[@]}" --init-params "$W/trunc.params"
 expect_fail "init-params: a missing file" 2 "cannot open" -- \
   "$NP" train --steps 1 "${SMALL[@]}" --init-params "$W/none.params"
@@ -401,9 +401,9 @@ PYEOF
   [[ $? == 0 ]] && ok "export: numpy.load reads $(cat "$W/out"), the dump's bits" ||
     bad "export: $(tail -n 3 "$W/out")"
 fi
-expect_fail "export: not a dump" 2 "export: $W/eval.tsv: not an NPPARAMS file" -- \
+expect_fail "export: not a dump" 2 "export $W/eval.tsv: not an NPPARAMS dump" -- \
   "$NP" export "$W/eval.tsv" "$W/x.npz"
-expect_fail "export: a missing dump" 2 "export: cannot read $W/none.params: No such file" -- \
+expect_fail "export: a missing dump" 2 "export: cannot open $W/none.params: No such file" -- \
   "$NP" export "$W/none.params" "$W/x.npz"
 expect_fail "export: a missing folder" 2 "$W/no/x.npz" -- "$NP" export "$W/ev.params" "$W/no/x.npz"
 expect_fail "eval-data: not a file spec" 2 "expected criteo:PATH, bin:PATH or none" -- \
@@ -443,15 +443,17 @@ rc=$?
 hdr='NPPARAMS\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00w'
 printf "$hdr"'\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x40\x00\x00\x80\x3f' >"$W/d1a.params"
 printf "$hdr"'\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x80\x3f' >"$W/d1b.params"
-expect_fail "D1: compare, a dim larger than the file" 2 "$W/d1a.params: tensor 0: dims larger than the data left" \
+expect_fail "D1: compare, a dim larger than the file" 2 "$W/d1a.params: tensor 0 (w): more values than the 4 bytes left" \
   -- "$NP" compare "$W/d1a.params" "$W/d1a.params"
-expect_fail "D1: compare, dims whose product overflows" 2 "$W/d1b.params: tensor 0: dims whose product overflows" \
+expect_fail "D1: compare, dims whose product overflows" 2 "$W/d1b.params: tensor 0 (w): more values than the 4 bytes left" \
   -- "$NP" compare "$W/d1b.params" "$W/d1b.params"
 # D12: names from a file reach the terminal escaped (here ESC [ 3 1 m)
 printf 'NPPARAMS\x01\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x1b[31m\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x3f' >"$W/esc.params"
-expect_ok "D12: compare a tensor named with a control byte" "$NP" compare "$W/esc.params" "$W/esc.params"
-grep -qF '\x1b[31m' "$W/out" && ! grep -q $'\x1b' "$W/out" && ok "D12: compare escapes control bytes" ||
-  bad "D12: compare printed $(od -c "$W/out" | head -n 2)"
+# (and such a name is refused, issue 26: export wrote a member of that name)
+expect_fail "D12: compare a tensor named with a control byte" 2 "tensor 0: a name with a control byte: '\x1b[31m'" \
+  -- "$NP" compare "$W/esc.params" "$W/esc.params"
+! grep -q $'\x1b' "$W/err" && ok "D12: compare escapes control bytes" ||
+  bad "D12: compare printed $(od -c "$W/err" | head -n 2)"
 head -n 1 "$W/good.tsv" | awk -F'\t' -v OFS='\t' '{ $2 = "1\033[2J"; print }' >"$W/esc.tsv"
 expect_fail "D12: a Criteo field with a control byte" 2 "esc.tsv:1:3: field I1 (integer): '1\x1b[2J' is not" \
   -- "$NP" train --data "criteo:$W/esc.tsv" "${R[@]}"

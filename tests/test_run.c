@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "model/model.h"
+#include "nestpipe/checkpoint.h"
 #include "nestpipe/dist.h"
 #include "nestpipe/train.h"
 
@@ -315,6 +316,53 @@ static void test_init_params(void **state) {
     np_model_free(trained);
 }
 
+/* A checkpoint holding a non-finite value (a run that saved a diverging model) is refused
+ * on resume, naming the tensor and the element; the same model as a dump is refused by
+ * --init-params alike (issue 26: it trained on, keeping the NaN). */
+static void test_nonfinite_refused(void **state) {
+    (void)state;
+    static const struct {
+        int table; /* 1: emb.2, row 5, column 3; 0: the dense tensor top.0.bias */
+        float v;
+        const char *ckpt, *dump;
+    } cases[] = {
+        {1, NAN, "tensor emb.2: row 5, column 3 is nan",
+         "tensor 10 (emb.2): element 43 (row 5, column 3) is nan"},
+        {0, -INFINITY, "tensor top.1.bias: element 0 is -inf",
+         "tensor 7 (top.1.bias): element 0 is -inf"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char ck[128], dump[128];
+        path_in(ck, sizeof ck, k ? "ck_nan1" : "ck_nan0");
+        path_in(dump, sizeof dump, "nan.params");
+        np_config c = small();
+        set(&c, "engine", "reference");
+        set(&c, "checkpoint-dir", ck);
+        np_model_t *m;
+        np_error e = {{0}};
+        if (np_model_create(&c, &m, &e)) fail_msg("%s", e.msg);
+        if (cases[k].table)
+            m->table[2][5 * 8 + 3] = cases[k].v;
+        else
+            m->dense[m->n_dense - 1] = cases[k].v; /* the last layer's bias: one value */
+        np_ckpt_state s = {.step = 2};
+        np_ckpt_stats cs;
+        if (np_ckpt_save(NULL, &c, NULL, m, &s, &cs, &e)) fail_msg("%s", e.msg);
+        if (np_model_dump(m, dump, &e)) fail_msg("%s", e.msg);
+        np_model_free(m);
+        np_config c2 = small();
+        set(&c2, "engine", "reference");
+        set(&c2, "resume", ck);
+        np_train_result r;
+        assert_int_equal(np_train_run(NULL, &c2, NULL, NULL, &r, &e), NP_STATUS_BAD_INPUT);
+        if (!strstr(e.msg, cases[k].ckpt)) fail_msg("resume: %s", e.msg);
+        np_config c3 = small();
+        set(&c3, "init-params", dump);
+        assert_int_equal(np_model_create(&c3, &m, &e), NP_STATUS_BAD_INPUT);
+        if (!strstr(e.msg, cases[k].dump)) fail_msg("init-params: %s", e.msg);
+    }
+}
+
 /* explain-placement honoured by the StarPU trainer: each rank says where it runs. */
 static void test_explain_placement(void **state) {
     (void)state;
@@ -515,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_run_keys),
         cmocka_unit_test(test_source_eval_data),
         cmocka_unit_test(test_init_params),
+        cmocka_unit_test(test_nonfinite_refused),
         cmocka_unit_test(test_explain_placement),
         cmocka_unit_test(test_run_equals_step_loop),
         cmocka_unit_test(test_step_api_pipelines),

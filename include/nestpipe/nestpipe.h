@@ -415,6 +415,38 @@ NP_NODISCARD NP_API np_status np_model_dump(const np_model_t *m, const char *pat
  * model may hold part of it, so create it afresh before using it. */
 NP_NODISCARD NP_API np_status np_model_load(np_model_t *m, const char *path, np_error *err);
 
+/* Reading any NPPARAMS dump tensor by tensor: the one reader of --init-params, predict,
+ * compare and export, so all of them accept and refuse the same files. Every check is made:
+ * the magic and version 1; at most NP_PARAMS_MAX_TENSORS tensors, exactly as many as the
+ * header says, and no byte after the last; names of 1-255 bytes with no control byte, none
+ * given twice; 1-8 dims whose values fit in the bytes left; every value finite. Errors read
+ * "WHAT PATH: tensor 3 (emb.0): ...", naming a non-finite value's element (and its row and
+ * column in a matrix). The file is streamed, never read whole. */
+#define NP_PARAMS_MAX_TENSORS 100000
+typedef struct np_params_reader np_params_reader;
+typedef struct np_params_tensor {
+    char name[256];
+    int index;        /* 0 for the first tensor of the file */
+    int ndim;         /* 1..8 */
+    uint64_t dims[8]; /* row-major */
+    uint64_t count;   /* values: the product of dims */
+} np_params_tensor;
+/* Opens path and checks its header; `what` ("compare") starts every message and must
+ * outlive the reader. */
+NP_NODISCARD NP_API np_status np_params_open(const char *path, const char *what,
+                                             np_params_reader **out, np_error *err);
+/* Tensors the header announces. */
+NP_API uint32_t np_params_count(const np_params_reader *r);
+/* Skips what is left of the current tensor's values (checking them), then reads the next
+ * tensor's header into t with *more = 1; after the last one, checks that nothing follows
+ * and sets *more = 0. */
+NP_NODISCARD NP_API np_status np_params_next(np_params_reader *r, np_params_tensor *t, int *more,
+                                             np_error *err);
+/* The current tensor's next n values (at most those left) into x; x NULL: skip them. */
+NP_NODISCARD NP_API np_status np_params_read(np_params_reader *r, float *x, uint64_t n,
+                                             np_error *err);
+NP_API void np_params_close(np_params_reader *r); /* NULL is a no-op */
+
 /* ---------------------------------------------------------------- training */
 
 typedef struct np_trainer np_trainer_t;
