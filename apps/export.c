@@ -122,7 +122,9 @@ int np_cmd_export(int argc, char **argv) {
     zip_t *z = NULL;
     zip_error_t ze;
     zip_error_init(&ze);
-    if ((st = np_params_open(in, "export", &pf, &err))) goto done;
+    if ((st = np_output_not_input(out, "export: the output", in, "the dump", &err)) ||
+        (st = np_params_open(in, "export", &pf, &err)))
+        goto done;
     if (!(mem = zip_source_buffer_create(NULL, 0, 0, &ze)) ||
         !(z = zip_open_from_source(mem, ZIP_TRUNCATE, &ze))) {
         st = np_error_set(&err, NP_STATUS_NO_MEMORY, "export: cannot start the archive: %s",

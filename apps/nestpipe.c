@@ -312,6 +312,9 @@ static int run(np_dist_t *dist, int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "train")) return cmd_train(dist, argc - 2, argv + 2);
+    /* train checkpoints and stops on SIGINT/SIGTERM; the others stop where they are and
+     * leave no temporary behind */
+    np_outfile_clean_on_signals();
     if (!strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(argv[1], "predict")) return np_cmd_predict(dist, argc - 2, argv + 2);
     if (!strcmp(argv[1], "generate")) return np_cmd_generate(dist, argc - 2, argv + 2);

@@ -84,6 +84,10 @@ int np_cmd_predict(np_dist_t *dist, int argc, char **argv) {
     np_eval_result res;
     int to_stdout = !strcmp(out, "-");
     cfg.init_params[0] = 0; /* the model comes from --params, not the training's start */
+    if (!to_stdout && ((st = np_output_not_input(out, "predict --out", cfg.data_path, "--data",
+                                                 &err)) ||
+                       (st = np_output_not_input(out, "predict --out", params, "--params", &err))))
+        return np_cli_fail(st, &err);
     if ((st = np_model_create(&cfg, &model, &err)) || (st = np_model_load(model, params, &err)) ||
         (st = np_source_open(&cfg, NP_SPLIT_ALL, &src, &err)))
         goto done;

@@ -90,7 +90,10 @@ int np_cmd_trace(int argc, char **argv) {
 
     np_error err = {{0}};
     np_trace_t *tr = NULL;
-    np_status st = np_trace_read_chrome(in, &tr, &err);
+    np_status st = out ? np_output_not_input(out, svg ? "trace svg: the output" : "trace paje: the output",
+                                             in, "the trace", &err)
+                       : NP_OK;
+    if (!st) st = np_trace_read_chrome(in, &tr, &err);
     if (st) return fail(st, &err);
     if (to_batch >= 0 && to_batch < from_batch) {
         np_trace_free(tr);

@@ -2,15 +2,12 @@
 #include "core/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 np_status np_error_set(np_error *err, np_status status, const char *fmt, ...) {
     if (err) {
@@ -84,77 +81,6 @@ double np_rng_normal(uint64_t seed, uint64_t stream, uint64_t counter) {
     double u1 = 1.0 - np_rng_uniform(seed, stream, 2 * counter);
     double u2 = np_rng_uniform(seed, stream, 2 * counter + 1);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-/* ---------------------------------------------------------------- output files */
-
-np_status np_outfile_open(np_outfile *o, const char *path, const char *what, np_error *err) {
-    *o = (np_outfile){.path = path, .what = what};
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
-        if (!(o->f = fopen(path, "wb")))
-            return np_err(err, NP_STATUS_IO, "%s: cannot open %s: %s", what, path,
-                          strerror(errno));
-        return NP_OK;
-    }
-    size_t len = strlen(path);
-    if (!(o->tmp = np_alloc(len + 8, 1, "temporary file name", err))) return NP_STATUS_NO_MEMORY;
-    memcpy(o->tmp, path, len);
-    memcpy(o->tmp + len, ".XXXXXX", 8);
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        np_status st = np_err(err, NP_STATUS_IO, "%s: cannot create a temporary file beside %s: %s",
-                              what, path, strerror(errno));
-        free(o->tmp);
-        *o = (np_outfile){0};
-        return st;
-    }
-    /* mkstemp makes 0600; give the file what fopen would have. umask can only be read by
-     * setting it: set it back at once (no thread of ours creates files meanwhile). */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w+b"))) {
-        np_status st = np_err(err, NP_STATUS_IO, "%s: cannot open %s: %s", what, o->tmp,
-                              strerror(errno));
-        close(fd);
-        np_outfile_discard(o);
-        return st;
-    }
-    return NP_OK;
-}
-
-np_status np_outfile_commit(np_outfile *o, int failed, np_error *err) {
-    if (!o->f) return np_err(err, NP_STATUS_INTERNAL, "%s: no file open", o->what);
-    int saved = failed ? errno : 0;
-    int bad = failed || fflush(o->f) != 0 || ferror(o->f) ||
-              (o->tmp && fsync(fileno(o->f)) != 0);
-    if (bad && !saved) saved = errno;
-    if (fclose(o->f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    o->f = NULL;
-    if (!bad && o->tmp && rename(o->tmp, o->path) != 0) {
-        bad = 1;
-        saved = errno;
-    }
-    if (!bad) {
-        free(o->tmp);
-        *o = (np_outfile){0};
-        return NP_OK;
-    }
-    np_status st = np_err(err, NP_STATUS_IO, "%s: cannot write %s: %s", o->what, o->path,
-                          saved ? strerror(saved) : "write error");
-    np_outfile_discard(o);
-    return st;
-}
-
-void np_outfile_discard(np_outfile *o) {
-    if (!o) return;
-    if (o->f) fclose(o->f);
-    if (o->tmp) remove(o->tmp);
-    free(o->tmp);
-    *o = (np_outfile){0};
 }
 
 /* ---------------------------------------------------------------- messages */

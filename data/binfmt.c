@@ -275,7 +275,8 @@ np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip
     long skipped = 0;
     np_tsv_reader *in = NULL;
     bin_writer w = {0};
-    np_status st = np_tsv_open(tsv_path, &in, err);
+    np_status st = np_output_not_input(bin_path, "convert: the output", tsv_path, "the input", err);
+    if (!st) st = np_tsv_open(tsv_path, &in, err);
     if (st || (st = writer_open(&w, bin_path, "convert", NP_CRITEO_DENSE, NP_CRITEO_TABLES, err)))
         goto done;
 

@@ -412,7 +412,7 @@ expect_fail "log-json: a missing folder, before training" 2 "--log-json $W/no/l.
   "$NP" train "${SMALL[@]}" --steps 2 --log-json "$W/no/l.jsonl"
 # ---- robust inputs (issue 14 part 4): each check fails on the code before its fix
 R=(--engine reference --steps 2 "${SMALL[@]}")
-leftovers() { compgen -G "$1.??????" >/dev/null || [[ -e $1.tmp && ! -d $1.tmp ]]; }
+leftovers() { compgen -G "$1.??????" >/dev/null || compgen -G "$1.np-*" >/dev/null || [[ -e $1.tmp && ! -d $1.tmp ]]; }
 # D10: outputs go through unique temporaries: another run's PATH.tmp (here a folder in the
 # way) does not stop a write, and nothing is left beside the output
 for f in d10.params d10.json d10.bin d10.trace d10.svg d10.paje; do mkdir "$W/$f.tmp"; done

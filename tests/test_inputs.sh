@@ -112,5 +112,113 @@ expect_ok "E4: compare still compares" "$NP" compare "$W/m.params" "$W/m.params"
 grep -q "^MATCH: 0 elements" "$W/out" && ok "E4: a file against itself matches" ||
   bad "E4: compare: $(cat "$W/out")"
 
+# ---- an output that is an input is refused before anything is read or written (E5: predict
+# --out = --data, convert IN IN, export M M, trace svg T T exited 0 with the input gone)
+cp "$W/d.bin" "$W/d_copy.bin"
+ln -s "$W/m.params" "$W/m_link.params"
+"$NP" train "${SMALL[@]}" --steps 2 --trace "$W/t.json" >/dev/null 2>&1 || bad "E5: the traced run failed"
+same_file_case() { # NAME INPUT FRAGMENT -- CMD...: exit 2, and INPUT unchanged
+  local name=$1 input=$2 frag=$3 sum
+  sum=$(md5sum <"$input")
+  shift 3
+  expect_fail "$name" 2 "$frag" "$@"
+  [[ $(md5sum <"$input") == "$sum" ]] && ok "$name: the input is whole" || bad "$name: the input changed"
+}
+same_file_case "E5: predict --out = --data" "$W/d.bin" \
+  "predict --out $W/d.bin is the same file as --data $W/d.bin, which it would replace" \
+  -- "$NP" predict --params "$W/m.params" --data "bin:$W/d.bin" --out "$W/d.bin" "${SMALL[@]}"
+same_file_case "E5: predict --out = --params, by a link" "$W/m.params" \
+  "predict --out $W/m_link.params is the same file as --params $W/m.params" \
+  -- "$NP" predict --params "$W/m.params" --data "bin:$W/d.bin" --out "$W/m_link.params" "${SMALL[@]}"
+cp "$(dirname "$0")/data/good.tsv" "$W/in.tsv"
+same_file_case "E5: convert IN IN" "$W/in.tsv" \
+  "convert: the output $W/../${W##*/}/in.tsv is the same file as the input $W/in.tsv" \
+  -- "$NP" convert "$W/in.tsv" "$W/../${W##*/}/in.tsv"
+same_file_case "E5: export M M" "$W/m.params" "export: the output $W/m.params is the same file as the dump" \
+  -- "$NP" export "$W/m.params" "$W/m.params"
+same_file_case "E5: trace svg T T" "$W/t.json" "trace svg: the output $W/t.json is the same file as the trace" \
+  -- "$NP" trace svg "$W/t.json" "$W/t.json"
+same_file_case "E5: trace paje T T" "$W/t.json" "trace paje: the output $W/t.json is the same file as the trace" \
+  -- "$NP" trace paje "$W/t.json" "$W/t.json"
+same_file_case "E5: train --dump-params = --init-params" "$W/m.params" \
+  "--dump-params $W/m_link.params is the same file as --init-params $W/m.params" \
+  -- "$NP" train "${SMALL[@]}" --steps 2 --init-params "$W/m.params" --dump-params "$W/m_link.params"
+same_file_case "E5: train --metrics-json = --data" "$W/d_copy.bin" \
+  "--metrics-json $W/d_copy.bin is the same file as --data $W/d_copy.bin" \
+  -- "$NP" train "${SMALL[@]}" --steps 2 --data "bin:$W/d_copy.bin" --metrics-json "$W/d_copy.bin"
+expect_fail "E5: two outputs, one file" 2 "--trace $W/o.json is the same file as --metrics-json $W/./o.json" \
+  -- "$NP" train "${SMALL[@]}" --steps 2 --metrics-json "$W/./o.json" --trace "$W/o.json"
+expect_ok "E5: two outputs to /dev/null are fine" \
+  "$NP" train "${SMALL[@]}" --steps 2 --metrics-json /dev/null --dump-params /dev/null
+
+# ---- outputs probed at start (E8: only the folder's writability was checked, so these
+# failed after the whole run, the checkpoint folder at the first checkpoint)
+for o in "--dump-params /proc/x.params" "--metrics-json /sys/m.json" "--trace /proc/nope.json" \
+  "--log-json /proc/l.jsonl" "--checkpoint-dir /proc/ck"; do
+  expect_fail "E8: $o fails at start" 2 "${o% *} ${o#* }: cannot create" \
+    -- timeout 60 "$NP" train "${SMALL[@]}" --steps 100000 $o
+done
+[[ ! -e $W/ck_probe ]] && expect_ok "E8: a checkpoint folder to be made" \
+  "$NP" train "${SMALL[@]}" --steps 2 --checkpoint-dir "$W/ck_probe" --checkpoint-every 2
+[[ -d $W/ck_probe/ckpt-000000002 && $(ls -A "$W/ck_probe") == ckpt-000000002 ]] &&
+  ok "E8: the probe left nothing in it" || bad "E8: $(ls -A "$W/ck_probe")"
+
+# ---- temporaries cleaned on signals (E6: SIGTERM/SIGINT during generate, predict or convert
+# left OUT.XXXXXX, 8.6 GB and 52 GB seen); a FIFO holds the readers mid-file
+temps() { compgen -G "$1.*" >/dev/null; }
+signal_case() { # NAME SIGNAL OUT -- CMD...: started, signalled once its temporary exists
+  local name=$1 sig=$2 out=$3 pid rc i
+  shift 4
+  # (a background job starts with SIGINT ignored, which nestpipe respects: reset it)
+  env --default-signal=INT "$@" >/dev/null 2>"$W/err" &
+  pid=$!
+  for ((i = 0; i < 200; i++)); do temps "$out" && break; sleep 0.05; done
+  temps "$out" || bad "$name: no temporary appeared"
+  kill -"$sig" $pid
+  wait $pid
+  rc=$?
+  if [[ $rc -eq $((128 + $(kill -l "$sig"))) ]] && ! temps "$out" && [[ ! -e $out ]]; then
+    ok "$name: exit $rc, nothing left"
+  else
+    bad "$name: exit $rc, left: $(ls "$out"* 2>&1)"
+  fi
+}
+cp "$(dirname "$0")/data/good.tsv" "$W/part.tsv"
+mkfifo "$W/fifo.tsv"
+# the feeder writes a few lines, then holds the FIFO open as `sleep` (exec: its pid is $!)
+feed() { exec 2>/dev/null >"$W/fifo.tsv"; cat "$W/part.tsv"; exec sleep 30; }
+if [[ -s $W/part.tsv ]]; then
+  feed &
+  feeder=$!
+  signal_case "E6: SIGTERM during convert" TERM "$W/c.bin" -- "$NP" convert "$W/fifo.tsv" "$W/c.bin"
+  kill $feeder 2>/dev/null
+  feed &
+  feeder=$!
+  "$NP" train "${SMALL[@]}" --tables 26 --steps 1 --dump-params "$W/m26.params" >/dev/null 2>&1
+  signal_case "E6: SIGINT during predict" INT "$W/s.txt" -- "$NP" predict --params "$W/m26.params" \
+    --data "criteo:$W/fifo.tsv" --out "$W/s.txt" "${SMALL[@]}" --tables 26
+  kill $feeder 2>/dev/null
+else
+  bad "E6: no TSV sample at tests/data/good.tsv"
+fi
+signal_case "E6: SIGTERM during generate" TERM "$W/g.bin" -- "$NP" generate "$W/g.bin" --samples 50000000 "${SMALL[@]}"
+# killed outright, a temporary stays; the next run writing that file removes it, saying so,
+# but not a live process's, nor another host's
+"$NP" generate "$W/g.bin" --samples 50000000 "${SMALL[@]}" >/dev/null 2>&1 &
+pid=$!
+for ((i = 0; i < 200; i++)); do temps "$W/g.bin" && break; sleep 0.05; done
+kill -KILL $pid
+wait $pid 2>/dev/null
+stale=$(compgen -G "$W/g.bin.*")
+host=$(uname -n | cut -c1-32 | tr -c 'A-Za-z0-9._\n-' '_')
+touch "$W/g.bin.np-$host-$$.abcdef" "$W/g.bin.np-otherhost-99999999.abcdef"
+"$NP" generate "$W/g.bin" --samples 100 "${SMALL[@]}" >/dev/null 2>"$W/err"
+if [[ -n $stale && ! -e $stale ]] && grep -q "removed $stale, a temporary of process $pid of this host" "$W/err" &&
+  [[ -e "$W/g.bin.np-$host-$$.abcdef" && -e "$W/g.bin.np-otherhost-99999999.abcdef" ]]; then
+  ok "E6: a later run removed the stale temporary of a killed one, and only that"
+else
+  bad "E6: stale '$stale' $(ls "$W"/g.bin* | tr '\n' ' '); $(cat "$W/err")"
+fi
+
 echo "$pass passed, $failed failed"
 [[ $failed -eq 0 ]]

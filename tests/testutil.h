@@ -61,13 +61,16 @@ static inline np_batch tu_batch(const np_config *cfg, long n, int max_bag, uint6
     return b;
 }
 
-/* Temporaries left beside path by an output writer (np_outfile: PATH.XXXXXX), or the old
- * fixed PATH.tmp: how many there are. */
+/* Temporaries left beside path by an output writer (np_outfile: PATH.np-HOST-PID.XXXXXX, or
+ * PATH.XXXXXX for long names), or the old fixed PATH.tmp: how many there are. */
 static inline int tu_leftovers(const char *path) {
     char pat[1100];
     glob_t g;
     int n = 0;
     snprintf(pat, sizeof pat, "%s.??????", path);
+    if (glob(pat, 0, NULL, &g) == 0) n += (int)g.gl_pathc;
+    globfree(&g);
+    snprintf(pat, sizeof pat, "%s.np-*.??????", path);
     if (glob(pat, 0, NULL, &g) == 0) n += (int)g.gl_pathc;
     globfree(&g);
     snprintf(pat, sizeof pat, "%s.tmp", path);

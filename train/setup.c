@@ -56,8 +56,8 @@ np_status np_run_agree(np_run *u, np_status st, np_error *err) {
 }
 
 /* An output path, checked before the first step so that a typo does not cost a whole run:
- * its folder exists and is writable, and the file, if there, is a writable file. Nothing
- * is created or truncated here. */
+ * its folder exists and is writable, the file, if there, is a writable file, and a file can
+ * be created there (a probe, removed at once: /proc and /sys folders pass access()). */
 static np_status check_output(const char *flag, const char *path, np_error *err) {
     if (!path[0]) return NP_OK;
     char dir[NP_PATH_MAX];
@@ -83,7 +83,9 @@ static np_status check_output(const char *flag, const char *path, np_error *err)
             return np_error_set(err, NP_STATUS_IO, "--%s %s: the file is not writable", flag,
                                 path);
     }
-    return NP_OK;
+    char what[40];
+    snprintf(what, sizeof what, "--%s", flag);
+    return np_outfile_probe(path, what, err);
 }
 
 /* --checkpoint-dir: a writable folder, or one rank 0 can create (its parent exists). */
@@ -96,9 +98,22 @@ static np_status check_ckpt_dir(const char *path, np_error *err) {
         if (access(path, W_OK))
             return np_error_set(err, NP_STATUS_IO,
                                 "--checkpoint-dir %s: the folder is not writable", path);
+        /* a probe of what a checkpoint makes first: a folder in it */
+        char probe[NP_PATH_MAX + 32];
+        snprintf(probe, sizeof probe, "%s/.np-probe-XXXXXX", path);
+        if (!mkdtemp(probe))
+            return np_error_set(err, NP_STATUS_IO,
+                                "--checkpoint-dir %s: cannot create a folder in it: %s", path,
+                                strerror(errno));
+        rmdir(probe);
         return NP_OK;
     }
-    return check_output("checkpoint-dir", path, err); /* not there yet: its parent's checks */
+    np_status st = check_output("checkpoint-dir", path, err); /* its parent's checks */
+    if (!st && mkdir(path, 0755)) /* a probe: rank 0 makes it at the first checkpoint */
+        st = np_error_set(err, NP_STATUS_IO, "--checkpoint-dir %s: cannot create it: %s", path,
+                          strerror(errno));
+    if (!st) rmdir(path);
+    return st;
 }
 
 /* Rank 0 writes the outputs: it checks them (every rank stops if one is bad). */
@@ -108,9 +123,26 @@ static np_status check_outputs(const np_run *u, np_error *err) {
                                  {"dump-params", c->dump_params},
                                  {"trace", c->trace},
                                  {"log-json", c->log_json}};
+    /* the files it reads: none may be an output (it would be replaced), nor two outputs one
+     * file (the last written would win) */
+    const char *inputs[4][2] = {{"--data", c->data != NP_DATA_SYNTHETIC ? c->data_path : ""},
+                                {"--eval-data",
+                                 c->eval_data != NP_DATA_SYNTHETIC ? c->eval_data_path : ""},
+                                {"--init-params", c->init_params},
+                                {"--model-file", c->model_file}};
     np_status st = NP_OK;
-    for (int k = 0; k < 4 && !st && u->lead; k++)
-        st = check_output(outputs[k][0], outputs[k][1], err);
+    char what[40];
+    for (int k = 0; k < 4 && !st && u->lead; k++) {
+        snprintf(what, sizeof what, "--%s", outputs[k][0]);
+        for (int i = 0; i < 4 && !st; i++)
+            st = np_output_not_input(outputs[k][1], what, inputs[i][1], inputs[i][0], err);
+        for (int j = 0; j < k && !st; j++) {
+            char other[40];
+            snprintf(other, sizeof other, "--%s", outputs[j][0]);
+            st = np_output_not_input(outputs[k][1], what, outputs[j][1], other, err);
+        }
+        if (!st) st = check_output(outputs[k][0], outputs[k][1], err);
+    }
     if (!st && u->lead) st = check_ckpt_dir(c->checkpoint_dir, err);
     return st;
 }

@@ -84,16 +84,19 @@ NP_API np_status np_error_set(np_error *err, np_status status, const char *fmt, 
 
 /* ---------------------------------------------------------------- output files
  *
- * np_outfile_open creates a temporary with a unique name (mkstemp: PATH.XXXXXX, beside
- * PATH, so the rename stays on one file system) and opens it for writing; two runs that
- * write the same PATH never share a temporary. np_outfile_commit flushes, fsyncs and
- * renames it to PATH, or on any failure (also `failed` != 0: the caller's own write
- * failed) removes it and fills err with "WHAT: cannot write PATH: <reason>"; either way the
- * file is closed and `o` is cleared. np_outfile_discard removes the temporary (a NULL or
- * cleared `o` is a no-op). The file gets the mode a plain fopen would give (0666 & ~umask),
- * not mkstemp's 0600. A PATH that exists and is not a regular file (/dev/stdout, a FIFO) is
- * written in place: it cannot be replaced by a rename, and must not be. `what` names the output in messages ("dump-params") and must outlive
- * `o`. */
+ * np_outfile_open creates a temporary with a unique name beside PATH (so the rename stays
+ * on one file system), named after the process that writes it: PATH.np-HOST-PID.XXXXXX
+ * (mkstemp; PATH.XXXXXX where that name is too long), and opens it for writing; two runs
+ * that write the same PATH never share a temporary. It first removes the temporaries of
+ * PATH that processes of this host left when killed while writing it (their PID is gone),
+ * saying so on stderr. np_outfile_commit flushes, fsyncs and renames the temporary to PATH,
+ * or on any failure (also `failed` != 0: the caller's own write failed) removes it and
+ * fills err with "WHAT: cannot write PATH: <reason>"; either way the file is closed and `o`
+ * is cleared. np_outfile_discard removes the temporary (a NULL or cleared `o` is a no-op).
+ * The file gets the mode a plain fopen would give (0666 & ~umask), not mkstemp's 0600. A
+ * PATH that exists and is not a regular file (/dev/stdout, a FIFO) is written in place: it
+ * cannot be replaced by a rename, and must not be. `what` names the output in messages
+ * ("dump-params") and must outlive `o`. */
 typedef struct np_outfile {
     FILE *f;          /* write here */
     char *tmp;        /* the temporary's name (owned); NULL when PATH is written in place */
@@ -104,6 +107,29 @@ NP_NODISCARD NP_API np_status np_outfile_open(np_outfile *o, const char *path,
                                               const char *what, np_error *err);
 NP_NODISCARD NP_API np_status np_outfile_commit(np_outfile *o, int failed, np_error *err);
 NP_API void np_outfile_discard(np_outfile *o);
+/* Makes SIGINT, SIGTERM and SIGHUP remove the temporaries of the np_outfiles open (at most
+ * 32 at a time are tracked) before they do what they did before (end the process, mostly);
+ * a signal ignored (nohup) stays ignored. For a program that does not handle these signals
+ * itself; the command installs it for every command but train, which handles them. Once
+ * per process; later calls are no-ops. */
+NP_API void np_outfile_clean_on_signals(void);
+/* Checks at start that PATH can be written as np_outfile_open will: creates a temporary
+ * beside it and removes it (removing stale ones of dead processes too); a device or FIFO is
+ * checked for write access. NP_STATUS_IO naming WHAT ("--dump-params") and PATH when not. */
+NP_NODISCARD NP_API np_status np_outfile_probe(const char *path, const char *what,
+                                               np_error *err);
+/* 1 when a and b are the same file: one regular file by any name or link (the same device
+ * and inode), or, when neither exists yet, the same name in the same folder once the
+ * folders' links are resolved. Devices and FIFOs are never the same file (two outputs may
+ * both be /dev/null). Empty paths: 0. */
+NP_API int np_same_file(const char *a, const char *b);
+/* NP_STATUS_BAD_INPUT, "OUT_WHAT OUT is the same file as IN_WHAT IN, which it would replace;
+ * write it to another path", when np_same_file(out, in); NP_OK otherwise. Every
+ * command checks its outputs against its inputs (and train its outputs against each other)
+ * before it reads or writes anything. */
+NP_NODISCARD NP_API np_status np_output_not_input(const char *out, const char *out_what,
+                                                  const char *in, const char *in_what,
+                                                  np_error *err);
 
 /* Copies s into out (cap bytes, always NUL-terminated) with bytes that would garble a
  * one-line message escaped: control bytes and DEL as \xHH, a backslash as \\. Text from input
