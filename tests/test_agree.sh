@@ -90,6 +90,9 @@ mkdir -p "$W/a" "$W/b"
 A_DIR=$W/a B_DIR=$W/b A_FLAGS="--data bin:d.bin" disagree "a data file of another size" \
   "--data bin:d.bin" \
   "ranks disagree on the size of the data file: 312040 bytes on rank 0; 208040 bytes on rank 1"
+# (0.5.0 said "ranks disagree on the nestpipe build: ..., 50 items on rank 0; ..., 49 items")
+A_DIR=$W/a B_DIR=$W/b A_FLAGS="--data bin:d.bin" disagree "--data on one rank only" "" \
+  "ranks disagree on data: 'bin:d.bin' on rank 0; 'synthetic' on rank 1"
 cat >"$W/a/m.ini" <<'EOF'
 [bottom]
 kind = mlp

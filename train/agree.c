@@ -34,8 +34,10 @@ typedef struct item {
     char name[48];
     uint64_t hash;
     char shown[SHOWN];
-    int is_key;      /* a config key (not the graph or a file) */
-    int follows_keys; /* the graph: a key that differs explains it, and is named instead */
+    int is_key; /* a config key (not the graph or a file) */
+    /* what explains this item when it differs too, and is named instead: "*" any key (the
+     * graph), a key's name (a file's size: its path), "" nothing */
+    const char *follows;
 } item;
 
 /* The hash of value v, and v as a message shows it: quoted when it is a key's value,
@@ -78,7 +80,7 @@ static uint64_t graph_hash(const np_graph_t *g) {
 
 static void graph_item(item *it, const np_config *cfg, const np_graph_t *graph) {
     snprintf(it->name, sizeof it->name, "the model graph");
-    it->follows_keys = 1;
+    it->follows = "*";
     np_graph_t *own = NULL;
     np_error e = {{0}};
     if (!graph && np_graph_from_config(cfg, &own, &e)) {
@@ -97,18 +99,20 @@ static void graph_item(item *it, const np_config *cfg, const np_graph_t *graph) 
 }
 
 /* A file every rank reads by the same path (a copy on each host): its size, so that two
- * hosts with different files do not train two models. Missing is a value too. */
-static int file_item(item *it, const char *key, const char *path) {
-    if (!path[0]) return 0;
+ * hosts with different files do not train two models. Missing is a value too, and so is
+ * none (every rank has the same items, whatever its keys say). */
+static void file_item(item *it, const char *key, const char *path) {
     snprintf(it->name, sizeof it->name, "the size of the %s file", key);
+    it->follows = key; /* another path says it better */
     struct stat sb;
     char v[SHOWN];
-    if (stat(path, &sb))
+    if (!path[0])
+        snprintf(v, sizeof v, "(no file)");
+    else if (stat(path, &sb))
         snprintf(v, sizeof v, "missing");
     else
         snprintf(v, sizeof v, "%lld bytes", (long long)sb.st_size);
     set_shown(it, v);
-    return 1;
 }
 
 /* Everything compared, in the same order on every rank; returns the count. */
@@ -120,14 +124,16 @@ static int collect(const np_config *cfg, const np_graph_t *graph, item *it, int 
         if (np_agree_key_is_own(key)) continue;
         snprintf(it[n].name, sizeof it[n].name, "%s", key);
         it[n].is_key = 1;
+        it[n].follows = "";
         if (np_config_get(cfg, key, v, sizeof v)) snprintf(v, sizeof v, "(too long to show)");
         set_shown(&it[n++], v);
     }
     if (n < cap) graph_item(&it[n++], cfg, graph);
-    if (n < cap && cfg->data != NP_DATA_SYNTHETIC) n += file_item(&it[n], "data", cfg->data_path);
-    if (n < cap && cfg->eval_data != NP_DATA_SYNTHETIC)
-        n += file_item(&it[n], "eval-data", cfg->eval_data_path);
-    if (n < cap) n += file_item(&it[n], "init-params", cfg->init_params);
+    if (n < cap) file_item(&it[n++], "data", cfg->data != NP_DATA_SYNTHETIC ? cfg->data_path : "");
+    if (n < cap)
+        file_item(&it[n++], "eval-data",
+                  cfg->eval_data != NP_DATA_SYNTHETIC ? cfg->eval_data_path : "");
+    if (n < cap) file_item(&it[n++], "init-params", cfg->init_params);
     return n;
 }
 
@@ -216,7 +222,7 @@ np_status np_agree_outcome(np_comm *comm, np_status st, np_error *err) {
 
 /* The buffers of one agreement, all allocated before the first collective. */
 typedef struct agree_bufs {
-    item *it;       /* CAP: this rank's items */
+    item *it;       /* CAP: this rank's items (R x CAP: every rank's, in one process) */
     char *builds;   /* R x BUILD: every rank's build */
     uint64_t *mine; /* n: this rank's hashes */
     uint64_t *all;  /* R x n: every rank's hashes */
@@ -234,16 +240,6 @@ static void bufs_free(agree_bufs *b) {
     free(b->shown), free(b->lines), free(b->ranks), free(b->differ);
 }
 
-/* Every rank's value of one item (items[i] or the builds) into b->h / b->shown, and its
- * line. Collective. */
-static int item_line(np_comm *comm, agree_bufs *b, int R, int n, int i, char *line) {
-    if (np_comm_allgather(comm, NP_CHAN_CTL, b->it[i].shown, b->shown, SHOWN, 1)) return -1;
-    for (int r = 0; r < R; r++)
-        b->h[r] = b->all[(size_t)r * (size_t)n + (size_t)i];
-    key_line(b->it[i].name, b->h, b->shown, R, b->ranks, line, LINE);
-    return 0;
-}
-
 /* 1 when item i differs between ranks; never for a graph some rank could not build (its
  * hash 0: the model's creation says why). */
 static int differs(const agree_bufs *b, int R, int n, int i) {
@@ -251,27 +247,72 @@ static int differs(const agree_bufs *b, int R, int n, int i) {
     for (int q = 0; q < R; q++) {
         uint64_t h = b->all[(size_t)q * (size_t)n + (size_t)i];
         diff |= h != b->all[i];
-        unbuilt |= !h && b->it[i].follows_keys;
+        unbuilt |= !h && !strcmp(b->it[i].follows, "*");
     }
     return diff && !unbuilt;
+}
+
+/* Every rank's shown value of item i into b->shown: an allgather, or a copy in
+ * np_config_agree_local. 0, or -1 when MPI failed. */
+typedef int (*fetch_fn)(void *ctx, agree_bufs *b, int i);
+
+/* The verdict from every rank's hashes (b->all, R x n): the items that differ, less those a
+ * differing key explains, one line each. The same on every rank. */
+static np_status verdict(agree_bufs *b, int R, int n, fetch_fn fetch, void *ctx, np_error *err) {
+    int n_differ = 0;
+    for (int i = 0; i < n; i++)
+        if (differs(b, R, n, i)) b->differ[n_differ++] = i;
+    int k = 0;
+    for (int j = 0; j < n_differ; j++) {
+        const item *x = &b->it[b->differ[j]];
+        int explained = 0;
+        for (int q = 0; q < n_differ && x->follows[0] && !explained; q++) {
+            const item *y = &b->it[b->differ[q]];
+            explained = y->is_key && (!strcmp(x->follows, "*") || !strcmp(x->follows, y->name));
+        }
+        if (!explained) b->differ[k++] = b->differ[j];
+    }
+    n_differ = k;
+    for (k = 0; k < n_differ; k++) {
+        int i = b->differ[k];
+        if (fetch(ctx, b, i))
+            return np_error_set(err, NP_STATUS_INTERNAL,
+                                "MPI failed while the ranks compared their configurations");
+        for (int r = 0; r < R; r++)
+            b->h[r] = b->all[(size_t)r * (size_t)n + (size_t)i];
+        key_line(b->it[i].name, b->h, b->shown, R, b->ranks, b->lines + (size_t)k * LINE, LINE);
+    }
+    if (!n_differ) return NP_OK;
+    message(b->it, b->differ, n_differ, b->lines, LINE, err);
+    return NP_STATUS_BAD_INPUT;
+}
+
+static int fetch_mpi(void *comm, agree_bufs *b, int i) {
+    return np_comm_allgather(comm, NP_CHAN_CTL, b->it[i].shown, b->shown, SHOWN, 1) ? -1 : 0;
+}
+
+/* For R ranks, with the items of `sets` of them (1: this rank's; R: in one process). */
+static int bufs_alloc(agree_bufs *b, int R, int sets) {
+    size_t r = (size_t)R;
+    *b = (agree_bufs){.it = calloc((size_t)sets * CAP, sizeof *b->it),
+                      .builds = calloc(r, BUILD),
+                      .mine = calloc(CAP, sizeof *b->mine),
+                      .all = calloc(r * CAP, sizeof *b->all),
+                      .h = calloc(r, sizeof *b->h),
+                      .shown = calloc(r, SHOWN),
+                      .lines = calloc(CAP, LINE),
+                      .ranks = calloc(r, sizeof *b->ranks),
+                      .differ = calloc(CAP, sizeof *b->differ)};
+    return !b->it || !b->builds || !b->mine || !b->all || !b->h || !b->shown || !b->lines ||
+           !b->ranks || !b->differ;
 }
 
 np_status np_config_agree(np_comm *comm, const np_config *cfg, const np_graph_t *graph,
                           np_error *err) {
     int R = np_comm_size(comm);
     if (R <= 1) return NP_OK;
-    size_t r = (size_t)R;
-    agree_bufs b = {.it = calloc(CAP, sizeof *b.it),
-                    .builds = calloc(r, BUILD),
-                    .mine = calloc(CAP, sizeof *b.mine),
-                    .all = calloc(r * CAP, sizeof *b.all),
-                    .h = calloc(r, sizeof *b.h),
-                    .shown = calloc(r, SHOWN),
-                    .lines = calloc(CAP, LINE),
-                    .ranks = calloc(r, sizeof *b.ranks),
-                    .differ = calloc(CAP, sizeof *b.differ)};
-    int64_t oom = !b.it || !b.builds || !b.mine || !b.all || !b.h || !b.shown || !b.lines ||
-                  !b.ranks || !b.differ;
+    agree_bufs b;
+    int64_t oom = bufs_alloc(&b, R, 1);
     int n = oom ? 0 : collect(cfg, graph, b.it, CAP);
     np_status st = NP_OK;
     if (np_comm_allreduce_i64(comm, NP_CHAN_CTL, &oom, 1)) goto mpi;
@@ -297,28 +338,52 @@ np_status np_config_agree(np_comm *comm, const np_config *cfg, const np_graph_t 
         b.mine[i] = b.it[i].hash;
     if (np_comm_allgather(comm, NP_CHAN_CTL, b.mine, b.all, (size_t)n, sizeof *b.mine)) goto mpi;
     /* every rank holds every hash: the same items differ everywhere, in the same order */
-    int n_differ = 0, keys_differ = 0;
-    for (int i = 0; i < n; i++)
-        if (differs(&b, R, n, i)) {
-            b.differ[n_differ++] = i;
-            keys_differ |= b.it[i].is_key;
-        }
-    if (keys_differ) { /* the keys that differ say why the graph does */
-        int k = 0;
-        for (int j = 0; j < n_differ; j++)
-            if (!b.it[b.differ[j]].follows_keys) b.differ[k++] = b.differ[j];
-        n_differ = k;
-    }
-    for (int k = 0; k < n_differ; k++)
-        if (item_line(comm, &b, R, n, b.differ[k], b.lines + (size_t)k * LINE)) goto mpi;
-    if (n_differ) {
-        message(b.it, b.differ, n_differ, b.lines, LINE, err);
-        st = NP_STATUS_BAD_INPUT;
-    }
+    st = verdict(&b, R, n, fetch_mpi, comm, err);
     goto done;
 mpi:
     st = np_error_set(err, NP_STATUS_INTERNAL,
                       "MPI failed while the ranks compared their configurations");
+done:
+    bufs_free(&b);
+    return st;
+}
+
+/* ---------------------------------------------------------------- in one process */
+
+typedef struct local_ctx {
+    int R;
+} local_ctx;
+
+static int fetch_local(void *ctx, agree_bufs *b, int i) {
+    int R = ((local_ctx *)ctx)->R;
+    for (int r = 0; r < R; r++)
+        memcpy(b->shown + (size_t)r * SHOWN, b->it[(size_t)r * CAP + (size_t)i].shown, SHOWN);
+    return 0;
+}
+
+np_status np_config_agree_local(const np_config *cfgs, int R, np_error *err) {
+    if (R <= 1) return NP_OK;
+    agree_bufs b;
+    np_status st = NP_OK;
+    if (bufs_alloc(&b, R, R)) {
+        st = np_error_set(err, NP_STATUS_NO_MEMORY, "out of memory comparing configurations");
+        goto done;
+    }
+    int n = 0;
+    for (int r = 0; r < R; r++) {
+        item *it = b.it + (size_t)r * CAP;
+        int nr = collect(&cfgs[r], NULL, it, CAP);
+        if (r && nr != n) {
+            st = np_error_set(err, NP_STATUS_INTERNAL, "agreement: %d items on rank 0, %d on %d",
+                              n, nr, r);
+            goto done;
+        }
+        n = nr;
+        for (int i = 0; i < n; i++)
+            b.all[(size_t)r * (size_t)n + (size_t)i] = it[i].hash;
+    }
+    local_ctx ctx = {R};
+    st = verdict(&b, R, n, fetch_local, &ctx, err);
 done:
     bufs_free(&b);
     return st;

@@ -11,6 +11,10 @@
  * ("ranks disagree on KEY: 'V' on ranks ...; 'W' on rank ..."). One rank: NP_OK. */
 NP_NODISCARD np_status np_config_agree(np_comm *comm, const np_config *cfg,
                                        const np_graph_t *graph, np_error *err);
+/* The same comparison in one process, of the configurations of R ranks (each with the graph
+ * it builds): the verdict and the message np_config_agree gives such ranks. For tests and
+ * the fuzzing harness. */
+NP_NODISCARD np_status np_config_agree_local(const np_config *cfgs, int R, np_error *err);
 /* Every rank's outcome so far: st where this rank failed, NP_STATUS_BAD_INPUT ("another
  * rank failed ...") where another did, NP_OK where none did. Collective. */
 NP_NODISCARD np_status np_agree_outcome(np_comm *comm, np_status st, np_error *err);
