@@ -20,6 +20,10 @@ int np_cli_exit_code(np_status st);
 int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_help,
                             int *want_print);
 
+/* 0, or (the error printed) exit 2 when out is one of the --config files that
+ * np_cli_parse_train_args read: "WHAT OUT is the same file as --config ...". */
+int np_cli_not_a_config(const char *out, const char *what);
+
 /* `nestpipe export` (apps/export.c). */
 int np_cmd_export(int argc, char **argv);
 

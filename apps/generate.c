@@ -59,6 +59,7 @@ int np_cmd_generate(np_dist_t *dist, int argc, char **argv) {
     if (rc) return rc;
     if (help || print) return usage_error_generate("takes no --print-config", NULL);
     if (!samples) return usage_error_generate("needs --samples N, the records to write", NULL);
+    if ((rc = np_cli_not_a_config(out, "generate: the output"))) return rc;
     char *end = NULL;
     errno = 0;
     long count = strtol(samples, &end, 10);

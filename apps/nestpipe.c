@@ -129,6 +129,19 @@ static int is_switch(const char *key) {
     return -1;
 }
 
+/* The --config files of the last np_cli_parse_train_args: inputs no output may replace. */
+static const char *config_paths[16];
+static int n_config_paths;
+
+int np_cli_not_a_config(const char *out, const char *what) {
+    np_error err = {{0}};
+    for (int i = 0; i < n_config_paths; i++) {
+        np_status st = np_output_not_input(out, what, config_paths[i], "--config", &err);
+        if (st) return np_cli_fail(st, &err);
+    }
+    return 0;
+}
+
 /* Applies argv to cfg: --config first (so flags override it wherever they appear), then
  * every other flag in order. Returns 0 or an exit code. */
 int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_help,
@@ -167,6 +180,8 @@ int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_hel
                 if (eq) return usage_error("--print-config takes no value:", a);
                 *want_print = 1;
             } else if (pass == 0 && is_config) {
+                if (n_config_paths < (int)(sizeof config_paths / sizeof *config_paths))
+                    config_paths[n_config_paths++] = value;
                 np_status st = np_config_load(cfg, value, &err);
                 if (st) return fail(st, &err);
             } else if (pass == 1 && !is_config) {
@@ -195,6 +210,13 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     int lead = cfg.rank == 0; /* rank 0 prints */
     int help = 0, print = 0;
     int rc = np_cli_parse_train_args(argc, argv, &cfg, &help, &print);
+    /* rank 0's outputs are not its config file (the other inputs: np_train_run) */
+    const char *outputs[4][2] = {{"--metrics-json", cfg.metrics_json},
+                                 {"--dump-params", cfg.dump_params},
+                                 {"--trace", cfg.trace},
+                                 {"--log-json", cfg.log_json}};
+    for (int k = 0; k < 4 && !rc && lead && !help && !print; k++)
+        rc = np_cli_not_a_config(outputs[k][1], outputs[k][0]);
     /* the same flags on every rank, but a config file may differ (or be missing) on one
      * host: every rank learns whether parsing failed anywhere (each failed rank said why) */
     if (cfg.ranks > 1) {

@@ -86,8 +86,11 @@ int np_cmd_predict(np_dist_t *dist, int argc, char **argv) {
     cfg.init_params[0] = 0; /* the model comes from --params, not the training's start */
     if (!to_stdout && ((st = np_output_not_input(out, "predict --out", cfg.data_path, "--data",
                                                  &err)) ||
-                       (st = np_output_not_input(out, "predict --out", params, "--params", &err))))
+                       (st = np_output_not_input(out, "predict --out", params, "--params", &err)) ||
+                       (st = np_output_not_input(out, "predict --out", cfg.model_file,
+                                                 "--model-file", &err))))
         return np_cli_fail(st, &err);
+    if (!to_stdout && (rc = np_cli_not_a_config(out, "predict --out"))) return rc;
     if ((st = np_model_create(&cfg, &model, &err)) || (st = np_model_load(model, params, &err)) ||
         (st = np_source_open(&cfg, NP_SPLIT_ALL, &src, &err)))
         goto done;
@@ -107,10 +110,12 @@ int np_cmd_predict(np_dist_t *dist, int argc, char **argv) {
     fprintf(stderr, "predict: %ld records  logloss %.9g  auc %.9g\n", res.n, res.logloss,
             res.auc);
 done:
-    if (st && !strncmp(err.msg, "init-params ", 12)) { /* np_model_load speaks of train's flag */
+    /* np_model_load speaks of train's flag ("init-params PATH: ...", "init-params: cannot
+     * open ...") */
+    if (st && !strncmp(err.msg, "init-params", 11) && (err.msg[11] == ' ' || err.msg[11] == ':')) {
         char msg[sizeof err.msg];
         memcpy(msg, err.msg, sizeof msg);
-        np_error_set(&err, st, "predict --params %.480s", msg + 12);
+        np_error_set(&err, st, "predict --params%.480s", msg + 11);
     }
     np_outfile_discard(&o);
     np_source_free(src);

@@ -80,13 +80,17 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
  * the tail of a long comment became a setting. So lines come through this reader, which
  * sees the library's buffer size and stops at the first line that does not fit; it never
  * holds more than that buffer (a file without line breaks, /dev/zero, is refused at once
- * and the rest of its line only counted, up to TOO_LONG_COUNT bytes). */
+ * and the rest of its line only counted, up to TOO_LONG_COUNT bytes). It also stops at a
+ * NUL byte (not a text file: UTF-16, a binary), drops a CR before the newline, and drops
+ * the indentation of a line (libinih would read an indented line as the continuation of
+ * the key above it: "lr = 0.1" then "  steps = 2" set lr to "steps = 2"). */
 #define TOO_LONG_COUNT (1 << 20)
 struct line_reader {
     FILE *f;
     int line_no;  /* of the last line read */
     int too_long; /* line_no's length (TOO_LONG_COUNT: at least that), when it did not fit */
     int max_len;  /* the longest line that fits, without its newline */
+    int nul;      /* line_no holds a NUL byte */
     int failed;   /* a read error (errno in err_no) */
     int err_no;
 };
@@ -97,30 +101,32 @@ static int line_no_of(const line_reader *lr) {
 
 static char *read_line(char *str, int num, void *stream) {
     line_reader *r = stream;
+    size_t len = 0, cap = (size_t)num - 2; /* the text; a newline and the NUL must fit */
+    int c, last = -1, lead = 1;
     errno = 0;
-    if (!fgets(str, num, r->f)) {
-        if (ferror(r->f)) {
-            r->failed = 1;
-            r->err_no = errno;
+    while ((c = getc(r->f)) != EOF && c != '\n') {
+        if (lead && (c == ' ' || c == '\t')) continue; /* the indentation */
+        lead = 0;
+        if (c == 0) { /* not text: stop here */
+            r->nul = 1;
+            break;
         }
+        if (len < cap) str[len] = (char)c;
+        last = c;
+        if (++len >= TOO_LONG_COUNT) break;
+    }
+    if (c == EOF && ferror(r->f)) {
+        r->failed = 1;
+        r->err_no = errno;
         return NULL;
     }
+    if (c == EOF && len == 0 && lead && !r->nul) return NULL; /* the end */
     r->line_no++;
-    size_t len = strlen(str);
-    int ended = len && str[len - 1] == '\n';
-    if (!ended && !feof(r->f)) { /* longer than the buffer: count the rest, then stop */
-        int c;
-        while (len < TOO_LONG_COUNT && (c = getc(r->f)) != EOF && c != '\n')
-            len++;
+    if (r->nul) return NULL;
+    if (last == '\r') len--; /* CRLF */
+    if (len > cap) {
         r->too_long = (int)len;
-        r->max_len = num - 2;
-        return NULL;
-    }
-    while (len && (str[len - 1] == '\n' || str[len - 1] == '\r'))
-        len--;
-    if (len + 2 > (size_t)num) { /* the text, a newline and the NUL must fit */
-        r->too_long = (int)len;
-        r->max_len = num - 2;
+        r->max_len = (int)cap;
         return NULL;
     }
     str[len] = '\n';
@@ -153,6 +159,10 @@ np_status np_config_load(np_config *cfg, const char *path, np_error *err) {
     if (lr.failed)
         return np_err(err, NP_STATUS_IO, "%s:%d: cannot read: %s", path, lr.line_no + 1,
                       strerror(lr.err_no));
+    if (lr.nul)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s:%d: a NUL byte: not a text file (a config file is INI text, UTF-8)",
+                      path, lr.line_no);
     if (lr.too_long)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "%s:%d: line of %s%d bytes; config lines may have at most %d (split the "

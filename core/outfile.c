@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -101,9 +102,27 @@ static void split_path(const char *path, char *dir, size_t cap, const char **bas
         snprintf(dir, cap, "%.*s", (int)(slash - path), path);
 }
 
+/* 1 when name (after the prefix's n bytes) is "PID.XXXXXX": a pid that fits an int, then
+ * mkstemp's six letters or digits; *pid is set. */
+static int temp_suffix(const char *name, long *pid) {
+    char *end;
+    errno = 0;
+    *pid = strtol(name, &end, 10);
+    if (end == name || errno || *pid <= 0 || *pid > INT_MAX || end[0] != '.' || strlen(end) != 7)
+        return 0;
+    for (int i = 1; i < 7; i++)
+        if (!((end[i] >= 'a' && end[i] <= 'z') || (end[i] >= 'A' && end[i] <= 'Z') ||
+              (end[i] >= '0' && end[i] <= '9')))
+            return 0;
+    return 1;
+}
+
 /* Removes the temporaries of path that processes of this host left when killed while
- * writing it (PATH.np-HOST-PID.XXXXXX whose PID is gone), saying so. Another host's, a
- * live process's and any other file are left alone. */
+ * writing it, saying so: PATH.np-HOST-PID.XXXXXX, a regular file of this user, whose PID
+ * is gone and whose lock (np_outfile holds one on its temporary while it writes) can be
+ * taken. The lock is what protects a live writer whose PID this process cannot see (another
+ * PID namespace, another machine of the same name on a shared file system); another host's
+ * name, a live PID and any other file are left alone. */
 static void remove_stale(const char *path) {
     char dir[PATH_MAX], tag[96], prefix[NAME_MAX + 1];
     const char *base;
@@ -115,26 +134,28 @@ static void remove_stale(const char *path) {
     DIR *d = opendir(dir);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d));) {
-        if (strncmp(e->d_name, prefix, (size_t)n)) continue;
-        char *end;
-        long pid = strtol(e->d_name + n, &end, 10);
-        if (end == e->d_name + n || pid <= 0 || end[0] != '.' || strlen(end) != 7) continue;
+        long pid;
+        if (strncmp(e->d_name, prefix, (size_t)n) || !temp_suffix(e->d_name + n, &pid)) continue;
         if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char full[PATH_MAX + NAME_MAX + 2];
-        struct stat sb;
         snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        if (lstat(full, &sb) || !S_ISREG(sb.st_mode)) continue;
-        if (!unlink(full))
+        int fd = open(full, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0) continue;
+        if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+            !flock(fd, LOCK_EX | LOCK_NB) && !unlink(full))
             fprintf(stderr,
                     "nestpipe: removed %s, a temporary of process %ld of this host, which was "
                     "stopped while writing %s (%.1f MB)\n",
                     full, pid, path, (double)sb.st_size / 1e6);
+        close(fd); /* and its lock */
     }
     closedir(d);
 }
 
 /* A temporary beside path (PATH.np-HOST-PID.XXXXXX; PATH.XXXXXX when that name is too long
- * for the file system): its descriptor, or -1 with errno set. *tmp is allocated. */
+ * for the file system), locked (flock) while open: its descriptor, or -1 with errno set.
+ * *tmp is allocated. */
 static int make_temp(const char *path, char **tmp) {
     char tag[96];
     temp_tag(tag, sizeof tag, (long)getpid());
@@ -146,7 +167,10 @@ static int make_temp(const char *path, char **tmp) {
         snprintf(*tmp, len, "%s.XXXXXX", path);
         fd = mkstemp(*tmp);
     }
-    if (fd >= 0) temp_track(*tmp);
+    if (fd < 0) return -1;
+    (void)flock(fd, LOCK_EX | LOCK_NB); /* new, so free; where locks are not supported, the
+                                           PID check alone decides */
+    temp_track(*tmp);
     return fd;
 }
 
@@ -190,6 +214,8 @@ np_status np_outfile_commit(np_outfile *o, int failed, np_error *err) {
     int bad = failed || fflush(o->f) != 0 || ferror(o->f) ||
               (o->tmp && fsync(fileno(o->f)) != 0);
     if (bad && !saved) saved = errno;
+    /* the temporary stays locked until it has its name (a later run's remove_stale) */
+    int lock = o->tmp ? dup(fileno(o->f)) : -1;
     if (fclose(o->f) != 0 && !bad) {
         bad = 1;
         saved = errno;
@@ -199,6 +225,7 @@ np_status np_outfile_commit(np_outfile *o, int failed, np_error *err) {
         bad = 1;
         saved = errno;
     }
+    if (lock >= 0) close(lock);
     if (!bad) {
         if (o->tmp) temp_untrack(o->tmp);
         free(o->tmp);

@@ -321,6 +321,8 @@ done:
 /* Refuses before any work a file the folder has no room for: the bytes of n records with
  * the fewest keys their bags can hold (hot - hot/2 each), against the free space there. */
 static np_status check_room(const char *path, long n, int D, int T, int hot, np_error *err) {
+    struct stat sb;
+    if (!stat(path, &sb) && !S_ISREG(sb.st_mode)) return NP_OK; /* a device: written in place */
     char dir[NP_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');

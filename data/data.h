@@ -71,7 +71,7 @@ typedef struct np_criteo_record {
 NP_NODISCARD np_status np_criteo_parse_line(const char *path, long line_no, const char *line,
                                             size_t len, np_criteo_record *rec, np_error *err);
 
-/* A line reader over a TSV file (getline; the file is never loaded whole). */
+/* A line reader over a TSV file (core/lines.c: bounded lines; the file is never loaded whole). */
 typedef struct np_tsv_reader np_tsv_reader;
 
 /* The longest line a TSV file may have (a Criteo record is under 1 KB): a longer one is

@@ -49,23 +49,27 @@ static np_status expect_tensor(np_params_reader *r, const char *path, int i, con
 static np_status load_tables(np_params_reader *r, const char *path, np_model_t *m, int k0,
                              np_error *err) {
     const np_config *cfg = &m->cfg;
-    size_t d = (size_t)m->d;
-    float *row = malloc(d * sizeof *row);
-    if (!row) return np_err(err, NP_STATUS_NO_MEMORY, "init-params: out of memory");
+    size_t d = (size_t)m->d, per = d < 16384 ? 16384 / d : 1; /* rows read at once */
+    float *rows = malloc(per * d * sizeof *rows);
+    if (!rows) return np_err(err, NP_STATUS_NO_MEMORY, "init-params: out of memory");
     np_status st = NP_OK;
     char name[64];
     for (int t = 0; t < m->T && !st; t++) {
         uint64_t dims[2] = {(uint64_t)m->rows[t], (uint64_t)d};
         snprintf(name, sizeof name, "emb.%d", t);
         if ((st = expect_tensor(r, path, k0 + t, name, 2, dims, err))) break;
-        for (int64_t k = 0; k < m->rows[t] && !st; k++) {
-            int mine = np_shard_owner(cfg, t, k) == cfg->rank;
-            st = np_params_read(r, mine ? row : NULL, d, err);
-            if (!st && mine)
-                memcpy(m->table[t] + (size_t)np_shard_local(cfg, k) * d, row, d * sizeof *row);
+        for (int64_t k0r = 0; k0r < m->rows[t] && !st; k0r += (int64_t)per) {
+            size_t n = (size_t)(m->rows[t] - k0r) < per ? (size_t)(m->rows[t] - k0r) : per;
+            if ((st = np_params_read(r, rows, n * d, err))) break;
+            for (size_t i = 0; i < n; i++) { /* this rank's rows, where its shard keeps them */
+                int64_t k = k0r + (int64_t)i;
+                if (np_shard_owner(cfg, t, k) == cfg->rank)
+                    memcpy(m->table[t] + (size_t)np_shard_local(cfg, k) * d, rows + i * d,
+                           d * sizeof *rows);
+            }
         }
     }
-    free(row);
+    free(rows);
     return st;
 }
 

@@ -15,11 +15,12 @@
 struct np_params_reader {
     FILE *f;
     const char *path, *what;
-    uint64_t size, pos; /* the file's bytes, and those read */
+    uint64_t size, pos; /* the file's bytes (UINT64_MAX: not known, a pipe), those read */
     uint32_t count;     /* tensors, from the header */
     int next;           /* tensors whose header was read */
     np_params_tensor cur;
-    uint64_t left; /* values of cur not read yet */
+    uint64_t left;  /* values of cur not read yet */
+    int in_values; /* reading cur's values (else a header) */
     /* the names so far, to refuse one given twice: open addressing on their hash */
     char **names;
     size_t cap;
@@ -36,15 +37,20 @@ static np_status fail(np_params_reader *r, np_error *err, const char *fmt, ...) 
     return np_err(err, NP_STATUS_BAD_INPUT, "%s %s: %s", r->what, r->path, why);
 }
 
-static np_status get(np_params_reader *r, void *out, size_t n, const char *where, np_error *err) {
-    if (n > r->size - r->pos || fread(out, 1, n, r->f) != n) {
-        if (ferror(r->f))
-            return np_err(err, NP_STATUS_IO, "%s %s: cannot read it: %s", r->what, r->path,
-                          strerror(errno));
-        return fail(r, err, "the file ends %s", where);
+static np_status get(np_params_reader *r, void *out, size_t n, np_error *err) {
+    if (n <= r->size - r->pos && fread(out, 1, n, r->f) == n) {
+        r->pos += n;
+        return NP_OK;
     }
-    r->pos += n;
-    return NP_OK;
+    if (ferror(r->f))
+        return np_err(err, NP_STATUS_IO, "%s %s: cannot read it: %s", r->what, r->path,
+                      strerror(errno));
+    char shown[280];
+    if (r->in_values)
+        return fail(r, err, "the file ends in the values of tensor %d (%s)", r->cur.index,
+                    np_escape(r->cur.name, strlen(r->cur.name), shown, sizeof shown));
+    return fail(r, err, "the file ends in tensor %d of the header's %" PRIu32, r->next - 1,
+                r->count);
 }
 
 np_status np_params_open(const char *path, const char *what, np_params_reader **out,
@@ -62,18 +68,21 @@ np_status np_params_open(const char *path, const char *what, np_params_reader **
         return st;
     }
     np_status st = NP_OK;
-    if (!S_ISREG(sb.st_mode)) st = fail(r, err, "not a regular file");
-    r->size = (uint64_t)sb.st_size;
+    if (S_ISDIR(sb.st_mode)) st = fail(r, err, "is a folder");
+    /* a pipe (--init-params <(...)) or a device: its end decides */
+    r->size = S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : UINT64_MAX;
     unsigned char h[16];
     if (!st && (r->size < 16 || fread(h, 1, 16, r->f) != 16 || memcmp(h, "NPPARAMS", 8)))
-        st = fail(r, err, "not an NPPARAMS dump (--dump-params)");
+        st = ferror(r->f) ? np_err(err, NP_STATUS_IO, "%s %s: cannot read it: %s", what, path,
+                                   strerror(errno))
+                          : fail(r, err, "not an NPPARAMS dump (--dump-params)");
     r->pos = 16;
     uint32_t ver = st ? 0 : np_le_get32(h + 8);
     r->count = st ? 0 : np_le_get32(h + 12);
     if (!st && ver != 1) st = fail(r, err, "version %" PRIu32 ", this build reads 1", ver);
-    if (!st && r->count > NP_PARAMS_MAX_TENSORS)
-        st = fail(r, err, "the header says %" PRIu32 " tensors; nestpipe reads at most %d",
-                  r->count, NP_PARAMS_MAX_TENSORS);
+    if (!st && (r->count == 0 || r->count > NP_PARAMS_MAX_TENSORS))
+        st = fail(r, err, "the header says %" PRIu32 " tensors; a model has 1 to %d", r->count,
+                  NP_PARAMS_MAX_TENSORS);
     if (!st) {
         for (r->cap = 16; r->cap < 2 * (size_t)r->count; r->cap *= 2) {
         }
@@ -105,24 +114,27 @@ np_status np_params_next(np_params_reader *r, np_params_tensor *t, int *more, np
     np_status st = np_params_read(r, NULL, r->left, err); /* the rest of the last one */
     *more = 0;
     if (st) return st;
+    r->in_values = 0;
     if ((uint32_t)r->next == r->count) {
-        if (r->pos != r->size)
-            return fail(r, err, "%" PRIu64 " bytes after the last of the header's %" PRIu32
-                        " tensors", r->size - r->pos, r->count);
+        if (r->size == UINT64_MAX ? getc(r->f) != EOF : r->pos != r->size) {
+            char n[40] = "";
+            if (r->size != UINT64_MAX) snprintf(n, sizeof n, "%" PRIu64 " ", r->size - r->pos);
+            return fail(r, err, "%sbytes after the last of the header's %" PRIu32 " tensors", n,
+                        r->count);
+        }
         return NP_OK;
     }
     np_params_tensor *c = &r->cur;
     memset(c, 0, sizeof *c);
     c->index = r->next++;
-    char where[80], shown[1100];
-    snprintf(where, sizeof where, "in tensor %d of the header's %" PRIu32, c->index, r->count);
+    char shown[1100];
     unsigned char b[8];
-    if ((st = get(r, b, 4, where, err))) return st;
+    if ((st = get(r, b, 4, err))) return st;
     uint32_t len = np_le_get32(b);
     if (len == 0 || len >= sizeof c->name)
         return fail(r, err, "tensor %d: a name of %" PRIu32 " bytes (1 to %zu)", c->index, len,
                     sizeof c->name - 1);
-    if ((st = get(r, c->name, len, where, err))) return st;
+    if ((st = get(r, c->name, len, err))) return st;
     for (uint32_t i = 0; i < len; i++)
         if ((unsigned char)c->name[i] < 0x20 || c->name[i] == 0x7f)
             return fail(r, err, "tensor %d: a name with a control byte: '%s'", c->index,
@@ -132,7 +144,7 @@ np_status np_params_next(np_params_reader *r, np_params_tensor *t, int *more, np
     if (!fresh)
         return fail(r, err, "tensor %d: the name '%s' is given twice", c->index,
                     np_escape(c->name, len, shown, sizeof shown));
-    if ((st = get(r, b, 4, where, err))) return st;
+    if ((st = get(r, b, 4, err))) return st;
     uint32_t nd = np_le_get32(b);
     if (nd < 1 || nd > 8)
         return fail(r, err, "tensor %d (%s): %" PRIu32 " dims (1 to 8)", c->index,
@@ -140,17 +152,18 @@ np_status np_params_next(np_params_reader *r, np_params_tensor *t, int *more, np
     c->ndim = (int)nd;
     c->count = 1;
     for (uint32_t k = 0; k < nd; k++) {
-        if ((st = get(r, b, 8, where, err))) return st;
+        if ((st = get(r, b, 8, err))) return st;
         c->dims[k] = np_le_get64(b);
         /* saturating: a product past 2^64 is too many values for any file (unless a later
          * dim is 0) */
         c->count = c->dims[k] && c->count > UINT64_MAX / c->dims[k] ? UINT64_MAX
                                                                       : c->count * c->dims[k];
     }
-    if (c->count > (r->size - r->pos) / 4)
+    if (r->size != UINT64_MAX && c->count > (r->size - r->pos) / 4)
         return fail(r, err, "tensor %d (%s): more values than the %" PRIu64 " bytes left",
                     c->index, np_escape(c->name, len, shown, sizeof shown), r->size - r->pos);
     r->left = c->count;
+    r->in_values = 1;
     *t = *c;
     *more = 1;
     return NP_OK;
@@ -163,10 +176,7 @@ np_status np_params_read(np_params_reader *r, float *x, uint64_t n, np_error *er
     unsigned char buf[4096];
     while (n) {
         size_t k = n < sizeof buf / 4 ? (size_t)n : sizeof buf / 4;
-        char where[300], shown[280];
-        snprintf(where, sizeof where, "in the values of tensor %d (%s)", r->cur.index,
-                 np_escape(r->cur.name, strlen(r->cur.name), shown, sizeof shown));
-        np_status st = get(r, buf, 4 * k, where, err);
+        np_status st = get(r, buf, 4 * k, err);
         if (st) return st;
         for (size_t i = 0; i < k; i++) {
             uint32_t u = np_le_get32(buf + 4 * i);

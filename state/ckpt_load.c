@@ -96,6 +96,8 @@ static np_status load_shard(const manifest *mf, const np_config *cfg, np_model_t
     size_t hn = 56 + 8 * (size_t)T;
     unsigned char *h = malloc(hn);
     float *buf = malloc(CK_BLOCK);
+    char bad_name[64] = "", bad_at[96] = ""; /* the first non-finite value kept here */
+    float bad_v = 0;
     if (!h || !buf) {
         st = np_err(err, NP_STATUS_NO_MEMORY, "checkpoint: out of memory");
         goto out;
@@ -140,16 +142,14 @@ static np_status load_shard(const manifest *mf, const np_config *cfg, np_model_t
                 int64_t g = np_shard_global(&old, t, r0, j);
                 if (np_shard_owner(cfg, t, g) != cfg->rank) continue;
                 size_t e = first_nonfinite(buf + i * w, w);
-                if (e < w) {
-                    char name[64], at[96];
-                    snprintf(name, sizeof name, pass ? "emb.%d's Adagrad state" : "tensor emb.%d",
-                             t);
+                if (e < w && !bad_name[0]) { /* said once the file's hash holds */
+                    snprintf(bad_name, sizeof bad_name,
+                             pass ? "emb.%d's Adagrad state" : "tensor emb.%d", t);
                     if (pass)
-                        snprintf(at, sizeof at, "row %" PRId64, g);
+                        snprintf(bad_at, sizeof bad_at, "row %" PRId64, g);
                     else
-                        snprintf(at, sizeof at, "row %" PRId64 ", column %zu", g, e);
-                    st = nonfinite(err, path, name, at, buf[i * w + e]);
-                    break;
+                        snprintf(bad_at, sizeof bad_at, "row %" PRId64 ", column %zu", g, e);
+                    bad_v = buf[i * w + e];
                 }
                 float *dst = pass ? m->state[t] : m->table[t];
                 memcpy(dst + (size_t)np_shard_local(cfg, g) * w, buf + i * w, w * sizeof(float));
@@ -159,6 +159,7 @@ static np_status load_shard(const manifest *mf, const np_config *cfg, np_model_t
         }
     }
     if (!st) st = ck_finish(&in, hash, err);
+    if (!st && bad_name[0]) st = nonfinite(err, path, bad_name, bad_at, bad_v);
 out:
     *bytes += (double)in.bytes;
     free(h);

@@ -322,7 +322,7 @@ static void test_init_params(void **state) {
 static void test_nonfinite_refused(void **state) {
     (void)state;
     static const struct {
-        int table; /* 1: emb.2, row 5, column 3; 0: the dense tensor top.0.bias */
+        int table; /* 1: emb.2, row 5, column 3; 0: the dense tensor top.1.bias */
         float v;
         const char *ckpt, *dump;
     } cases[] = {

@@ -60,6 +60,12 @@ np_status np_run_agree(np_run *u, np_status st, np_error *err) {
  * be created there (a probe, removed at once: /proc and /sys folders pass access()). */
 static np_status check_output(const char *flag, const char *path, np_error *err) {
     if (!path[0]) return NP_OK;
+    char what[40];
+    snprintf(what, sizeof what, "--%s", flag);
+    struct stat sb;
+    /* a device or FIFO is written in place: its folder (/dev) is not written */
+    if (!stat(path, &sb) && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+        return np_outfile_probe(path, what, err);
     char dir[NP_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -69,7 +75,6 @@ static np_status check_output(const char *flag, const char *path, np_error *err)
         dir[1] = 0;
     else
         *slash = 0;
-    struct stat sb;
     if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
         return np_error_set(err, NP_STATUS_IO, "--%s %s: the folder %s does not exist", flag,
                             path, dir);
@@ -83,8 +88,6 @@ static np_status check_output(const char *flag, const char *path, np_error *err)
             return np_error_set(err, NP_STATUS_IO, "--%s %s: the file is not writable", flag,
                                 path);
     }
-    char what[40];
-    snprintf(what, sizeof what, "--%s", flag);
     return np_outfile_probe(path, what, err);
 }
 
@@ -109,10 +112,14 @@ static np_status check_ckpt_dir(const char *path, np_error *err) {
         return NP_OK;
     }
     np_status st = check_output("checkpoint-dir", path, err); /* its parent's checks */
-    if (!st && mkdir(path, 0755)) /* a probe: rank 0 makes it at the first checkpoint */
-        st = np_error_set(err, NP_STATUS_IO, "--checkpoint-dir %s: cannot create it: %s", path,
-                          strerror(errno));
-    if (!st) rmdir(path);
+    /* a probe: rank 0 makes the folder at the first checkpoint; a folder of another name
+     * beside it, so that nothing another process makes meanwhile is touched */
+    char probe[NP_PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s.np-probe-XXXXXX", path);
+    if (!st && !mkdtemp(probe))
+        st = np_error_set(err, NP_STATUS_IO, "--checkpoint-dir %s: cannot create a folder there: %s",
+                          path, strerror(errno));
+    if (!st) rmdir(probe);
     return st;
 }
 
@@ -128,7 +135,7 @@ static np_status check_outputs(const np_run *u, np_error *err) {
     const char *inputs[4][2] = {{"--data", c->data != NP_DATA_SYNTHETIC ? c->data_path : ""},
                                 {"--eval-data",
                                  c->eval_data != NP_DATA_SYNTHETIC ? c->eval_data_path : ""},
-                                {"--init-params", c->init_params},
+                                {"--init-params", c->resume[0] ? "" : c->init_params},
                                 {"--model-file", c->model_file}};
     np_status st = NP_OK;
     char what[40];

@@ -443,11 +443,12 @@ NP_NODISCARD NP_API np_status np_model_load(np_model_t *m, const char *path, np_
 
 /* Reading any NPPARAMS dump tensor by tensor: the one reader of --init-params, predict,
  * compare and export, so all of them accept and refuse the same files. Every check is made:
- * the magic and version 1; at most NP_PARAMS_MAX_TENSORS tensors, exactly as many as the
+ * the magic and version 1; 1 to NP_PARAMS_MAX_TENSORS tensors, exactly as many as the
  * header says, and no byte after the last; names of 1-255 bytes with no control byte, none
  * given twice; 1-8 dims whose values fit in the bytes left; every value finite. Errors read
  * "WHAT PATH: tensor 3 (emb.0): ...", naming a non-finite value's element (and its row and
- * column in a matrix). The file is streamed, never read whole. */
+ * column in a matrix). The file is streamed, never read whole; a pipe or device works too
+ * (its end decides where it ends). */
 #define NP_PARAMS_MAX_TENSORS 100000
 typedef struct np_params_reader np_params_reader;
 typedef struct np_params_tensor {
@@ -457,8 +458,8 @@ typedef struct np_params_tensor {
     uint64_t dims[8]; /* row-major */
     uint64_t count;   /* values: the product of dims */
 } np_params_tensor;
-/* Opens path and checks its header; `what` ("compare") starts every message and must
- * outlive the reader. */
+/* Opens path and checks its header; `what` ("compare") starts every message; both strings
+ * must outlive the reader. */
 NP_NODISCARD NP_API np_status np_params_open(const char *path, const char *what,
                                              np_params_reader **out, np_error *err);
 /* Tensors the header announces. */
