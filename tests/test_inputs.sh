@@ -255,7 +255,7 @@ host=$(uname -n | cut -c1-32 | tr -c 'A-Za-z0-9._\n-' '_')
 # is not seen here (another PID namespace: 99999999 is past any pid_max)
 touch "$W/g.bin.np-$host-$$.abcdef" "$W/g.bin.np-otherhost-99999999.abcdef" \
   "$W/g.bin.np-$host-99999999.locked"
-flock -o "$W/g.bin.np-$host-99999999.locked" sleep 30 & # (-o: flock itself holds it)
+flock -o "$W/g.bin.np-$host-99999999.locked" sleep 30 >/dev/null 2>&1 & # (-o: flock holds it)
 locker=$!
 for ((i = 0; i < 100; i++)); do
   flock -n "$W/g.bin.np-$host-99999999.locked" true || break
@@ -269,6 +269,7 @@ if [[ -n $stale && ! -e $stale ]] && grep -q "removed $stale, a temporary of pro
 else
   bad "E6: stale '$stale' $(ls "$W"/g.bin* | tr '\n' ' '); $(cat "$W/err")"
 fi
+pkill -P $locker sleep 2>/dev/null
 kill $locker 2>/dev/null
 wait $locker 2>/dev/null
 "$NP" generate "$W/g.bin" --samples 100 "${SMALL[@]}" >/dev/null 2>"$W/err"
