@@ -90,16 +90,19 @@ static void temp_tag(char *out, size_t cap, long pid) {
     snprintf(out, cap, "np-%s-%ld", host[0] ? host : "host", pid);
 }
 
-/* Splits path into its folder ("." for none) and name. */
-static void split_path(const char *path, char *dir, size_t cap, const char **base) {
+const char *np_path_folder(const char *path, char *dir, size_t cap) {
     const char *slash = strrchr(path, '/');
-    *base = slash ? slash + 1 : path;
     if (!slash)
         snprintf(dir, cap, ".");
     else if (slash == path)
         snprintf(dir, cap, "/");
     else
         snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+    return slash ? slash + 1 : path;
+}
+
+static void split_path(const char *path, char *dir, size_t cap, const char **base) {
+    *base = np_path_folder(path, dir, cap);
 }
 
 /* 1 when name (after the prefix's n bytes) is "PID.XXXXXX": a pid that fits an int, then

@@ -27,6 +27,10 @@ void *np_zalloc(size_t n, size_t size, const char *what, np_error *err);
 /* Grows *p to hold at least n elements of size; keeps contents. *cap in elements. */
 np_status np_grow(void **p, size_t *cap, size_t n, size_t size, const char *what, np_error *err);
 
+/* The folder of path into dir (cap bytes): "." for a bare name, "/" for one at the root
+ * (core/outfile.c). Returns the name within it. */
+const char *np_path_folder(const char *path, char *dir, size_t cap);
+
 /* np_outfile_* (output files written whole or not at all) and np_escape are public
  * (nestpipe.h): the command writes its metrics and quotes file content with them too. */
 

@@ -324,14 +324,7 @@ static np_status check_room(const char *path, long n, int D, int T, int hot, np_
     struct stat sb;
     if (!stat(path, &sb) && !S_ISREG(sb.st_mode)) return NP_OK; /* a device: written in place */
     char dir[NP_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = 0;
-    else
-        *slash = 0;
+    np_path_folder(path, dir, sizeof dir);
     struct statvfs vf;
     if (statvfs(dir, &vf)) return NP_OK; /* the writer says what is wrong with the folder */
     double min_keys = hot <= 1 ? hot : hot - hot / 2;

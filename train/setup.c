@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/util.h"
 #include "train/agree.h"
 #include "train/run_impl.h"
 
@@ -67,14 +68,7 @@ static np_status check_output(const char *flag, const char *path, np_error *err)
     if (!stat(path, &sb) && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
         return np_outfile_probe(path, what, err);
     char dir[NP_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = 0;
-    else
-        *slash = 0;
+    np_path_folder(path, dir, sizeof dir);
     if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
         return np_error_set(err, NP_STATUS_IO, "--%s %s: the folder %s does not exist", flag,
                             path, dir);
