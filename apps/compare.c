@@ -87,11 +87,11 @@ int np_cmd_compare(int argc, char **argv) {
             differ = 1;
             continue;
         }
-        size_t n = (size_t)ta.count;
+        size_t n = ta.count <= SIZE_MAX / sizeof *xa ? (size_t)ta.count : 0;
         free(xa);
         free(xb);
-        xa = malloc(n ? n * sizeof *xa : 1);
-        xb = malloc(n ? n * sizeof *xb : 1);
+        xa = n || !ta.count ? malloc(n ? n * sizeof *xa : 1) : NULL;
+        xb = n || !ta.count ? malloc(n ? n * sizeof *xb : 1) : NULL;
         if (!xa || !xb) {
             st = np_error_set(&err, NP_STATUS_NO_MEMORY, "compare: %s: out of memory", show_a);
             break;

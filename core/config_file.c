@@ -103,8 +103,13 @@ static char *read_line(char *str, int num, void *stream) {
     line_reader *r = stream;
     size_t len = 0, cap = (size_t)num - 2; /* the text; a newline and the NUL must fit */
     int c, last = -1, lead = 1;
+    size_t seen = 0; /* bytes of the line, indentation too */
     errno = 0;
     while ((c = getc(r->f)) != EOF && c != '\n') {
+        if (++seen >= TOO_LONG_COUNT) { /* a line without end (of spaces, too) */
+            len = TOO_LONG_COUNT;
+            break;
+        }
         if (lead && (c == ' ' || c == '\t')) continue; /* the indentation */
         lead = 0;
         if (c == 0) { /* not text: stop here */
@@ -113,7 +118,7 @@ static char *read_line(char *str, int num, void *stream) {
         }
         if (len < cap) str[len] = (char)c;
         last = c;
-        if (++len >= TOO_LONG_COUNT) break;
+        len++;
     }
     if (c == EOF && ferror(r->f)) {
         r->failed = 1;
@@ -123,7 +128,7 @@ static char *read_line(char *str, int num, void *stream) {
     if (c == EOF && len == 0 && lead && !r->nul) return NULL; /* the end */
     r->line_no++;
     if (r->nul) return NULL;
-    if (last == '\r') len--; /* CRLF */
+    if (last == '\r' && len < TOO_LONG_COUNT) len--; /* CRLF */
     if (len > cap) {
         r->too_long = (int)len;
         r->max_len = (int)cap;

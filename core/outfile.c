@@ -146,7 +146,9 @@ static void remove_stale(const char *path) {
         struct stat sb;
         if (fd < 0) continue;
         if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
-            !flock(fd, LOCK_EX | LOCK_NB) && !unlink(full))
+            !flock(fd, LOCK_SH | LOCK_NB) && !unlink(full)) /* (shared: NFS emulates flock
+                                                               with fcntl locks, whose
+                                                               exclusive kind needs a writer) */
             fprintf(stderr,
                     "nestpipe: removed %s, a temporary of process %ld of this host, which was "
                     "stopped while writing %s (%.1f MB)\n",

@@ -116,7 +116,10 @@ np_status np_params_next(np_params_reader *r, np_params_tensor *t, int *more, np
     if (st) return st;
     r->in_values = 0;
     if ((uint32_t)r->next == r->count) {
-        if (r->size == UINT64_MAX ? getc(r->f) != EOF : r->pos != r->size) {
+        if (r->size == UINT64_MAX && getc(r->f) == EOF && ferror(r->f))
+            return np_err(err, NP_STATUS_IO, "%s %s: cannot read it: %s", r->what, r->path,
+                          strerror(errno));
+        if (r->size == UINT64_MAX ? !feof(r->f) : r->pos != r->size) {
             char n[40] = "";
             if (r->size != UINT64_MAX) snprintf(n, sizeof n, "%" PRIu64 " ", r->size - r->pos);
             return fail(r, err, "%sbytes after the last of the header's %" PRIu32 " tensors", n,
@@ -159,9 +162,14 @@ np_status np_params_next(np_params_reader *r, np_params_tensor *t, int *more, np
         c->count = c->dims[k] && c->count > UINT64_MAX / c->dims[k] ? UINT64_MAX
                                                                       : c->count * c->dims[k];
     }
-    if (r->size != UINT64_MAX && c->count > (r->size - r->pos) / 4)
-        return fail(r, err, "tensor %d (%s): more values than the %" PRIu64 " bytes left",
-                    c->index, np_escape(c->name, len, shown, sizeof shown), r->size - r->pos);
+    /* (a pipe's size is not known: no stream holds more than 2^64 bytes either) */
+    if (c->count > (r->size - r->pos) / 4) {
+        char left[48] = "any file holds"; /* a pipe */
+        if (r->size != UINT64_MAX)
+            snprintf(left, sizeof left, "the %" PRIu64 " bytes left", r->size - r->pos);
+        return fail(r, err, "tensor %d (%s): more values than %s", c->index,
+                    np_escape(c->name, len, shown, sizeof shown), left);
+    }
     r->left = c->count;
     r->in_values = 1;
     *t = *c;

@@ -18,6 +18,8 @@ expect_fail "E2: --config /dev/zero" 2 "/dev/zero:1: a NUL byte: not a text file
   -- timeout 20 "$NP" train --config /dev/zero
 expect_fail "E2: --config, a line without end" 2 ":1: line of more than 1048576 bytes" \
   -- timeout 20 "$NP" train --config <(yes | tr -d '\n')
+expect_fail "E2: --config, indentation without end" 2 ":1: line of more than 1048576 bytes" \
+  -- timeout 20 "$NP" train --config <(yes ' ' | tr -d '\n')
 expect_fail "E2: --data criteo:/dev/zero" 2 "/dev/zero:1: a line of more than 65536 bytes" \
   -- timeout 20 "$NP" train --data criteo:/dev/zero "${SMALL[@]}" --tables 26 --steps 2
 expect_fail "E2: convert /dev/zero" 2 "/dev/zero:1: a line of more than 65536 bytes" \
@@ -210,7 +212,7 @@ signal_case() { # NAME SIGNAL OUT -- CMD...: started, signalled once its tempora
   local name=$1 sig=$2 out=$3 pid rc i
   shift 4
   # (a background job starts with SIGINT ignored, which nestpipe respects: reset it)
-  "${DEFAULT_INT[@]}" "$@" >/dev/null 2>"$W/err" &
+  ${DEFAULT_INT[@]+"${DEFAULT_INT[@]}"} "$@" >/dev/null 2>"$W/err" &
   pid=$!
   for ((i = 0; i < 200; i++)); do temps "$out" && break; sleep 0.05; done
   temps "$out" || bad "$name: no temporary appeared"
@@ -255,7 +257,7 @@ host=$(uname -n | cut -c1-32 | tr -c 'A-Za-z0-9._\n-' '_')
 # is not seen here (another PID namespace: 99999999 is past any pid_max)
 touch "$W/g.bin.np-$host-$$.abcdef" "$W/g.bin.np-otherhost-99999999.abcdef" \
   "$W/g.bin.np-$host-99999999.locked"
-flock -o "$W/g.bin.np-$host-99999999.locked" sleep 30 >/dev/null 2>&1 & # (-o: flock holds it)
+flock -o "$W/g.bin.np-$host-99999999.locked" sleep 300 >/dev/null 2>&1 & # (-o: flock holds it)
 locker=$!
 for ((i = 0; i < 100; i++)); do
   flock -n "$W/g.bin.np-$host-99999999.locked" true || break
