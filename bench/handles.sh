@@ -108,9 +108,7 @@ print("| %s | %.1f | %.1f | %g | %g |" % (sys.argv[1], gb, gn, eb, en))
 EOF2
 done
 
-machine_facts
-TORCH_LINES=() TORCH_MISSING="not measured here" NPROC=$(nproc)
-BASE_VERSION=$("$BASE" --version | head -n 1)
+base_bench_facts
 {
   echo "# Per-node parameter handles: step time under dbp and nestpipe ($STAMP)"
   echo

@@ -91,16 +91,14 @@ for R in 1 2; do
   done
 done
 
-machine_facts
-TORCH_LINES=() TORCH_MISSING="not measured here" NPROC=$(nproc)
-BASE_VERSION=$("$BASE" --version | head -n 1)
+base_bench_facts
 {
   echo "# Waits that sleep: a stalled peer's cost and the step time ($STAMP)"
   echo
   echo "\`bash bench/idle.sh --base <a build of the commit before> --steps $STEPS --repeats $REPEATS\`."
   echo "Before ($BASE_VERSION, the base binary): the MPI backend's polled collectives and the"
   echo "StarPU workers' idle hook yielded the core in a loop. After: they yield for the first"
-  echo "1 ms of a wait, then sleep a twentieth of the time waited so far, 1 ms at most"
+  echo "10 ms of a wait, then sleep a fiftieth of the time waited so far, 1 ms at most"
   echo "(core/backoff.h)."
   echo
   echo "## A stalled peer"

@@ -344,6 +344,14 @@ machine_facts() {
   done
 }
 
+# machine_facts for a bench of two nestpipe builds (no PyTorch side): also sets TORCH_LINES,
+# TORCH_MISSING, NPROC and BASE_VERSION (the --version line of the build $BASE).
+base_bench_facts() {
+  machine_facts
+  TORCH_LINES=() TORCH_MISSING="not measured here" NPROC=$(nproc)
+  BASE_VERSION=$("$BASE" --version | head -n 1)
+}
+
 # The result file's "## Machine" section from machine_facts and TORCH_LINES/TORCH_MISSING.
 machine_section() {
   echo "## Machine"

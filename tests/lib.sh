@@ -30,3 +30,11 @@ expect_ok() {
   shift
   if "$@" >"$W/out" 2>"$W/err"; then ok "$name"; else bad "$name: exit $?: $(cat "$W/err")"; fi
 }
+
+# The environment of a test that runs mpirun (after setting W): StarPU quiet and unbound
+# (ranks share two cores), Open MPI allowed as root, StarPU's perf models in the scratch
+# folder unless STARPU_HOME is set.
+mpi_test_env() {
+  export STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export STARPU_HOME=${STARPU_HOME:-$W/starpu}
+}

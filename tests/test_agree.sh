@@ -11,8 +11,7 @@ NP=$(realpath "$1")
 W=$(mktemp -d /tmp/np_agree_XXXXXX)
 trap 'rm -rf "$W"' EXIT
 source "$(dirname "$0")/lib.sh"
-export STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export STARPU_HOME=${STARPU_HOME:-$W/starpu}
+mpi_test_env
 MPI=(timeout 60 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -x STARPU_SILENT
   -x STARPU_WORKERS_NOBIND -x STARPU_HOME)
 BASE=(--tables 4 --rows 1000 --dim 8 --bottom 13-32-8 --top 16-1 --batch 256 --steps 4 --eval-samples 512 --rank-timeout 20

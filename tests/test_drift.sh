@@ -17,8 +17,7 @@ LIN=$(realpath "$2")
 W=$(mktemp -d /tmp/np_drift_XXXXXX)
 trap 'rm -rf "$W"' EXIT
 source "$(dirname "$0")/lib.sh"
-export STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export STARPU_HOME=${STARPU_HOME:-$W/starpu}
+mpi_test_env
 BASE=(--batch 960 --tables 8 --steps 400 --quiet)
 TOL=(--rtol 1e-4 --atol 1e-5)
 
