@@ -80,6 +80,8 @@ extern struct starpu_codelet np_cl_sum;
 typedef struct np_cl_report {
     uint64_t bytes; /* bytes this task sent */
     uint64_t count; /* rows it copied (sync) */
+    uint32_t segments; /* route: (window, table, owner) segments with keys for another rank */
+    uint32_t pooled;   /* route: those of them sent pooled (docs/pipeline.md "Rows or pooled sums") */
     int32_t fail;   /* 1: a bad key, an overflow, no memory or an MPI error */
     int32_t nonfinite; /* 1: an update left a NaN or inf parameter (training diverged) */
 } np_cl_report;
@@ -91,6 +93,7 @@ struct np_backend;
 typedef struct np_cl_xchg_args {
     np_cl_report out;      /* FIRST field: what the task reports */
     np_shard shard;        /* row- or table-wise sharding over the R ranks */
+    np_exchange exchange;  /* route: how each segment travels (rows, pooled, or by bytes) */
     const int64_t *rows;   /* (T) rows of each table: the model's, immutable */
     struct np_comm *comm;
     long nb; /* local batch samples */
@@ -109,19 +112,24 @@ typedef struct np_cl_xchg_args {
 /* route buffers: offsets R, keys R, uniq W (Uq scratch), pos W, sendkeys W, meta RW.
  * Window w is the samples [nb*w/W, nb*(w+1)/W). Dedups each (window, table)'s keys,
  * buckets them by owner (owner, window, table, key order) and points pos at each key's
- * row in its window's Rin, which holds (owner, table, key) order. */
+ * row in its window's Rin, which holds (owner, table, row) order. A pooled (window, table,
+ * owner) segment sends every key of the window's bags there instead, bag after bag, and
+ * gets one row per bag: pos points the bag's first key there at it and its other keys
+ * there at -1, which pooling skips. Keys go as np_xchg_key_row encodes them. */
 /* a2a_keys buffers: meta RW, sendkeys R, recvkeys W, token RW (counts, then keys) */
 /* route_owner buffers: recvkeys R, meta RW, uniq_o W, map W: the owner's distinct rows per
  * table across requesters and windows, and for each received key its E row */
-/* exchange_rows buffers: E R, map R, meta R, Rin_w W, sbuf W (scratch), token RW: window
- * w's rows */
+/* exchange_rows buffers: E R, map R, meta R, Rin_w W, sbuf W (scratch), token RW,
+ * recvkeys R (read when a segment is pooled): window w's rows */
 /* rows_fresh buffers: E R, map R, meta R, Rin_w W, sbuf W, token RW, obits_w W, rbits_w W,
- * uniq_o of the previous batch R, its meta R, uniq_o R: window w's rows the previous batch
+ * uniq_o of the previous batch R, its meta R, uniq_o R, recvkeys R: window w's rows the
+ * previous batch
  * does not hold, placed in Rin_w; the bitmaps of which rows are shared (owner's, then the
  * requester's, xchg_plan.h) are kept for rows_shared */
 /* rows_shared buffers: E R, map R, meta R, Rin_w RW, sbuf W, token RW, obits_w R, rbits_w R,
- * rbuf W (scratch): after the sync, the rest of window w's rows into Rin_w */
-/* exchange_grads buffers: grows_w R, map R, meta R, gE RW, rbuf W (scratch), token RW:
+ * rbuf W (scratch), recvkeys R: after the sync, the rest of window w's rows into Rin_w */
+/* exchange_grads buffers: grows_w R, map R, meta R, gE RW, rbuf W (scratch), token RW,
+ * recvkeys R (read when a segment is pooled):
  * window w's grads; gE[map[i]] += received grad i in rank order, gE zeroed by window 0:
  * each row's sum runs in (window, rank, key) order in every pipeline */
 /* allreduce buffers: glocal R (n), gdense W (n), all W (R, n) scratch, token RW:

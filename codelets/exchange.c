@@ -55,6 +55,17 @@ static int x_allgatherv_inplace(np_backend *b, void *buf, const int64_t *counts,
 }
 
 /* ---- route (requester side) */
+
+/* Whether owner o's part of one (window, table) goes pooled: u distinct keys as rows, or
+ * n keys in g bags as one row each (docs/pipeline.md "Rows or pooled sums"). auto counts
+ * the bytes both ways take, keys (8 bytes) and rows there and their gradients back, and
+ * keeps rows on a tie and for this rank's own keys, which cross no wire. */
+static int seg_pooled(np_exchange mode, int o, int me, int64_t u, int64_t n, int64_t g, int d) {
+    if (mode != NP_EXCHANGE_AUTO || !u) return mode == NP_EXCHANGE_POOLED && u;
+    int64_t row = 2 * (int64_t)d * (int64_t)sizeof(float), key = (int64_t)sizeof(int64_t);
+    return o != me && n * key + g * row < u * (key + row);
+}
+
 static void route_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     const uint32_t *off = NP_BUF(buffers, 0); /* (T, nb+1) */
@@ -64,20 +75,27 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     int64_t *sendkeys = NP_BUF(buffers, 4); /* owner-local rows, (owner, window, table) order */
     int64_t *meta = NP_BUF(buffers, 5);
     int T = a->T, R = a->R, W = a->W;
-    size_t nwt = (size_t)W * T;
+    size_t nwt = (size_t)W * T, nowt = (size_t)R * nwt;
+    np_backend mpi, *be = host_backend(a, &mpi);
+    int me = be ? be->rank : 0;
     /* tbase (W*T+1): first uniq index of (window, table); scur (R, W, T): next send
-     * position; rcur (W, R, T): next row of the window's Rin */
-    int64_t *tbase = malloc((nwt + 1 + 2 * (size_t)R * nwt) * sizeof *tbase);
-    if (!tbase) {
+     * position; rcur (W, R, T): next row of the window's Rin; cnt (3, R, W, T): per
+     * segment its distinct keys, keys and bags; grp (R): a bag's row at each owner */
+    int64_t *tbase = malloc((nwt + 1 + 5 * nowt + (size_t)R) * sizeof *tbase);
+    uint8_t *pooled = malloc(nowt + 1); /* (R, W, T) */
+    if (!tbase || !pooled) {
         a->out.fail = 1;
+        free(tbase);
+        free(pooled);
         return;
     }
-    int64_t *scur = tbase + nwt + 1, *rcur = scur + (size_t)R * nwt;
+    int64_t *scur = tbase + nwt + 1, *rcur = scur + nowt, *cu = rcur + nowt, *cn = cu + nowt,
+            *cg = cn + nowt, *grp = cg + nowt;
+#define SEG(o, w, t) (((size_t)(o) * W + (w)) * T + (t))
     /* 1. dedup every (window, table); pos[k] = absolute index into uniq */
     int64_t base = 0;
     for (int w = 0; w < W; w++) {
         long r0 = a->nb * w / W, r1 = a->nb * (w + 1) / W;
-        int64_t wbase = base;
         for (int t = 0; t < T; t++) {
             const uint32_t *o = off + (size_t)t * (a->nb + 1);
             size_t nu = 0;
@@ -85,67 +103,107 @@ static void route_cpu(void *buffers[], void *cl_arg) {
             if (np_keys_dedup(keys + o[r0], o[r1] - o[r0], uniq + base, &nu, pos + o[r0]) ||
                 (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= a->rows[t]))) {
                 a->out.fail = 1;
-                free(tbase);
-                return;
+                goto out;
             }
             for (size_t k = o[r0]; k < o[r1]; k++)
                 pos[k] += base;
             base += (int64_t)nu;
         }
-        meta[NP_META_WUQ(T, w)] = base - wbase;
-        if ((size_t)(base - wbase) > a->cap_win) { /* the engine sized it: a bug if hit */
-            a->out.fail = 1;
-            free(tbase);
-            return;
-        }
     }
     tbase[nwt] = base;
-    meta[NP_META_UQ] = base;
-    /* 2. bucket by owner, keeping (window, table, key) order inside a bucket: a counting
-     *    sort; each window's Rin takes its keys in (owner, table, key) order */
-    int64_t *slot = malloc(((size_t)base + 1) * sizeof *slot); /* uniq index -> Rin_w row */
-    if (!slot) {
-        a->out.fail = 1;
-        free(tbase);
-        return;
-    }
+    /* 2. each (owner, window, table) segment: its distinct keys, keys and bags, and so
+     *    its form; the keys it sends and the rows it returns */
+    memset(cu, 0, 3 * nowt * sizeof *cu);
+    for (int w = 0; w < W; w++)
+        for (int t = 0; t < T; t++) {
+            for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++)
+                cu[SEG(np_shard_owner_in(a->shard, R, t, uniq[u]), w, t)]++;
+            const uint32_t *o = off + (size_t)t * (a->nb + 1);
+            for (long s = a->nb * w / W; s < a->nb * (w + 1) / W; s++) {
+                uint64_t seen = 0; /* owners this bag has keys at (R <= 64) */
+                for (uint32_t k = o[s]; k < o[s + 1]; k++) {
+                    int ow = np_shard_owner_in(a->shard, R, t, keys[k]);
+                    cn[SEG(ow, w, t)]++;
+                    cg[SEG(ow, w, t)] += !(seen >> ow & 1u);
+                    seen |= (uint64_t)1 << ow;
+                }
+            }
+        }
     for (int o = 0; o < R; o++)
         for (int w = 0; w < W; w++)
-            for (int t = 0; t < T; t++)
-                meta[NP_META_SC(T, W, o, w, t)] = 0;
-    for (int w = 0; w < W; w++)
-        for (int t = 0; t < T; t++)
-            for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++)
-                meta[NP_META_SC(T, W, np_shard_owner_in(a->shard, a->R, t, uniq[u]), w, t)]++;
+            for (int t = 0; t < T; t++) {
+                size_t g = SEG(o, w, t);
+                pooled[g] = (uint8_t)seg_pooled(a->exchange, o, me, cu[g], cn[g], cg[g], a->d);
+                meta[NP_META_SC(T, W, o, w, t)] = pooled[g] ? cn[g] : cu[g];
+                meta[NP_META_SR(T, W, R, o, w, t)] = pooled[g] ? cg[g] : cu[g];
+                if (o != me && cu[g]) {
+                    a->out.segments++;
+                    a->out.pooled += pooled[g];
+                }
+            }
     int64_t acc = 0;
     for (int o = 0; o < R; o++)
         for (int w = 0; w < W; w++)
             for (int t = 0; t < T; t++) {
-                scur[((size_t)o * W + w) * T + t] = acc;
+                scur[SEG(o, w, t)] = acc;
                 acc += meta[NP_META_SC(T, W, o, w, t)];
             }
+    int64_t rows_all = 0;
     for (int w = 0; w < W; w++) {
         acc = 0;
         for (int o = 0; o < R; o++)
             for (int t = 0; t < T; t++) {
                 rcur[((size_t)w * R + o) * T + t] = acc;
-                acc += meta[NP_META_SC(T, W, o, w, t)];
+                acc += meta[NP_META_SR(T, W, R, o, w, t)];
             }
+        meta[NP_META_WUQ(T, w)] = acc; /* rows of the window's Rin */
+        rows_all += acc;
+        if ((size_t)acc > a->cap_win) { /* the engine sized it: a bug if hit */
+            a->out.fail = 1;
+            goto out;
+        }
     }
+    meta[NP_META_UQ] = rows_all;
+    /* 3. rows segments: each distinct key once, a row start; its place in Rin (kept in
+     *    uniq, which is not read again) */
     for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++)
             for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++) {
-                int o = np_shard_owner_in(a->shard, a->R, t, uniq[u]);
-                sendkeys[scur[((size_t)o * W + w) * T + t]++] = np_shard_local_in(a->shard, a->R, uniq[u]);
-                slot[u] = rcur[((size_t)w * R + o) * T + t]++;
+                int o = np_shard_owner_in(a->shard, R, t, uniq[u]);
+                if (pooled[SEG(o, w, t)]) continue;
+                sendkeys[scur[SEG(o, w, t)]++] = -np_shard_local_in(a->shard, R, uniq[u]) - 1;
+                uniq[u] = rcur[((size_t)w * R + o) * T + t]++;
             }
-    /* 3. every key reads its row where it will arrive in its window's Rin */
-    for (int t = 0; t < T; t++) {
-        const uint32_t *o = off + (size_t)t * (a->nb + 1);
-        for (size_t k = o[0]; k < o[a->nb]; k++)
-            pos[k] = slot[pos[k]];
-    }
-    free(slot);
+    /* 4. every key reads its row where it will arrive in its window's Rin; a pooled
+     *    segment's bags send their keys there in bag order, the first one a row start */
+    for (int w = 0; w < W; w++)
+        for (int t = 0; t < T; t++) {
+            const uint32_t *o = off + (size_t)t * (a->nb + 1);
+            for (long s = a->nb * w / W; s < a->nb * (w + 1) / W; s++) {
+                uint64_t seen = 0;
+                for (uint32_t k = o[s]; k < o[s + 1]; k++) {
+                    int ow = np_shard_owner_in(a->shard, R, t, keys[k]);
+                    size_t g = SEG(ow, w, t);
+                    if (!pooled[g]) {
+                        pos[k] = uniq[pos[k]];
+                        continue;
+                    }
+                    int64_t local = np_shard_local_in(a->shard, R, keys[k]);
+                    if (seen >> ow & 1u) {
+                        sendkeys[scur[g]++] = local;
+                        pos[k] = -1;
+                    } else {
+                        seen |= (uint64_t)1 << ow;
+                        grp[ow] = rcur[((size_t)w * R + ow) * T + t]++;
+                        sendkeys[scur[g]++] = -local - 1;
+                        pos[k] = grp[ow];
+                    }
+                }
+            }
+        }
+#undef SEG
+out:
+    free(pooled);
     free(tbase);
 }
 
@@ -175,8 +233,9 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
         a->out.fail = 1;
         return;
     }
-    /* one rank without MPI sends nothing: its keys only change buffers */
-    a->out.bytes = be ? (uint64_t)(nsend + (int64_t)R * W * T) * sizeof(int64_t) : 0;
+    /* bytes on the wire: what goes to other ranks (one rank sends nothing) */
+    int me = be ? be->rank : 0;
+    a->out.bytes = (uint64_t)(nsend - st[me] + (int64_t)(R - 1) * W * T) * sizeof(int64_t);
 }
 
 /* ---- owner side: distinct rows per table across requesters and windows, and the E row
@@ -196,6 +255,22 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
     }
     int64_t *idx = keys + nrecv;    /* (nrecv) where each collected key came from */
     int64_t *tmp = idx + nrecv + 1; /* (nrecv) dedup positions */
+    /* the rows each segment returns: its row starts (a segment that does not begin with
+     * one is a bug of the sender) */
+    for (int64_t q = 0, seg = 0; q < R; q++)
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++) {
+                int64_t c = meta[NP_META_RC(T, W, R, q, w, t)], rows = 0;
+                for (int64_t i = 0; i < c; i++)
+                    rows += np_xchg_key_starts(recv[seg + i]);
+                if (c && !np_xchg_key_starts(recv[seg])) {
+                    free(keys);
+                    a->out.fail = 1;
+                    return;
+                }
+                meta[NP_META_RR(T, W, R, q, w, t)] = rows;
+                seg += c;
+            }
     int64_t ubase = 0;
     for (int t = 0; t < T; t++) {
         /* collect table t's keys from every (requester, window) segment, in that order */
@@ -206,7 +281,7 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
                     int64_t c = meta[NP_META_RC(T, W, R, q, w, tt)];
                     if (tt == t)
                         for (int64_t i = 0; i < c; i++) {
-                            keys[n] = recv[seg + i];
+                            keys[n] = np_xchg_key_row(recv[seg + i]);
                             idx[n++] = seg + i;
                         }
                     seg += c;
@@ -236,9 +311,10 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
     size_t d = (size_t)a->d;
     np_xchg_plan p;
     np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    const int64_t *keys = p.pooled ? NP_BUF(buffers, 6) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     /* one rank without MPI: the requester is the owner, gather straight into Rin */
-    np_xchg_pack_rows(&p, map, E, d, be ? sbuf : Rin);
+    np_xchg_pack_rows(&p, map, keys, E, d, be ? sbuf : Rin);
     if (!be) {
         a->out.bytes = 0;
         return;
@@ -247,7 +323,7 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = (uint64_t)p.nsend * d * sizeof(float);
+    a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); /* off-rank */
 }
 
 /* ---- window w's rows in two parts (dbp across ranks, docs/pipeline.md "The batch
@@ -256,17 +332,18 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
 /* One part (0 fresh, 1 shared) of a split exchange, counted from both sides' bitmaps:
  * packed into sbuf, sent, received packed into recv (Rin itself for the fresh part) and
  * placed in Rin. *rows: rows sent. 0, or -1 when the collective failed. */
-static int send_part(const np_xchg_plan *p, np_backend *be, const int64_t *map, const float *E,
-                     size_t d, const uint32_t *obits, const uint32_t *rbits, int part, float *sbuf,
-                     float *recv, float *Rin, uint64_t *rows) {
+static int send_part(const np_xchg_plan *p, np_backend *be, const int64_t *map,
+                     const int64_t *keys, const float *E, size_t d, const uint32_t *obits,
+                     const uint32_t *rbits, int part, float *sbuf, float *recv, float *Rin,
+                     uint64_t *rows) {
     int64_t cs[NP_XCHG_MAX_RANKS], cr[NP_XCHG_MAX_RANKS];
     np_xchg_part_counts(p, obits, 0, part, cs);
     np_xchg_part_counts(p, rbits, 1, part, cr);
-    np_xchg_pack_part(p, map, E, d, obits, part, sbuf);
+    np_xchg_pack_part(p, map, keys, E, d, obits, part, sbuf);
     if (x_alltoallv(be, sbuf, cs, recv, cr, d * sizeof(float))) return -1;
     np_xchg_place_part(p, rbits, part, recv, d, Rin);
     for (int q = 0; q < p->R; q++)
-        *rows += (uint64_t)cs[q];
+        if (q != (be ? be->rank : 0)) *rows += (uint64_t)cs[q]; /* to other ranks */
     return 0;
 }
 
@@ -281,13 +358,14 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     size_t d = (size_t)a->d;
     np_xchg_plan p;
     np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    const int64_t *keys = p.pooled ? NP_BUF(buffers, 11) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     /* which E rows are shared, a byte each, in sbuf before it stages the rows (Uo bytes fit
      * in its (cap_recv, d) floats): nothing to allocate, nothing to fail before the
      * collectives, which every rank must reach */
     uint8_t *shared = (uint8_t *)sbuf;
     np_xchg_mark_shared(uprev, mprev, ucur, meta, a->T, shared);
-    np_xchg_mark_rows(&p, map, shared, obits);
+    np_xchg_mark_rows(&p, map, keys, shared, obits);
     int64_t ws[NP_XCHG_MAX_RANKS], wr[NP_XCHG_MAX_RANKS];
     np_xchg_bit_counts(&p, 0, ws);
     np_xchg_bit_counts(&p, 1, wr);
@@ -297,13 +375,13 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
         return;
     }
     uint64_t rows = 0, words = 0;
-    if (send_part(&p, be, map, E, d, obits, rbits, 0, sbuf, Rin, Rin, &rows)) {
+    if (send_part(&p, be, map, keys, E, d, obits, rbits, 0, sbuf, Rin, Rin, &rows)) {
         a->out.fail = 1;
         return;
     }
     for (int q = 0; q < a->R; q++)
-        words += (uint64_t)ws[q];
-    a->out.bytes = be ? rows * d * sizeof(float) + words * sizeof *obits : 0;
+        if (q != (be ? be->rank : 0)) words += (uint64_t)ws[q];
+    a->out.bytes = rows * d * sizeof(float) + words * sizeof *obits;
 }
 
 static void rows_shared_cpu(void *buffers[], void *cl_arg) {
@@ -316,13 +394,14 @@ static void rows_shared_cpu(void *buffers[], void *cl_arg) {
     size_t d = (size_t)a->d;
     np_xchg_plan p;
     np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    const int64_t *keys = p.pooled ? NP_BUF(buffers, 9) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     uint64_t rows = 0;
-    if (send_part(&p, be, map, E, d, obits, rbits, 1, sbuf, rbuf, Rin, &rows)) {
+    if (send_part(&p, be, map, keys, E, d, obits, rbits, 1, sbuf, rbuf, Rin, &rows)) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = be ? rows * d * sizeof(float) : 0;
+    a->out.bytes = rows * d * sizeof(float);
 }
 
 /* ---- window w's gradients back to the owners, added per row in a fixed order */
@@ -335,6 +414,7 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     size_t d = (size_t)a->d;
     np_xchg_plan p;
     np_xchg_plan_grads(meta, T, a->W, a->R, w, &p);
+    const int64_t *keys = p.pooled ? NP_BUF(buffers, 6) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     const float *src = grows; /* one rank without MPI: the grads are already here */
     if (be) {
@@ -342,11 +422,11 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
             a->out.fail = 1;
             return;
         }
-        a->out.bytes = (uint64_t)meta[NP_META_WUQ(T, w)] * d * sizeof(float);
+        a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); /* off-rank */
         src = rbuf;
     }
     if (w == 0) memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
-    np_xchg_sum_grads(&p, map, src, d, gE);
+    np_xchg_sum_grads(&p, map, keys, src, d, gE);
 }
 
 /* ---- dense gradients: all-gather, then the same ordered sum on every rank */

@@ -74,6 +74,11 @@ int plan_window(const int64_t *dmeta, np_cl_xchg_args *a, plan_fn plan, cudaStre
         return -1;
     }
     plan(h, a->T, a->W, a->R, a->w, p);
+    if (p->pooled) { // pooled segments are the MPI codelets' (config_check, engine.c)
+        free(h);
+        a->out.fail = 1;
+        return -1;
+    }
     if (keep)
         *keep = h;
     else
@@ -104,7 +109,7 @@ extern "C" void np_cuda_exchange_rows(void *buffers[], void *cl_arg) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = (uint64_t)p.nsend * d * sizeof(float);
+    a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); // off-rank
 }
 
 extern "C" void np_cuda_exchange_grads(void *buffers[], void *cl_arg) {
@@ -120,13 +125,13 @@ extern "C" void np_cuda_exchange_grads(void *buffers[], void *cl_arg) {
     np_backend *be = a->be;
     np_xchg_plan p;
     if (plan_window(meta, a, np_xchg_plan_grads, s, &p, &hmeta)) return;
-    int64_t uo = hmeta[NP_META_UO], wuq = hmeta[NP_META_WUQ(T, w)];
+    int64_t uo = hmeta[NP_META_UO];
     free(hmeta);
     if (be->ops->alltoallv(be, grows, p.send, rbuf, p.recv, d * sizeof(float), s)) {
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = (uint64_t)wuq * d * sizeof(float);
+    a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); // off-rank
     if (w == 0 && cudaMemsetAsync(gE, 0, (size_t)uo * d * sizeof(float), s) != cudaSuccess) {
         a->out.fail = 1;
         return;

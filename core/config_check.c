@@ -56,6 +56,10 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                           "comm: nccl moves the starpu engine's exchanges; the reference "
                           "trainer has none (use --engine starpu or --comm mpi)");
 #endif
+        if (c->exchange == NP_EXCHANGE_POOLED)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "exchange: pooled runs on the MPI exchanges; with comm nccl use "
+                          "exchange rows or auto (which then exchanges rows)");
     }
     if (c->ranks > 1 && c->batch % c->ranks)
         return np_err(err, NP_STATUS_BAD_INPUT,

@@ -172,6 +172,10 @@ const key_def np_cfg_keys[] = {
              np_cfg_cluster_names, 0),
     ENUM_KEY("shard", "training", "row|table", "row", "how tables are split over ranks", "shard",
              shard, np_cfg_shard_names, 0),
+    ENUM_KEY("exchange", "training", "auto|rows|pooled", "auto",
+             "embedding exchange: distinct rows, owner-pooled bag sums, or per segment\n"
+             "the one with fewer bytes",
+             "exchange", exchange, np_cfg_exchange_names, 0),
     ENUM_KEY("precision", "training", "fp32|bf16", "fp32",
              "dense products on bf16 inputs, fp32 accumulation and weights;\n"
              "needs a CPU with avx512_bf16",

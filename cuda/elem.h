@@ -45,7 +45,7 @@ NP_RN_OP(np_dsub, double, -, __dsub_rn)
  * row of rows / g, both (U, d). */
 
 /* Thread e in [0, n*T*d) writes P[e], P (n, T, d): the bag's keys summed in key order
- * from 0, as np_embbag_fwd does. */
+ * from 0, as np_embbag_fwd does, skipping a negative pos as it does. */
 static inline NP_HD void np_elem_pool_fwd(const float *rows, const uint32_t *off,
                                           const int64_t *pos, long nb, long row0, int T, int d,
                                           float *P, size_t e) {
@@ -54,7 +54,7 @@ static inline NP_HD void np_elem_pool_fwd(const float *rows, const uint32_t *off
     const uint32_t *o = off + t * (size_t)(nb + 1) + (size_t)row0 + s;
     float acc = 0.0f;
     for (uint32_t k = o[0]; k < o[1]; k++)
-        acc = np_fadd(acc, rows[(size_t)pos[k] * (size_t)d + j]);
+        if (pos[k] >= 0) acc = np_fadd(acc, rows[(size_t)pos[k] * (size_t)d + j]);
     P[e] = acc;
 }
 
@@ -70,6 +70,7 @@ static inline NP_HD void np_elem_pool_bwd(const float *dP, const uint32_t *off, 
     for (long s = 0; s < n; s++) {
         float gs = dP[((size_t)s * (size_t)T + t) * (size_t)d + j];
         for (uint32_t k = o[s]; k < o[s + 1]; k++) {
+            if (pos[k] < 0) continue; /* a pooled bag's key: its first one takes the gradient */
             float *r = g + (size_t)pos[k] * (size_t)d + j;
             *r = np_fadd(*r, gs);
         }

@@ -494,6 +494,9 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                            .where = e->dev.where,
                            .gpus = e->dev.ncuda};
     b->xa = (np_cl_xchg_args){.shard = e->cfg.shard,
+                              /* the NCCL exchanges move rows only (config_check refuses
+                               * pooled there) */
+                              .exchange = e->nccl ? NP_EXCHANGE_ROWS : e->cfg.exchange,
                               .rows = m->rows,
                               .comm = e->comm,
                               .nb = e->nb,
@@ -549,6 +552,11 @@ void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]) {
 
 uint64_t np_engine_synced_rows(const np_sp_engine *e) {
     return __atomic_load_n(&e->sink.synced, __ATOMIC_RELAXED);
+}
+
+void np_engine_segments(const np_sp_engine *e, uint64_t *segments, uint64_t *pooled) {
+    *segments = __atomic_load_n(&e->sink.segments, __ATOMIC_RELAXED);
+    *pooled = __atomic_load_n(&e->sink.pooled, __ATOMIC_RELAXED);
 }
 
 const np_trace *np_engine_trace(const np_sp_engine *e) {

@@ -33,6 +33,8 @@ np_pipeline np_engine_pipeline(const np_sp_engine *e);
 NP_NODISCARD np_status np_engine_drop_lookahead(np_sp_engine *e, int n, np_error *err);
 /* Rows copied by dual-buffer syncs so far (dbp). */
 uint64_t np_engine_synced_rows(const np_sp_engine *e);
+/* Remote exchange segments routed so far, and how many of them went pooled. */
+void np_engine_segments(const np_sp_engine *e, uint64_t *segments, uint64_t *pooled);
 /* Waits for all tasks and, if a trace was asked for, merges every rank's events on rank 0
  * (times from a common origin taken after a barrier) and writes it there. Collective. */
 NP_NODISCARD np_status np_engine_finish(np_sp_engine *e, np_error *err);

@@ -94,8 +94,8 @@ static np_status submit_exchange_rows(np_sp_engine *e, long b, int w, np_error *
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
-    return np_submit_exchange_rows(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->meta.h,
-                                   e->Rin[w].h, e->sbuf.h, e->token.h, err);
+    return np_submit_exchange_rows(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->recvkeys.h,
+                                   r->meta.h, e->Rin[w].h, e->sbuf.h, e->token.h, err);
 }
 
 /* The split form (docs/pipeline.md "The batch boundary"): window w of batch b gets the
@@ -105,7 +105,7 @@ static np_status submit_rows_fresh(np_sp_engine *e, long b, int w, np_error *err
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *prev = rset_of(e, b - 1), *r = rset_of(e, b);
-    return np_submit_rows_fresh(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->meta.h,
+    return np_submit_rows_fresh(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->recvkeys.h, r->meta.h,
                                 e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
                                 e->rbits[w].h, prev->uniq_o.h, prev->meta.h, r->uniq_o.h, err);
 }
@@ -114,7 +114,7 @@ static np_status submit_rows_shared(np_sp_engine *e, long b, int w, np_error *er
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
-    return np_submit_rows_shared(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->meta.h,
+    return np_submit_rows_shared(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->recvkeys.h, r->meta.h,
                                  e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
                                  e->rbits[w].h, e->rbuf.h, err);
 }
@@ -124,8 +124,8 @@ np_status np_exchange_grads_submit(np_sp_engine *e, long b, int w, np_error *err
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
-    return np_submit_exchange_grads(&a.ctx, &a.xa, e->grows[w].h, r->map.h, r->meta.h, e->gE.h,
-                                    e->rbuf.h, e->token.h, err);
+    return np_submit_exchange_grads(&a.ctx, &a.xa, e->grows[w].h, r->map.h, r->recvkeys.h,
+                                    r->meta.h, e->gE.h, e->rbuf.h, e->token.h, err);
 }
 
 /* The early windows' rows of batch b, when the step opens: whole, or (split) the part the

@@ -12,7 +12,9 @@
 typedef float pool_v8 __attribute__((vector_size(8 * sizeof(float))));
 
 /* One bag. Each output element is 0 + r_0 + r_1 + ... in key order, the sum the plain loop
- * forms, so the bits do not change. With d = 16 (inlined as a constant) the sum stays in
+ * forms, so the bits do not change. A key whose index is negative is skipped: the engine's
+ * pooled exchange gives one row for all of a bag's keys at one owner, read by the first
+ * of them (docs/pipeline.md "Rows or pooled sums"). With d = 16 (inlined as a constant) the sum stays in
  * vector registers; otherwise it runs in the output row. */
 static inline __attribute__((always_inline)) void
 bag_fwd(const float *restrict rows, const int64_t *restrict idx, uint32_t k0, uint32_t k1,
@@ -22,9 +24,10 @@ bag_fwd(const float *restrict rows, const int64_t *restrict idx, uint32_t k0, ui
     for (int j = 0; j < d; j++)
         s[j] = 0.0f;
     for (uint32_t k = k0; k < k1; k++) {
-        if (k + POOL_PREFETCH < kend)
+        if (k + POOL_PREFETCH < kend && idx[k + POOL_PREFETCH] >= 0)
             for (int j = 0; j < d; j += 16)
                 __builtin_prefetch(rows + (size_t)idx[k + POOL_PREFETCH] * (size_t)d + j);
+        if (idx[k] < 0) continue; /* a pooled bag's key, in its owner's partial sum */
         const float *r = rows + (size_t)idx[k] * (size_t)d; /* (d) */
         for (int j = 0; j < d; j++)
             s[j] += r[j];
@@ -62,9 +65,10 @@ static inline __attribute__((always_inline)) void
 bag_bwd(const float *restrict g, const int64_t *restrict idx, uint32_t k0, uint32_t k1,
         uint32_t kend, int d, float *restrict drows) {
     for (uint32_t k = k0; k < k1; k++) {
-        if (k + POOL_PREFETCH < kend)
+        if (k + POOL_PREFETCH < kend && idx[k + POOL_PREFETCH] >= 0)
             for (int j = 0; j < d; j += 16)
                 __builtin_prefetch(drows + (size_t)idx[k + POOL_PREFETCH] * (size_t)d + j, 1);
+        if (idx[k] < 0) continue; /* its bag's pooled gradient goes to the owner once */
         float *dr = drows + (size_t)idx[k] * (size_t)d; /* (d) */
         if (d == 16) { /* two 8-float vectors: GCC left this loop scalar */
             for (int j = 0; j < 16; j += 8) {

@@ -16,6 +16,16 @@ void np_xchg_totals(const int64_t *meta, int T, int W, int R, int recv, int w, i
     }
 }
 
+void np_xchg_row_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot) {
+    for (int o = 0; o < R; o++) {
+        tot[o] = 0;
+        for (int v = 0; v < W; v++)
+            if (w < 0 || v == w)
+                for (int t = 0; t < T; t++)
+                    tot[o] += meta[recv ? NP_META_RR(T, W, R, o, v, t) : NP_META_SR(T, W, R, o, v, t)];
+    }
+}
+
 int64_t np_xchg_recv_start(const int64_t *meta, int T, int W, int R, int q, int w) {
     int64_t s = 0;
     for (int p = 0; p <= q; p++)
@@ -28,17 +38,26 @@ int64_t np_xchg_recv_start(const int64_t *meta, int T, int W, int R, int q, int 
 static void plan(const int64_t *meta, int T, int W, int R, int w, int rows, np_xchg_plan *p) {
     memset(p, 0, sizeof *p);
     p->R = R;
-    /* rows go back along the keys' way: as many rows to q as keys came from q */
-    np_xchg_totals(meta, T, W, R, rows ? 1 : 0, w, p->send);
-    np_xchg_totals(meta, T, W, R, rows ? 0 : 1, w, p->recv);
+    /* rows go back along the keys' way: as many rows to q as q's keys there start */
+    np_xchg_row_totals(meta, T, W, R, rows ? 1 : 0, w, p->send);
+    np_xchg_row_totals(meta, T, W, R, rows ? 0 : 1, w, p->recv);
+    int64_t keys[NP_XCHG_MAX_RANKS];
+    np_xchg_totals(meta, T, W, R, 1, w, keys);
     for (int q = 0; q < R; q++) {
         p->sdispl[q] = p->nsend;
         p->rdispl[q] = p->nrecv;
         p->nsend += p->send[q];
         p->nrecv += p->recv[q];
         p->seg[q] = np_xchg_recv_start(meta, T, W, R, q, w);
-        p->nseg[q] = rows ? p->send[q] : p->recv[q];
+        p->nseg[q] = keys[q];
+        p->pooled |= keys[q] != (rows ? p->send[q] : p->recv[q]);
     }
+}
+
+/* The owner-side rows of requester q's segment: nseg[q] keys, n rows. A row is the keys
+ * from one start to the next (every key, when n = nseg[q]). */
+static int seg_pooled(const np_xchg_plan *p, int q, int64_t n) {
+    return p->nseg[q] != n;
 }
 
 void np_xchg_plan_rows(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p) {
@@ -49,25 +68,44 @@ void np_xchg_plan_grads(const int64_t *meta, int T, int W, int R, int w, np_xchg
     plan(meta, T, W, R, w, 0, p);
 }
 
-void np_xchg_pack_rows(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
-                       float *sbuf) {
-    for (int q = 0; q < p->R; q++) {
-        const int64_t *mp = map + p->seg[q];
-        float *dst = sbuf + (size_t)p->sdispl[q] * d;
-        for (int64_t i = 0; i < p->send[q]; i++)
-            memcpy(dst + (size_t)i * d, E + (size_t)mp[i] * d, d * sizeof(float));
+/* Row r of segment q (keys [k0, k1) of it) into dst: a copy, or the keys' E rows summed. */
+static void pack_one(const int64_t *mp, const int64_t *kp, int64_t nk, int pooled, int64_t *k,
+                     const float *E, size_t d, float *dst) {
+    memcpy(dst, E + (size_t)mp[*k] * d, d * sizeof(float));
+    ++*k;
+    if (!pooled) return;
+    for (; *k < nk && !np_xchg_key_starts(kp[*k]); ++*k) {
+        const float *e = E + (size_t)mp[*k] * d;
+        for (size_t j = 0; j < d; j++)
+            dst[j] += e[j];
     }
 }
 
-void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const float *rbuf, size_t d,
-                       float *gE) {
+void np_xchg_pack_rows(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const float *E, size_t d, float *sbuf) {
     for (int q = 0; q < p->R; q++) {
-        const int64_t *mp = map + p->seg[q];
+        const int64_t *mp = map + p->seg[q], *kp = keys ? keys + p->seg[q] : NULL;
+        float *dst = sbuf + (size_t)p->sdispl[q] * d;
+        int pooled = seg_pooled(p, q, p->send[q]);
+        for (int64_t i = 0, k = 0; i < p->send[q]; i++)
+            pack_one(mp, kp, p->nseg[q], pooled, &k, E, d, dst + (size_t)i * d);
+    }
+}
+
+void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const float *rbuf, size_t d, float *gE) {
+    for (int q = 0; q < p->R; q++) {
+        const int64_t *mp = map + p->seg[q], *kp = keys ? keys + p->seg[q] : NULL;
         const float *src = rbuf + (size_t)p->rdispl[q] * d;
-        for (int64_t i = 0; i < p->recv[q]; i++, src += d) {
+        int pooled = seg_pooled(p, q, p->recv[q]);
+        /* key i adds the row its row start received: the row itself in a rows segment, the
+         * bag's pooled gradient in a pooled one */
+        for (int64_t i = 0, r = -1; i < p->nseg[q]; i++) {
+            if (!pooled || np_xchg_key_starts(kp[i])) r++;
+            const float *s = src + (size_t)r * d;
             float *g = gE + (size_t)mp[i] * d;
             for (size_t j = 0; j < d; j++)
-                g[j] += src[j];
+                g[j] += s[j];
         }
     }
 }
@@ -104,14 +142,17 @@ void np_xchg_bit_counts(const np_xchg_plan *p, int side, int64_t *words) {
         words[q] = np_xchg_bit_words(seg_rows(p, side, q));
 }
 
-void np_xchg_mark_rows(const np_xchg_plan *p, const int64_t *map, const uint8_t *shared,
-                       uint32_t *bits) {
+void np_xchg_mark_rows(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const uint8_t *shared, uint32_t *bits) {
     for (int q = 0; q < p->R; q++) {
-        const int64_t *mp = map + p->seg[q];
+        const int64_t *mp = map + p->seg[q], *kp = keys ? keys + p->seg[q] : NULL;
         int64_t n = p->send[q];
+        int pooled = seg_pooled(p, q, n);
         memset(bits, 0, (size_t)np_xchg_bit_words(n) * sizeof *bits);
-        for (int64_t i = 0; i < n; i++)
-            bits[i / 32] |= (uint32_t)shared[mp[i]] << (i % 32);
+        for (int64_t i = 0, r = -1; i < p->nseg[q]; i++) {
+            if (!pooled || np_xchg_key_starts(kp[i])) r++;
+            bits[r / 32] |= (uint32_t)shared[mp[i]] << (r % 32);
+        }
         bits += np_xchg_bit_words(n);
     }
 }
@@ -127,15 +168,20 @@ void np_xchg_part_counts(const np_xchg_plan *p, const uint32_t *bits, int side, 
     }
 }
 
-void np_xchg_pack_part(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
-                       const uint32_t *bits, int part, float *sbuf) {
+void np_xchg_pack_part(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const float *E, size_t d, const uint32_t *bits, int part, float *sbuf) {
     for (int q = 0; q < p->R; q++) {
-        const int64_t *mp = map + p->seg[q];
-        for (int64_t i = 0; i < p->send[q]; i++)
-            if (bit_of(bits, i) == part) {
-                memcpy(sbuf, E + (size_t)mp[i] * d, d * sizeof(float));
-                sbuf += d;
+        const int64_t *mp = map + p->seg[q], *kp = keys ? keys + p->seg[q] : NULL;
+        int pooled = seg_pooled(p, q, p->send[q]);
+        for (int64_t i = 0, k = 0; i < p->send[q]; i++) {
+            if (bit_of(bits, i) != part) { /* skip the row's keys */
+                for (k++; pooled && k < p->nseg[q] && !np_xchg_key_starts(kp[k]); k++)
+                    ;
+                continue;
             }
+            pack_one(mp, kp, p->nseg[q], pooled, &k, E, d, sbuf);
+            sbuf += d;
+        }
         bits += np_xchg_bit_words(p->send[q]);
     }
 }

@@ -22,7 +22,24 @@
 #define NP_META_SC(T, W, o, w, t) (4 + (T) + (W) + ((o) * (W) + (w)) * (T) + (t)) /* sent to o */
 #define NP_META_RC(T, W, R, q, w, t)                                           /* from q */    \
     (4 + (T) + (W) + ((R) + (q)) * (W) * (T) + (w) * (T) + (t))
-#define NP_META_SIZE(T, W, R) (4 + (T) + (W) + 2 * (R) * (W) * (T))
+/* Rows (vectors of d floats) of each segment, which differ from its keys when the segment
+ * is pooled (docs/pipeline.md "Rows or pooled sums"): SR the rows owner o returns for
+ * window w and table t (the rows of Rin_w it fills), RR the rows this owner returns to
+ * requester q. In a rows segment rows = keys. */
+#define NP_META_SR(T, W, R, o, w, t) (4 + (T) + (W) + (2 * (R) + (o)) * (W) * (T) + (w) * (T) + (t))
+#define NP_META_RR(T, W, R, q, w, t) (4 + (T) + (W) + (3 * (R) + (q)) * (W) * (T) + (w) * (T) + (t))
+#define NP_META_SIZE(T, W, R) (4 + (T) + (W) + 4 * (R) * (W) * (T))
+
+/* The keys a requester sends are owner-local rows; a negative one, -(row + 1), starts a
+ * row of the exchange (np_xchg_key_starts), a non-negative one adds to the row before it.
+ * In a rows segment every key starts a row; in a pooled one the first key of each bag's
+ * part at that owner does. */
+static inline int64_t np_xchg_key_row(int64_t v) {
+    return v < 0 ? -v - 1 : v;
+}
+static inline int np_xchg_key_starts(int64_t v) {
+    return v < 0;
+}
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +51,8 @@ extern "C" {
 /* Keys of window w (every window: w < 0) per rank, summed over tables, on the send side
  * (recv 0: per owner, from meta's send counts) or the receive side (recv 1: per requester). */
 void np_xchg_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot);
+/* The same in rows (NP_META_SR, NP_META_RR). */
+void np_xchg_row_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot);
 /* Where the keys received from requester q for window w start in the owner's key list
  * (and in map), which is in (requester, window, table, key) order. */
 int64_t np_xchg_recv_start(const int64_t *meta, int T, int W, int R, int q, int w);
@@ -47,6 +66,8 @@ typedef struct np_xchg_plan {
     int64_t seg[NP_XCHG_MAX_RANKS];  /* requester q's keys of the window: map + seg[q], */
     int64_t nseg[NP_XCHG_MAX_RANKS]; /* nseg[q] of them (the owner's side) */
     int64_t nsend, nrecv;
+    int pooled; /* 1: some owner-side segment has fewer rows than keys (a pooled part), so
+                   packing and summing follow the row starts of the received keys */
 } np_xchg_plan;
 
 /* exchange_rows of window w: as owner, to requester q the E rows of its keys (send[q] =
@@ -57,14 +78,18 @@ void np_xchg_plan_rows(const int64_t *meta, int T, int W, int R, int w, np_xchg_
 void np_xchg_plan_grads(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
 
 /* Rows plan: sbuf (nsend, d) = E rows map[seg[q] + i], requester after requester, key after
- * key: the order each requester's Rin expects them in. */
-void np_xchg_pack_rows(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
-                       float *sbuf);
+ * key: the order each requester's Rin expects them in. A pooled segment's row is the sum of
+ * the E rows of the keys from one row start (keys: the received keys, np_xchg_key_starts)
+ * to the next, in key order: E[k0] + E[k1] + ...; keys may be NULL when !p->pooled. */
+void np_xchg_pack_rows(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const float *E, size_t d, float *sbuf);
 /* Grads plan: gE[map[seg[q] + i]] += rbuf row rdispl[q] + i, for q in rank order and i in
  * key order: every row's sum runs in (rank, key) order; window after window, (window,
- * rank, key). The CUDA version relies on np_xchg_segments_distinct. */
-void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const float *rbuf, size_t d,
-                       float *gE);
+ * rank, key). In a pooled segment each key adds the received row of its row start (the
+ * bag's pooled gradient), in the same order. The CUDA version relies on
+ * np_xchg_segments_distinct. */
+void np_xchg_sum_grads(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const float *rbuf, size_t d, float *gE);
 /* 1 when no E row occurs twice in one requester's segment of the plan's window (each
  * requester dedups per window and table, the owner maps distinct (table, row) pairs to
  * distinct E rows): then one rank's gradients can be added to gE in parallel, without
@@ -90,15 +115,17 @@ static inline int64_t np_xchg_bit_words(int64_t n) {
 /* The words of each rank's bitmap segment: side 0 the owner's (rows plan: send[q] rows to
  * requester q), side 1 the requester's (recv[o] rows from owner o). */
 void np_xchg_bit_counts(const np_xchg_plan *p, int side, int64_t *words);
-/* Owner side of a rows plan: bits of the rows each requester's keys name. */
-void np_xchg_mark_rows(const np_xchg_plan *p, const int64_t *map, const uint8_t *shared,
-                       uint32_t *bits);
+/* Owner side of a rows plan: bits of the rows each requester's keys name (a pooled row is
+ * shared when one of its keys' rows is). */
+void np_xchg_mark_rows(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const uint8_t *shared, uint32_t *bits);
 /* Rows of each rank's segment whose bit is `part` (0 fresh, 1 shared), on side 0 or 1. */
 void np_xchg_part_counts(const np_xchg_plan *p, const uint32_t *bits, int side, int part,
                          int64_t *count);
-/* Owner side: sbuf = the part's E rows, requester after requester, in key order. */
-void np_xchg_pack_part(const np_xchg_plan *p, const int64_t *map, const float *E, size_t d,
-                       const uint32_t *bits, int part, float *sbuf);
+/* Owner side: sbuf = the part's rows (as np_xchg_pack_rows forms them), requester after
+ * requester, in key order. */
+void np_xchg_pack_part(const np_xchg_plan *p, const int64_t *map, const int64_t *keys,
+                       const float *E, size_t d, const uint32_t *bits, int part, float *sbuf);
 /* Requester side: the part's rows, packed owner after owner in key order in src, to their
  * rows rdispl[o] + i of Rin. src may be Rin itself: a row only moves forward, and the rows
  * are placed from the last one back. */

@@ -58,6 +58,10 @@ static void config_text(const np_config *c, sbuf *b, int own_graph) {
               np_config_windows(c), c->cluster ? "keys" : "none");
     ck_sb_printf(b, "config precision %s\n", c->precision == NP_PRECISION_BF16 ? "bf16" : "fp32");
     ck_sb_printf(b, "config shard %s\n", c->shard == NP_SHARD_TABLE ? "table" : "row");
+    /* the exchange's form sums a bag's rows in another order; auto, the default, adds no
+     * line, so checkpoints from before the key still resume under it */
+    if (c->exchange != NP_EXCHANGE_AUTO)
+        ck_sb_printf(b, "config exchange %s\n", c->exchange == NP_EXCHANGE_POOLED ? "pooled" : "rows");
     ck_sb_printf(b, "config data %s%s%s\n", data[c->data], c->data == NP_DATA_SYNTHETIC ? "" : ":",
               c->data == NP_DATA_SYNTHETIC ? "" : c->data_path);
     ck_sb_printf(b, "config eval-every %ld\nconfig skip-bad-lines %d\n", c->eval_every,

@@ -32,7 +32,13 @@ static void task_done(void *arg) {
         }
         if (slot >= 0) __atomic_fetch_add(&ti->sink->bytes[slot], rep->bytes, __ATOMIC_RELAXED);
         if (rep->count) __atomic_fetch_add(&ti->sink->synced, rep->count, __ATOMIC_RELAXED);
+        if (rep->segments) {
+            __atomic_fetch_add(&ti->sink->segments, rep->segments, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&ti->sink->pooled, rep->pooled, __ATOMIC_RELAXED);
+        }
         ti->ev.bytes = rep->bytes;
+        ti->ev.segments = rep->segments;
+        ti->ev.pooled = rep->pooled;
     }
     if (ti->trace && task && task->profiling_info) {
         struct starpu_profiling_task_info *pi = task->profiling_info;

@@ -20,6 +20,7 @@ typedef starpu_data_handle_t np_h;
 typedef struct np_task_sink {
     uint64_t bytes[4]; /* sent: keys (and counts), rows, row gradients, dense all-reduce */
     uint64_t synced;   /* rows copied by dual-buffer syncs */
+    uint64_t segments, pooled; /* remote exchange segments routed, and those sent pooled */
     int fail;          /* a task failed: a bad key, an overflow, no memory, an MPI error */
     /* the first update that left a non-finite parameter: (batch + 1) << 20 | (node + 1),
      * node -1 for the embedding rows; 0 while every update was finite. One word, so the
@@ -96,23 +97,25 @@ NP_NODISCARD np_status np_submit_sync(const np_task_ctx *c, const np_cl_sync_arg
                                       np_h meta_cur, np_h Es_prev, np_h Es_cur, np_error *err);
 
 /* ---- exchanges and the all-reduce (tasks/exchange.c): collectives, RW on the token. */
+/* keys: the owner's received keys (recvkeys), which say where a pooled segment's rows
+ * start; the CPU codelets read them, the NCCL ones (rows only) do not take them. */
 NP_NODISCARD np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a,
-                                               np_h E, np_h map, np_h meta, np_h Rin, np_h sbuf,
-                                               np_h token, np_error *err);
+                                               np_h E, np_h map, np_h keys, np_h meta, np_h Rin,
+                                               np_h sbuf, np_h token, np_error *err);
 /* The split form of exchange_rows (dbp across ranks, CPU codelets on MPI): `fresh` sends
  * the rows the previous batch (uniq_prev, meta_prev) does not hold and keeps the bitmaps
  * of the others in obits (owner's) and rbits (requester's); `shared` sends those after the
  * sync, through rbuf. */
 NP_NODISCARD np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
-                                            np_h map, np_h meta, np_h Rin, np_h sbuf, np_h token,
+                                            np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf, np_h token,
                                             np_h obits, np_h rbits, np_h uniq_prev,
                                             np_h meta_prev, np_h uniq, np_error *err);
 NP_NODISCARD np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
-                                             np_h map, np_h meta, np_h Rin, np_h sbuf, np_h token,
+                                             np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf, np_h token,
                                              np_h obits, np_h rbits, np_h rbuf, np_error *err);
 NP_NODISCARD np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a,
-                                                np_h grows, np_h map, np_h meta, np_h gE, np_h rbuf,
-                                                np_h token, np_error *err);
+                                                np_h grows, np_h map, np_h keys, np_h meta, np_h gE,
+                                                np_h rbuf, np_h token, np_error *err);
 NP_NODISCARD np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a,
                                            np_h glocal, np_h gdense, np_h all, np_h token,
                                            np_error *err);

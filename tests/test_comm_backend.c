@@ -194,6 +194,7 @@ typedef struct rank_state {
     int split; /* 1: a previous batch first, and the split row exchange too */
     int salt;  /* which batch fill_batch draws: 0 the one checked, 1 the previous one */
     np_shard shard;
+    np_exchange exchange; /* rows: the key-wise checks; pooled, auto: test_pooled's */
     np_backend *be; /* NULL: one rank without a backend (local copies) */
     /* requester */
     uint32_t off[T * (NB + 1)];
@@ -212,6 +213,10 @@ typedef struct rank_state {
     int64_t nshared, nfresh; /* E rows of each kind */
     /* dense */
     float mine[NDENSE], out[NDENSE], all[MAXR * NDENSE];
+    /* test_pooled: each bag's gradient (sample, table, d), small multiples of 1/4 so that
+     * every sum of them is exact in any order */
+    float dP[NB][T * D];
+    uint32_t segments, pooled; /* what route reported */
     int fail;
     uint64_t bytes[4];
 } rank_state;
@@ -219,6 +224,7 @@ typedef struct rank_state {
 static np_cl_xchg_args args_of(const rank_state *s) {
     static const int64_t rows[T] = {17, 40, 9};
     return (np_cl_xchg_args){.shard = s->shard,
+                             .exchange = s->exchange,
                              .rows = rows,
                              .nb = NB,
                              .T = T,
@@ -248,8 +254,11 @@ static void fill_batch(rank_state *s) {
 /* A batch's keys routed: requester side, the key All2All, owner side. */
 static void route_batch(rank_state *s, np_cl_xchg_args *a) {
     fill_batch(s);
+    a->out = (np_cl_report){0};
     run_cl(&np_cl_route, 6, (void *[]){s->off, s->keys, s->uniq, s->pos, s->sendkeys, s->meta}, a);
     s->fail |= a->out.fail;
+    s->segments = a->out.segments;
+    s->pooled = a->out.pooled;
     run_cl(&np_cl_a2a_keys, 3, (void *[]){s->meta, s->sendkeys, s->recvkeys}, a);
     s->fail |= a->out.fail;
     s->bytes[0] = a->out.bytes;
@@ -286,17 +295,17 @@ static void split_rows(rank_state *s, np_cl_xchg_args *a) {
     }
     for (int w = 0; w < W; w++) {
         a->w = w;
-        run_cl(&np_cl_rows_fresh, 11,
+        run_cl(&np_cl_rows_fresh, 12,
                (void *[]){s->stale, s->map, s->meta, s->Rsplit[w], s->scratch, NULL, s->obits[w],
-                          s->rbits[w], s->uprev, s->mprev, s->uniq_o},
+                          s->rbits[w], s->uprev, s->mprev, s->uniq_o, s->recvkeys},
                a);
         s->fail |= a->out.fail;
     }
     for (int w = 0; w < W; w++) {
         a->w = w;
-        run_cl(&np_cl_rows_shared, 9,
+        run_cl(&np_cl_rows_shared, 10,
                (void *[]){s->E, s->map, s->meta, s->Rsplit[w], s->scratch, NULL, s->obits[w],
-                          s->rbits[w], s->scratch2},
+                          s->rbits[w], s->scratch2, s->recvkeys},
                a);
         s->fail |= a->out.fail;
     }
@@ -321,24 +330,34 @@ static void *rank_main(void *arg) {
                 s->E[u * D + j] = row_val(t, s->r, s->uniq_o[u], j);
     for (int w = 0; w < W; w++) {
         a.w = w;
-        run_cl(&np_cl_exchange_rows, 5, (void *[]){s->E, s->map, s->meta, s->Rin[w], s->scratch},
-               &a);
+        run_cl(&np_cl_exchange_rows, 7,
+               (void *[]){s->E, s->map, s->meta, s->Rin[w], s->scratch, NULL, s->recvkeys}, &a);
         s->fail |= a.out.fail;
         s->bytes[1] += a.out.bytes;
     }
     if (s->split) split_rows(s, &a);
-    /* every key's gradient lands on its row of the window's grows (repeats agree) */
-    for (int w = 0; w < W; w++)
-        for (int t = 0; t < T; t++) {
-            const uint32_t *o = s->off + t * (NB + 1);
-            for (uint32_t k = o[NB * w / W]; k < o[NB * (w + 1) / W]; k++)
-                for (int j = 0; j < D; j++)
-                    s->grows[w][s->pos[k] * D + j] = grad_val(s->r, w, t, s->keys[k], j);
+    if (s->exchange == NP_EXCHANGE_ROWS) {
+        /* every key's gradient lands on its row of the window's grows (repeats agree) */
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++) {
+                const uint32_t *o = s->off + t * (NB + 1);
+                for (uint32_t k = o[NB * w / W]; k < o[NB * (w + 1) / W]; k++)
+                    for (int j = 0; j < D; j++)
+                        s->grows[w][s->pos[k] * D + j] = grad_val(s->r, w, t, s->keys[k], j);
+            }
+    } else { /* the pooling's backward of bag gradients, as pool_bwd forms grows */
+        for (int w = 0; w < W; w++) {
+            memset(s->grows[w], 0, sizeof s->grows[w]);
+            for (int t = 0; t < T; t++)
+                np_embbag_bwd(s->dP[NB * w / W] + t * D, T * D,
+                              s->off + t * (NB + 1) + NB * w / W, s->pos, NB * (w + 1) / W - NB * w / W,
+                              D, s->grows[w]);
         }
+    }
     for (int w = 0; w < W; w++) {
         a.w = w;
-        run_cl(&np_cl_exchange_grads, 5,
-               (void *[]){s->grows[w], s->map, s->meta, s->gE, s->scratch}, &a);
+        run_cl(&np_cl_exchange_grads, 7,
+               (void *[]){s->grows[w], s->map, s->meta, s->gE, s->scratch, NULL, s->recvkeys}, &a);
         s->fail |= a.out.fail;
         s->bytes[2] += a.out.bytes;
     }
@@ -351,7 +370,8 @@ static void *rank_main(void *arg) {
 }
 
 /* R simulated ranks (with_backend 0 and R 1: no backend at all, as without MPI) */
-static rank_state *run_ranks(int R, np_shard shard, int with_backend, int split, hub *h) {
+static rank_state *run_ranks_x(int R, np_shard shard, np_exchange x, int with_backend, int split,
+                               hub *h) {
     rank_state *st = calloc((size_t)R, sizeof *st);
     np_backend be[MAXR];
     sim sims[MAXR];
@@ -363,7 +383,11 @@ static rank_state *run_ranks(int R, np_shard shard, int with_backend, int split,
         sims[r] = (sim){h, r};
         be[r] = (np_backend){.ops = &sim_ops, .rank = r, .size = R, .impl = &sims[r]};
         st[r] = (rank_state){
-            .r = r, .R = R, .split = split, .shard = shard, .be = with_backend ? &be[r] : NULL};
+            .r = r, .R = R, .split = split, .shard = shard, .exchange = x,
+            .be = with_backend ? &be[r] : NULL};
+        for (int b = 0; b < NB; b++)
+            for (int i = 0; i < T * D; i++)
+                st[r].dP[b][i] = (float)((r * 7 + b * 3 + i * 5) % 11 - 5) * 0.25f;
     }
     for (int r = 0; r < R; r++)
         assert_int_equal(pthread_create(&th[r], NULL, rank_main, &st[r]), 0);
@@ -376,6 +400,10 @@ static rank_state *run_ranks(int R, np_shard shard, int with_backend, int split,
     }
     assert_int_equal(h->bad, 0);
     return st;
+}
+
+static rank_state *run_ranks(int R, np_shard shard, int with_backend, int split, hub *h) {
+    return run_ranks_x(R, shard, NP_EXCHANGE_ROWS, with_backend, split, h);
 }
 
 /* E row of (t, key) on its owner */
@@ -460,7 +488,7 @@ static void check_device_order(const rank_state *st, int R) {
             assert_true(np_xchg_segments_distinct(&p, s->map));
             float *a = calloc((size_t)p.nsend * D + 1, sizeof *a),
                   *b = calloc((size_t)p.nsend * D + 1, sizeof *b);
-            np_xchg_pack_rows(&p, s->map, s->E, D, a);
+            np_xchg_pack_rows(&p, s->map, NULL, s->E, D, a);
             for (int q = 0; q < R; q++)
                 for (int64_t i = p.send[q] - 1; i >= 0; i--)
                     memcpy(b + (p.sdispl[q] + i) * D, s->E + s->map[p.seg[q] + i] * D,
@@ -563,7 +591,8 @@ static void test_ranks(void **state) {
 }
 
 /* One rank: the backend path and the no-backend path (local copies, as without MPI)
- * compute the same bytes, and the latter reports no bytes sent. */
+ * compute the same bytes, and neither reports bytes sent: a rank's rows to itself cross
+ * no wire. Two ranks report exactly the rows the other one gets. */
 static void test_one_rank_paths(void **state) {
     (void)state;
     hub h1, h0;
@@ -572,10 +601,101 @@ static void test_one_rank_paths(void **state) {
     assert_memory_equal(a->Rin, b->Rin, sizeof a->Rin);
     assert_memory_equal(a->gE, b->gE, sizeof a->gE);
     assert_memory_equal(a->out, b->out, sizeof a->out);
-    assert_true(a->bytes[1] > 0);
+    assert_int_equal(a->bytes[0] + a->bytes[1] + a->bytes[2], 0);
     assert_int_equal(b->bytes[0] + b->bytes[1] + b->bytes[2], 0);
     free(a);
     free(b);
+    rank_state *c = run_ranks(2, NP_SHARD_ROW, 1, 0, &h1);
+    for (int r = 0; r < 2; r++) {
+        uint64_t rows = 0; /* the other rank's rows of every window, from its counts */
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++)
+                rows += (uint64_t)c[1 - r].meta[NP_META_SR(T, W, 2, r, w, t)];
+        assert_true(rows > 0);
+        assert_int_equal(c[r].bytes[1], rows * D * sizeof(float));
+        assert_int_equal(c[r].bytes[2], c[1 - r].bytes[1]); /* as many gradients back */
+    }
+    free(c);
+}
+
+/* Pooled and auto exchanges: every bag pools (np_embbag_fwd over its window's Rin, as
+ * pool_fwd does) to the sum of its keys' rows, and every owner row's gradient is the sum of
+ * the bag gradients of the bags that hold it, once per key. Row values and bag gradients
+ * are exact in float in any order of summation, so the checks are equalities. */
+static void check_pooled(const rank_state *st, int R, np_shard shard, np_exchange x) {
+    int64_t skipped = 0;
+    uint64_t segs = 0, pooled = 0;
+    for (int r = 0; r < R; r++) {
+        const rank_state *s = &st[r];
+        segs += s->segments;
+        pooled += s->pooled;
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++) {
+                const uint32_t *o = s->off + t * (NB + 1);
+                for (int b = NB * w / W; b < NB * (w + 1) / W; b++) {
+                    float got[D], want[D] = {0};
+                    np_embbag_fwd(s->Rin[w], o + b, s->pos, 1, D, got, D);
+                    for (uint32_t k = o[b]; k < o[b + 1]; k++) {
+                        int own = np_shard_owner_in(shard, R, t, s->keys[k]);
+                        int64_t local = np_shard_local_in(shard, R, s->keys[k]);
+                        for (int j = 0; j < D; j++)
+                            want[j] += row_val(t, own, local, j);
+                        skipped += s->pos[k] < 0;
+                    }
+                    assert_memory_equal(got, want, sizeof got);
+                }
+            }
+    }
+    for (int r = 0; r < R; r++) {
+        const rank_state *o = &st[r];
+        int64_t UO = o->meta[NP_META_UO];
+        float *want = calloc((size_t)UO * D + 1, sizeof *want);
+        for (int q = 0; q < R; q++)
+            for (int t = 0; t < T; t++) {
+                const uint32_t *of = st[q].off + t * (NB + 1);
+                for (int b = 0; b < NB; b++)
+                    for (uint32_t k = of[b]; k < of[b + 1]; k++) {
+                        if (np_shard_owner_in(shard, R, t, st[q].keys[k]) != r) continue;
+                        int64_t u = owner_row(o, shard, R, t, st[q].keys[k]);
+                        assert_true(u >= 0);
+                        for (int j = 0; j < D; j++)
+                            want[u * D + j] += st[q].dP[b][t * D + j];
+                    }
+            }
+        assert_memory_equal(o->gE, want, (size_t)UO * D * sizeof(float));
+        free(want);
+    }
+    if (x == NP_EXCHANGE_POOLED) {
+        assert_true(skipped > 0); /* some bag had two keys at one owner */
+        assert_int_equal(pooled, segs);
+    }
+    assert_true(pooled <= segs);
+    if (R == 1) assert_int_equal(segs, 0);
+}
+
+static void test_pooled(void **state) {
+    (void)state;
+    for (int sh = 0; sh < 2; sh++)
+        for (int R = 1; R <= MAXR; R++)
+            for (int x = 0; x < 2; x++)
+                for (int split = 0; split < 2; split++) {
+                    hub h;
+                    np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
+                    np_exchange ex = x ? NP_EXCHANGE_AUTO : NP_EXCHANGE_POOLED;
+                    rank_state *st = run_ranks_x(R, shard, ex, 1, split, &h);
+                    check_pooled(st, R, shard, ex);
+                    if (split) check_split(st, R);
+                    uint64_t want = 2 + 2 * W + (np_xchg_allreduce_rs(R) ? 2 : 1) +
+                                    (split ? 2 + 3 * W : 0);
+                    for (int r = 0; r < R; r++)
+                        assert_int_equal(h.calls[r], want);
+                    free(st);
+                }
+    hub h; /* one rank without a backend: local copies */
+    rank_state *st = run_ranks_x(1, NP_SHARD_ROW, NP_EXCHANGE_POOLED, 0, 1, &h);
+    check_pooled(st, 1, NP_SHARD_ROW, NP_EXCHANGE_POOLED);
+    check_split(st, 1);
+    free(st);
 }
 
 /* Counts and displacements of a plan, by hand: 2 ranks, 1 table, 2 windows. */
@@ -593,6 +713,11 @@ static void test_plan_by_hand(void **state) {
     meta[NP_META_RC(t1, w2, r2, 0, 1, 0)] = 6;
     meta[NP_META_RC(t1, w2, r2, 1, 0, 0)] = 7;
     meta[NP_META_RC(t1, w2, r2, 1, 1, 0)] = 8;
+    for (int o = 0; o < r2; o++) /* rows segments: a row a key */
+        for (int w = 0; w < w2; w++) {
+            meta[NP_META_SR(t1, w2, r2, o, w, 0)] = meta[NP_META_SC(t1, w2, o, w, 0)];
+            meta[NP_META_RR(t1, w2, r2, o, w, 0)] = meta[NP_META_RC(t1, w2, r2, o, w, 0)];
+        }
     np_xchg_plan p;
     np_xchg_plan_rows(meta, t1, w2, r2, 1, &p);
     assert_int_equal(p.send[0], 6);
@@ -689,6 +814,7 @@ int main(void) {
         cmocka_unit_test(test_ranks),
         cmocka_unit_test(test_one_rank_paths),
         cmocka_unit_test(test_split_rows),
+        cmocka_unit_test(test_pooled),
         cmocka_unit_test(test_comm_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -220,6 +220,54 @@ static void test_fwp_equals_sequential_adagrad(void **state) {
     check_fwp("rowwise-adagrad");
 }
 
+/* The pooled exchange (docs/pipeline.md "Rows or pooled sums"): each bag's rows summed by
+ * their owner (here the one rank) before they travel. Several keys a bag, so a bag's sum
+ * really differs in order from the rows' one; every pipeline gives the bytes of
+ * sequential with the same form, all within the tolerance of the reference, and rows and
+ * auto (rows on one rank) another model. */
+static void check_pooled(const char *optim) {
+    np_config c = small_cfg(NP_ENGINE_STARPU, optim), r = small_cfg(NP_ENGINE_REFERENCE, optim);
+    np_error e = {{0}};
+    const char *keys[] = {"rows", "zipf", "hot", "windows", "exchange"};
+    const char *vals[] = {"300", "1.2", "4", "2", "pooled"};
+    for (int k = 0; k < 5; k++)
+        if (np_config_set(&c, keys[k], vals[k], "t", &e) ||
+            (k < 3 && np_config_set(&r, keys[k], vals[k], "t", &e)))
+            fail_msg("%s", e.msg);
+    np_model_t *ref = train(&r, 20);
+    np_model_t *seq = train_ahead(&c, 20, NULL);
+    double worst = model_diff(seq, ref, EQ_ATOL, EQ_RTOL);
+    print_message("%s: pooled, 2 windows: worst |starpu-ref| is %.3g of the tolerance\n", optim,
+                  worst);
+    assert_true(worst <= 1.0);
+    const np_pipeline modes[] = {NP_PIPELINE_DBP, NP_PIPELINE_FWP, NP_PIPELINE_NESTPIPE};
+    for (int k = 0; k < 3; k++) {
+        np_config d = c;
+        d.pipeline = modes[k];
+        np_model_t *m = train_ahead(&d, 20, NULL);
+        if (!same_bytes(m, seq)) fail_msg("%s: pooled, pipeline %d differs from sequential", optim, k);
+        np_model_free(m);
+    }
+    np_config x = c;
+    x.exchange = NP_EXCHANGE_AUTO;
+    np_model_t *m = train_ahead(&x, 20, NULL);
+    assert_false(same_bytes(m, seq)); /* the rows' sums, in another order */
+    assert_true(model_diff(m, ref, EQ_ATOL, EQ_RTOL) <= 1.0);
+    np_model_free(m);
+    np_model_free(seq);
+    np_model_free(ref);
+}
+
+static void test_pooled_sgd(void **state) {
+    (void)state;
+    check_pooled("sgd");
+}
+
+static void test_pooled_adagrad(void **state) {
+    (void)state;
+    check_pooled("rowwise-adagrad");
+}
+
 static void test_bad_sched(void **state) {
     (void)state;
     np_config c = small_cfg(NP_ENGINE_STARPU, "sgd");
@@ -330,6 +378,8 @@ int main(void) {
         cmocka_unit_test(test_dbp_equals_sequential_adagrad),
         cmocka_unit_test(test_fwp_equals_sequential_sgd),
         cmocka_unit_test(test_fwp_equals_sequential_adagrad),
+        cmocka_unit_test(test_pooled_sgd),
+        cmocka_unit_test(test_pooled_adagrad),
         cmocka_unit_test(test_bad_sched),
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_trace_matches_graph),

@@ -87,6 +87,12 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg,
     for (int k = 0; k < 4; k++)
         json_object_set_new(bytes, kinds[k], json_integer((json_int_t)r->bytes[k]));
     json_object_set_new(o, "bytes_exchanged", bytes);
+    /* how the embedding exchange went (key "exchange"): its remote (window, table, owner)
+     * segments and the share of them sent pooled */
+    json_object_set_new(o, "exchange_segments", json_integer((json_int_t)r->xchg_segments));
+    json_object_set_new(o, "exchange_pooled_share",
+                        num(r->xchg_segments ? (double)r->xchg_pooled / (double)r->xchg_segments
+                                             : 0));
     json_object_set_new(o, "table_bytes_rank0", json_integer(r->table_bytes_rank0));
     json_object_set_new(o, "rows_synced", json_integer((json_int_t)r->rows_synced));
     json_object_set_new(o, "rows_synced_per_step",

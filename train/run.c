@@ -216,6 +216,8 @@ static np_status finish(np_run *u, np_run_fail *how, np_error *err) {
     np_trainer_bytes(u->tr, r->bytes);
     r->rows_synced = np_trainer_synced_rows(u->tr);
     if (sum_u64(u->dist, &r->rows_synced)) return NP_OK;
+    np_trainer_exchange_segments(u->tr, &r->xchg_segments, &r->xchg_pooled);
+    if (sum_u64(u->dist, &r->xchg_segments) || sum_u64(u->dist, &r->xchg_pooled)) return NP_OK;
     for (int k = 0; k < 4; k++)
         if (sum_u64(u->dist, &r->bytes[k])) return NP_OK;
     int64_t tb = (int64_t)np_model_table_bytes(u->model);

@@ -24,6 +24,7 @@ typedef struct np_engine_ops {
     np_pipeline (*pipeline)(const void *impl);                     /* NULL: sequential */
     np_status (*drop_lookahead)(void *impl, int n, np_error *err); /* NULL: none to drop */
     uint64_t (*synced_rows)(const void *impl);                     /* NULL: 0 */
+    void (*segments)(const void *impl, uint64_t *segs, uint64_t *pooled); /* NULL: 0, 0 */
     np_status (*finish)(void *impl, np_error *err);                /* NULL: nothing pending */
     void (*bytes)(const void *impl, uint64_t out[4]);              /* NULL: zeros */
     double (*clock_us)(const void *impl);                          /* NULL: 0 */
@@ -104,6 +105,9 @@ static np_status sp_drop(void *i, int n, np_error *err) {
 static uint64_t sp_synced(const void *i) {
     return np_engine_synced_rows(i);
 }
+static void sp_segments(const void *i, uint64_t *segs, uint64_t *pooled) {
+    np_engine_segments(i, segs, pooled);
+}
 static np_status sp_finish(void *i, np_error *err) {
     return np_engine_finish(i, err);
 }
@@ -138,6 +142,7 @@ static const np_engine_ops starpu_ops = {
     .pipeline = sp_pipeline,
     .drop_lookahead = sp_drop,
     .synced_rows = sp_synced,
+    .segments = sp_segments,
     .finish = sp_finish,
     .bytes = sp_bytes,
     .clock_us = sp_clock,
@@ -268,6 +273,11 @@ np_pipeline np_trainer_pipeline(const np_trainer_t *tr) {
 
 uint64_t np_trainer_synced_rows(const np_trainer_t *tr) {
     return tr->ops->synced_rows ? tr->ops->synced_rows(tr->impl) : 0;
+}
+
+void np_trainer_exchange_segments(const np_trainer_t *tr, uint64_t *segments, uint64_t *pooled) {
+    *segments = *pooled = 0;
+    if (tr->ops->segments) tr->ops->segments(tr->impl, segments, pooled);
 }
 
 np_status np_trainer_finish(np_trainer_t *tr, np_error *err) {

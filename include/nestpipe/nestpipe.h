@@ -149,6 +149,13 @@ typedef enum np_shard {
     NP_SHARD_ROW,   /* row k of table t lives on rank (k + t) mod R, as local row k div R */
     NP_SHARD_TABLE, /* table t lives whole on rank t mod R */
 } np_shard;
+/* How a (window, table, owner) segment of the embedding exchange travels (key "exchange",
+ * docs/pipeline.md "Rows or pooled sums"). */
+typedef enum np_exchange {
+    NP_EXCHANGE_AUTO,   /* per segment, the form with fewer bytes on the wire */
+    NP_EXCHANGE_ROWS,   /* every distinct row a rank needs, and its gradient back */
+    NP_EXCHANGE_POOLED, /* the owner's partial sum of each bag, one pooled gradient back */
+} np_exchange;
 typedef enum np_model_kind {
     NP_MODEL_DLRM,  /* bottom MLP, dot interaction with the pooled embeddings, top MLP */
     NP_MODEL_DCNV2, /* bottom MLP, cross layers beside a deep MLP on [bottom || pooled], top */
@@ -273,6 +280,8 @@ typedef struct np_config {
     int split_rows;               /* key "split-rows": -1 auto, 0 off, 1 on: the first
                                      windows' rows of a batch split at the batch boundary
                                      (docs/pipeline.md "The batch boundary") */
+    /* added in 0.6 */
+    np_exchange exchange; /* key "exchange": auto | rows | pooled */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -516,6 +525,10 @@ NP_NODISCARD NP_API np_status np_trainer_submit(np_trainer_t *tr, const np_batch
 NP_NODISCARD NP_API np_status np_trainer_wait(np_trainer_t *tr, double *loss, np_error *err);
 /* Rows refreshed by the dual-buffer sync so far (dbp); 0 in other modes. */
 NP_API uint64_t np_trainer_synced_rows(const np_trainer_t *tr);
+/* The embedding exchange's (window, table, owner) segments with keys for another rank routed
+ * so far, and how many of them went pooled (key "exchange"); 0 and 0 for the reference. */
+NP_API void np_trainer_exchange_segments(const np_trainer_t *tr, uint64_t *segments,
+                                         uint64_t *pooled);
 
 /* Bytes this rank sent so far: [0] keys (and counts), [1] embedding rows, [2] row
  * gradients, [3] dense all-reduce. All zero for the reference engine. */

@@ -81,6 +81,9 @@ typedef struct np_train_result {
     int must_abort; /* 1: a rank failed mid-step and the others may be waiting in a
                        collective: end the job (np_dist_abort); the run's memory is not
                        freed */
+    /* added in 0.6 */
+    uint64_t xchg_segments, xchg_pooled; /* remote exchange segments, and those sent pooled
+                                            (np_trainer_exchange_segments), summed over ranks */
 } np_train_result;
 
 /* Runs the training job cfg describes on this rank (collective: every rank of dist calls
