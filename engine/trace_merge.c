@@ -18,6 +18,7 @@ typedef struct wire_event {
     double start_us, end_us;
     uint64_t bytes;
     int64_t id, n_deps, dep[NP_TRACE_MAX_DEPS];
+    int64_t segments, pooled;
 } wire_event;
 
 /* Maps a task name received from another rank to this process's codelet name string, which
@@ -59,6 +60,8 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         mine[i].end_us = ev->end_us - e->t0_us;
         mine[i].bytes = ev->bytes;
         mine[i].id = ev->id;
+        mine[i].segments = ev->segments;
+        mine[i].pooled = ev->pooled;
         mine[i].n_deps = ev->n_deps;
         memcpy(mine[i].dep, ev->dep, sizeof mine[i].dep);
     }
@@ -92,7 +95,9 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .start_us = all[i].start_us,
                                  .end_us = all[i].end_us,
                                  .bytes = all[i].bytes,
-                                 .id = all[i].id};
+                                 .id = all[i].id,
+                                 .segments = (uint32_t)all[i].segments,
+                                 .pooled = (uint32_t)all[i].pooled};
             /* a malformed count from another rank reads as none */
             ev.n_deps = all[i].n_deps >= 0 && all[i].n_deps <= NP_TRACE_MAX_DEPS
                             ? (int)all[i].n_deps

@@ -136,12 +136,12 @@ static void test_concurrent_record(void **state) {
  * every double exactly (17 significant digits), not round to a printf default. The last
  * two fields are node and chunk: layers 0 and 2 are named, 1 is not. */
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -305,8 +305,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -332,7 +332,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -421,6 +421,34 @@ static void test_flows(void **state) {
         assert_int_equal(b->n_deps, want->n_deps);
         for (int d = 0; d < b->n_deps; d++)
             assert_int_equal(b->dep[d], want->dep[d]);
+    }
+    np_trace_free(back);
+    np_trace_free(tr);
+    remove(path);
+}
+
+/* A route's segments and pooled count (the pooled exchange) go out as args and read back;
+ * other tasks carry neither. */
+static void test_route_segments(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    np_trace_event ev[2] = {
+        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3},
+        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0},
+    };
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(np_trace_record(tr, &ev[i]), 0);
+    const char *path = tmp_path("segments.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    np_trace *back = NULL;
+    assert_int_equal(np_trace_read_chrome(path, &back, &e), NP_OK);
+    assert_int_equal(np_trace_count(back), 2);
+    for (size_t k = 0; k < 2; k++) {
+        const np_trace_event *b = np_trace_get(back, k);
+        int route = b->kind == NP_NODE_ROUTE;
+        assert_int_equal(b->segments, route ? 7 : 0);
+        assert_int_equal(b->pooled, route ? 3 : 0);
     }
     np_trace_free(back);
     np_trace_free(tr);
@@ -613,6 +641,10 @@ static void test_malformed(void **state) {
                X_EVENT("\"ts\":1,\"dur\":-1,\"args\":{\"kind\":\"fwd\",\"batch\":0,\"window\":"
                        "0,\"bytes\":0}"),
                NP_STATUS_BAD_INPUT, "dur");
+    expect_bad("pooled.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"route\",\"batch\":0,\"window\":"
+                       "0,\"bytes\":0,\"segments\":2,\"pooled\":3}"),
+               NP_STATUS_BAD_INPUT, "args.pooled");
     expect_bad("nobatch.json",
                X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"window\":0,\"bytes\":0}"),
                NP_STATUS_BAD_INPUT, "args.batch");
@@ -657,6 +689,7 @@ int main(void) {
         cmocka_unit_test(test_read_names_and_foreign_phases),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_layer_names), cmocka_unit_test(test_flows),
+        cmocka_unit_test(test_route_segments),
         cmocka_unit_test(test_layer_names_from_args),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -164,6 +164,14 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
         return *what = "\"args.id\" is not an integer >= 0", NP_STATUS_BAD_INPUT;
     if (deps && !json_is_array(deps))
         return *what = "\"args.deps\" is not an array", NP_STATUS_BAD_INPUT;
+    /* a route's segments came with the pooled exchange: optional */
+    json_int_t segs = 0, pooled = 0;
+    if ((json_object_get(args, "segments") && get_int(args, "segments", 0, UINT32_MAX, &segs)) ||
+        (json_object_get(args, "pooled") && get_int(args, "pooled", 0, segs, &pooled)))
+        return *what = "\"args.segments\" or \"args.pooled\" is not a count (pooled <= segments)",
+               NP_STATUS_BAD_INPUT;
+    ev->segments = (uint32_t)segs;
+    ev->pooled = (uint32_t)pooled;
     ev->id = id;
     ev->n_deps = 0;
     for (size_t k = 0; deps && k < json_array_size(deps); k++) {

@@ -374,6 +374,12 @@ static json_t *build_chrome(const np_trace *tr) {
             json_decref(args);
             args = NULL;
         }
+        if (args && e->segments && /* route: how its segments went */
+            (json_object_set_new(args, "segments", json_integer((json_int_t)e->segments)) ||
+             json_object_set_new(args, "pooled", json_integer((json_int_t)e->pooled)))) {
+            json_decref(args);
+            args = NULL;
+        }
         if (args && e->id > 0) { /* the data-flow edges, also drawn as flow events below */
             json_t *deps = json_array();
             for (int k = 0; deps && k < e->n_deps && k < NP_TRACE_MAX_DEPS; k++)

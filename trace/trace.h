@@ -31,6 +31,9 @@ typedef struct np_trace_event {
     int64_t id;     /* the task's number on its rank, from 1 (np_trace_deps); 0: none */
     int n_deps;     /* producers in dep; a task reading more keeps the first ones */
     int64_t dep[NP_TRACE_MAX_DEPS]; /* ids of the tasks on its rank whose output it reads */
+    /* route: its remote (window, table, owner) segments and those sent pooled
+     * (docs/pipeline.md "Rows or pooled sums"); 0 elsewhere and in older traces */
+    uint32_t segments, pooled;
 } np_trace_event;
 
 typedef struct np_trace np_trace;
