@@ -79,9 +79,9 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     np_backend mpi, *be = host_backend(a, &mpi);
     int me = be ? be->rank : 0;
     /* tbase (W*T+1): first uniq index of (window, table); scur (R, W, T): next send
-     * position; rcur (W, R, T): next row of the window's Rin; cnt (3, R, W, T): per
-     * segment its distinct keys, keys and bags; grp (R): a bag's row at each owner */
-    int64_t *tbase = malloc((nwt + 1 + 5 * nowt + (size_t)R) * sizeof *tbase);
+     * position; rcur (W, R, T): next row of the window's Rin; cu, cn, cg (R, W, T): per
+     * segment its distinct keys, keys and bags */
+    int64_t *tbase = malloc((nwt + 1 + 5 * nowt) * sizeof *tbase);
     uint8_t *pooled = malloc(nowt + 1); /* (R, W, T) */
     if (!tbase || !pooled) {
         a->out.fail = 1;
@@ -90,7 +90,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
         return;
     }
     int64_t *scur = tbase + nwt + 1, *rcur = scur + nowt, *cu = rcur + nowt, *cn = cu + nowt,
-            *cg = cn + nowt, *grp = cg + nowt;
+            *cg = cn + nowt;
 #define SEG(o, w, t) (((size_t)(o) * W + (w)) * T + (t))
     /* 1. dedup every (window, table); pos[k] = absolute index into uniq */
     int64_t base = 0;
@@ -192,11 +192,10 @@ static void route_cpu(void *buffers[], void *cl_arg) {
                     if (seen >> ow & 1u) {
                         sendkeys[scur[g]++] = local;
                         pos[k] = -1;
-                    } else {
+                    } else { /* the bag's row at ow */
                         seen |= (uint64_t)1 << ow;
-                        grp[ow] = rcur[((size_t)w * R + ow) * T + t]++;
                         sendkeys[scur[g]++] = -local - 1;
-                        pos[k] = grp[ow];
+                        pos[k] = rcur[((size_t)w * R + ow) * T + t]++;
                     }
                 }
             }

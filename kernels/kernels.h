@@ -38,7 +38,9 @@ void np_embbag_fwd(const float *rows,                           /* (U, d) */
                    const int64_t *idx,                          /* (nnz) */
                    long n, int d, float *out, long out_stride); /* (n, out_stride) */
 
-/* ACCUMULATES: drows[idx[k]] += dout[i] for every key k of bag i, in bag then key order. */
+/* ACCUMULATES: drows[idx[k]] += dout[i] for every key k of bag i, in bag then key order.
+ * Both skip a key whose idx is negative (the engine's pooled exchange: one row for all of
+ * a bag's keys at one owner, read by the first of them). */
 void np_embbag_bwd(const float *dout, long dout_stride, /* (n, dout_stride) */
                    const uint32_t *off, const int64_t *idx, long n, int d,
                    float *drows); /* (U, d) */

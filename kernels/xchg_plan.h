@@ -14,11 +14,12 @@
  * is W windows (micro-batches, FWP); the requester dedups per window, the owner over the
  * union of windows and requesters, so E, the updates and the dual-buffer sync stay per batch.
  * Send counts are laid out (owner, window, table), which is the order keys travel in. */
-#define NP_META_UQ 0              /* distinct keys requested, summed over windows */
+#define NP_META_UQ 0              /* rows received, summed over windows (distinct keys when
+                                     every segment is a rows one) */
 #define NP_META_UO 1              /* distinct rows this rank serves as owner = rows of E */
-#define NP_META_NRECV 2           /* keys received as owner = rows of the exchange buffers */
+#define NP_META_NRECV 2           /* keys received as owner (map, recvkeys) */
 #define NP_META_UCNT(t) (3 + (t)) /* first E row of table t; NP_META_UCNT(T) = UO */
-#define NP_META_WUQ(T, w) (4 + (T) + (w)) /* distinct keys of window w = rows of its Rin */
+#define NP_META_WUQ(T, w) (4 + (T) + (w)) /* rows of window w's Rin (and grows) */
 #define NP_META_SC(T, W, o, w, t) (4 + (T) + (W) + ((o) * (W) + (w)) * (T) + (t)) /* sent to o */
 #define NP_META_RC(T, W, R, q, w, t)                                           /* from q */    \
     (4 + (T) + (W) + ((R) + (q)) * (W) * (T) + (w) * (T) + (t))
@@ -70,11 +71,12 @@ typedef struct np_xchg_plan {
                    packing and summing follow the row starts of the received keys */
 } np_xchg_plan;
 
-/* exchange_rows of window w: as owner, to requester q the E rows of its keys (send[q] =
- * keys received from q); as requester, from owner o the rows of the keys sent to o. */
+/* exchange_rows of window w: as owner, to requester q the rows of its keys (send[q] = the
+ * rows its keys start, NP_META_RR); as requester, from owner o the rows its keys there
+ * start (NP_META_SR). nseg[q]: the keys of q's segment. */
 void np_xchg_plan_rows(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
-/* exchange_grads of window w: the same ways reversed (send[o] = keys sent to o, recv[q] =
- * keys received from q). */
+/* exchange_grads of window w: the same ways reversed (send[o] = rows from o, recv[q] =
+ * rows to q). */
 void np_xchg_plan_grads(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
 
 /* Rows plan: sbuf (nsend, d) = E rows map[seg[q] + i], requester after requester, key after

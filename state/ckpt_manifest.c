@@ -335,6 +335,7 @@ np_status ck_read_manifest(const char *base, manifest *mf, np_error *err) {
 
 /* Every "config" line of this run must be in the manifest with the same value. */
 np_status ck_check_config(const manifest *mf, const sbuf *mine, np_error *err) {
+    int has_exchange = 0;
     for (const char *p = mine->p; p < mine->p + mine->n;) {
         const char *nl = memchr(p, '\n', (size_t)(mine->p + mine->n - p));
         const char *key = p + 7, *sp = memchr(key, ' ', (size_t)(nl - key));
@@ -343,6 +344,8 @@ np_status ck_check_config(const manifest *mf, const sbuf *mine, np_error *err) {
         const char *theirs = ck_mf_line(mf, k);
         const char *val = sp + 1;
         size_t vlen = (size_t)(nl - val), tlen = 0;
+        has_exchange |= !strcmp(k, "config exchange");
+        if (!theirs && !strcmp(k, "config exchange")) theirs = "auto"; /* no line: auto */
         if (theirs) tlen = strcspn(theirs, "\n");
         if (!theirs || tlen != vlen || strncmp(theirs, val, vlen))
             return np_err(err, NP_STATUS_BAD_INPUT,
@@ -353,6 +356,15 @@ np_status ck_check_config(const manifest *mf, const sbuf *mine, np_error *err) {
                           theirs ? theirs : "(none)", (int)vlen, val);
         p = nl + 1;
     }
+    /* the one key written only when it is not its default: this run's auto against a
+     * checkpoint's rows or pooled */
+    const char *theirs = ck_mf_line(mf, "config exchange");
+    if (theirs && !has_exchange)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "checkpoint %s: written with exchange = %.*s, but this run has auto; "
+                      "resume with the same value (only the rank count, pipeline and engine "
+                      "may change)",
+                      mf->path, (int)strcspn(theirs, "\n"), theirs);
     return NP_OK;
 }
 

@@ -150,6 +150,8 @@ fresh
 expect_refused "config mismatch" "$C/manifest: written with lr = 0.1, but this run has 0.2" --lr 0.2
 expect_refused "another shape" "$C/manifest: written with dim = 8, but this run has 4" \
   --dim 4 --bottom 13-8-4
+expect_refused "another exchange form" "$C/manifest: written with exchange = auto, but this run has pooled" \
+  --exchange pooled
 fresh && rm "$W/bad/$C/manifest"
 expect_refused "only a torn checkpoint" "no whole checkpoint there"
 expect_refused "no such folder" "resume $W/nothing: cannot open" --resume "$W/nothing"

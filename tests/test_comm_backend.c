@@ -622,7 +622,8 @@ static void test_one_rank_paths(void **state) {
  * pool_fwd does) to the sum of its keys' rows, and every owner row's gradient is the sum of
  * the bag gradients of the bags that hold it, once per key. Row values and bag gradients
  * are exact in float in any order of summation, so the checks are equalities. */
-static void check_pooled(const rank_state *st, int R, np_shard shard, np_exchange x) {
+static void check_pooled(const rank_state *st, int R, np_shard shard, np_exchange x,
+                         uint64_t *segs_out, uint64_t *pooled_out) {
     int64_t skipped = 0;
     uint64_t segs = 0, pooled = 0;
     for (int r = 0; r < R; r++) {
@@ -671,10 +672,13 @@ static void check_pooled(const rank_state *st, int R, np_shard shard, np_exchang
     }
     assert_true(pooled <= segs);
     if (R == 1) assert_int_equal(segs, 0);
+    *segs_out += segs;
+    *pooled_out += pooled;
 }
 
 static void test_pooled(void **state) {
     (void)state;
+    uint64_t segs[2] = {0}, pooled[2] = {0}; /* summed over the runs of each form */
     for (int sh = 0; sh < 2; sh++)
         for (int R = 1; R <= MAXR; R++)
             for (int x = 0; x < 2; x++)
@@ -683,7 +687,7 @@ static void test_pooled(void **state) {
                     np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
                     np_exchange ex = x ? NP_EXCHANGE_AUTO : NP_EXCHANGE_POOLED;
                     rank_state *st = run_ranks_x(R, shard, ex, 1, split, &h);
-                    check_pooled(st, R, shard, ex);
+                    check_pooled(st, R, shard, ex, &segs[x], &pooled[x]);
                     if (split) check_split(st, R);
                     uint64_t want = 2 + 2 * W + (np_xchg_allreduce_rs(R) ? 2 : 1) +
                                     (split ? 2 + 3 * W : 0);
@@ -691,9 +695,13 @@ static void test_pooled(void **state) {
                         assert_int_equal(h.calls[r], want);
                     free(st);
                 }
+    /* auto chose both forms on this data, some segments pooled and some not */
+    assert_true(pooled[1] > 0 && pooled[1] < segs[1]);
+    assert_int_equal(pooled[0], segs[0]);
     hub h; /* one rank without a backend: local copies */
     rank_state *st = run_ranks_x(1, NP_SHARD_ROW, NP_EXCHANGE_POOLED, 0, 1, &h);
-    check_pooled(st, 1, NP_SHARD_ROW, NP_EXCHANGE_POOLED);
+    uint64_t s1 = 0, p1 = 0;
+    check_pooled(st, 1, NP_SHARD_ROW, NP_EXCHANGE_POOLED, &s1, &p1);
     check_split(st, 1);
     free(st);
 }

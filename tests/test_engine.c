@@ -221,10 +221,13 @@ static void test_fwp_equals_sequential_adagrad(void **state) {
 }
 
 /* The pooled exchange (docs/pipeline.md "Rows or pooled sums"): each bag's rows summed by
- * their owner (here the one rank) before they travel. Several keys a bag, so a bag's sum
- * really differs in order from the rows' one; every pipeline gives the bytes of
- * sequential with the same form, all within the tolerance of the reference, and rows and
- * auto (rows on one rank) another model. */
+ * their owner (here the one rank) before they travel. Every pipeline gives the bytes of
+ * sequential with the same form, all within the tolerance of the reference. On one rank a
+ * bag's forward sum is the rows' one bit for bit (the owner forms r0 + r1 + ..., the bag
+ * 0 + that); the backward differs: a row's gradient adds each bag's gradient into gE
+ * directly, where rows first sum a window's bags in grows. With two windows those
+ * groupings differ, so rows and auto (rows on one rank) give another model: the check that
+ * the pooled path ran. Several keys a bag. */
 static void check_pooled(const char *optim) {
     np_config c = small_cfg(NP_ENGINE_STARPU, optim), r = small_cfg(NP_ENGINE_REFERENCE, optim);
     np_error e = {{0}};

@@ -58,9 +58,13 @@ done
 # dbp reorders work, never arithmetic: the same bytes as sequential on R ranks, on data
 # whose consecutive batches share rows; async (no sync) trains a different model
 for optim in sgd rowwise-adagrad; do
+  # SGD with the row exchange everywhere, Adagrad with the default form (auto, which pools
+  # part of the exchange at 2 keys a bag): both forms through every pipeline
+  XF=(--exchange auto)
+  [[ $optim == sgd ]] && XF=(--exchange rows)
   for R in 2 4; do
-    run_np "$R" "$W/seq" --sparse-optim "$optim" --rows 300 --zipf 1.2 --pipeline sequential &&
-      run_np "$R" "$W/dbp" --sparse-optim "$optim" --rows 300 --zipf 1.2 --pipeline dbp \
+    run_np "$R" "$W/seq" --sparse-optim "$optim" "${XF[@]}" --rows 300 --zipf 1.2 --pipeline sequential &&
+      run_np "$R" "$W/dbp" --sparse-optim "$optim" "${XF[@]}" --rows 300 --zipf 1.2 --pipeline dbp \
         --metrics-json "$W/dbp.json" || bad "R=$R dbp run failed: $(tail -n 3 "$W/err")"
     cmp -s "$W/seq" "$W/dbp" && ok "R=$R $optim: dbp gives the bytes of sequential" ||
       bad "R=$R $optim: dbp differs from sequential"
@@ -72,7 +76,7 @@ for optim in sgd rowwise-adagrad; do
     gb=$(sed -n 's/.*"grads": \([0-9]*\).*/\1/p' "$W/dbp.json" | head -n 1)
     [[ -n $rb && -n $gb && $rb -gt $gb ]] && ok "R=$R $optim: dbp split its row exchanges" ||
       bad "R=$R $optim: dbp row bytes $rb, gradient bytes $gb: no split exchange"
-    run_np "$R" "$W/whole" --sparse-optim "$optim" --rows 300 --zipf 1.2 \
+    run_np "$R" "$W/whole" --sparse-optim "$optim" "${XF[@]}" --rows 300 --zipf 1.2 \
       --pipeline dbp --split-rows off --metrics-json "$W/whole.json" ||
       bad "R=$R --split-rows off dbp run failed: $(tail -n 3 "$W/err")"
     cmp -s "$W/seq" "$W/whole" && ok "R=$R $optim: dbp with whole row exchanges, same bytes" ||
@@ -87,23 +91,25 @@ done
 # give the bytes of sequential on R ranks, and match the reference
 FW=(--rows 300 --zipf 1.2 --groups 3 --windows 4)
 for optim in sgd rowwise-adagrad; do
+  XF=(--exchange auto) # as for dbp above: SGD with rows, Adagrad with auto
+  [[ $optim == sgd ]] && XF=(--exchange rows)
   "$NP" train --engine reference "${SM[@]}" --rows 300 --zipf 1.2 --groups 3 \
     --sparse-optim "$optim" --dump-params "$W/ref_fw" >/dev/null 2>"$W/err" ||
     bad "reference $optim: $(cat "$W/err")"
   for R in 2 4; do
-    run_np "$R" "$W/seq" --sparse-optim "$optim" "${FW[@]}" --pipeline sequential ||
+    run_np "$R" "$W/seq" --sparse-optim "$optim" "${XF[@]}" "${FW[@]}" --pipeline sequential ||
       bad "R=$R sequential windows run failed: $(tail -n 3 "$W/err")"
     "$NP" compare "$W/seq" "$W/ref_fw" --rtol 1e-4 --atol 1e-5 >"$W/cmp" &&
       ok "R=$R $optim: 4 windows match the reference" ||
       bad "R=$R $optim: 4 windows differ from the reference: $(grep -m3 OUT "$W/cmp")"
     for p in fwp nestpipe; do
-      run_np "$R" "$W/$p" --sparse-optim "$optim" "${FW[@]}" --pipeline "$p" ||
+      run_np "$R" "$W/$p" --sparse-optim "$optim" "${XF[@]}" "${FW[@]}" --pipeline "$p" ||
         bad "R=$R $p run failed: $(tail -n 3 "$W/err")"
       cmp -s "$W/seq" "$W/$p" && ok "R=$R $optim: $p gives the bytes of sequential" ||
         bad "R=$R $optim: $p differs from sequential"
     done
     # nestpipe with the split row exchange forced on (two early windows)
-    run_np "$R" "$W/split" --sparse-optim "$optim" "${FW[@]}" \
+    run_np "$R" "$W/split" --sparse-optim "$optim" "${XF[@]}" "${FW[@]}" \
       --pipeline nestpipe --split-rows on || bad "R=$R --split-rows on nestpipe failed: $(tail -n 3 "$W/err")"
     cmp -s "$W/seq" "$W/split" && ok "R=$R $optim: nestpipe, split row exchange, same bytes" ||
       bad "R=$R $optim: nestpipe with --split-rows on differs from sequential"
