@@ -46,9 +46,10 @@ typedef struct np_cl_emb_args {
     long n;    /* samples in the chunk */
     int T, d;
     int w;    /* the chunk's window: its rows are that window's Rin */
+    int W, R; /* windows and ranks: where meta says whether pos holds -1s (NP_META_POOLED) */
     int zero; /* pool_bwd: first chunk of its window, which zeroes the window's grads */
 } np_cl_emb_args;
-/* pool_fwd buffers: Rin_w R (Uq_w, d), offsets R, pos R, P W (n, T, d) */
+/* pool_fwd buffers: Rin_w R (Uq_w, d), offsets R, pos R, P W (n, T, d), meta R */
 /* pool_bwd buffers: dP R (n, T, d), offsets R, pos R, meta R, grows_w RW (Uq_w, d):
  * the window's chunks accumulate into it one after another, in chunk order */
 extern struct starpu_codelet np_cl_pool_fwd, np_cl_pool_bwd;

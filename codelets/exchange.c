@@ -114,12 +114,14 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     /* 2. each (owner, window, table) segment: its distinct keys, keys and bags, and so
      *    its form; the keys it sends and the rows it returns */
     memset(cu, 0, 3 * nowt * sizeof *cu);
+    /* whether any segment may go pooled: else the bags need no counting (one rank, rows) */
+    int may_pool = a->exchange == NP_EXCHANGE_POOLED || (a->exchange == NP_EXCHANGE_AUTO && R > 1);
     for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++) {
             for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++)
                 cu[SEG(np_shard_owner_in(a->shard, R, t, uniq[u]), w, t)]++;
             const uint32_t *o = off + (size_t)t * (a->nb + 1);
-            for (long s = a->nb * w / W; s < a->nb * (w + 1) / W; s++) {
+            for (long s = a->nb * w / W; may_pool && s < a->nb * (w + 1) / W; s++) {
                 uint64_t seen = 0; /* owners this bag has keys at (R <= 64) */
                 for (uint32_t k = o[s]; k < o[s + 1]; k++) {
                     int ow = np_shard_owner_in(a->shard, R, t, keys[k]);
@@ -176,7 +178,17 @@ static void route_cpu(void *buffers[], void *cl_arg) {
             }
     /* 4. every key reads its row where it will arrive in its window's Rin; a pooled
      *    segment's bags send their keys there in bag order, the first one a row start */
-    for (int w = 0; w < W; w++)
+    int any_pooled = 0;
+    for (size_t g = 0; g < nowt; g++)
+        any_pooled |= pooled[g];
+    meta[NP_META_POOLED(T, W, R)] = any_pooled;
+    if (!any_pooled)
+        for (int t = 0; t < T; t++) {
+            const uint32_t *o = off + (size_t)t * (a->nb + 1);
+            for (size_t k = o[0]; k < o[a->nb]; k++)
+                pos[k] = uniq[pos[k]];
+        }
+    for (int w = 0; any_pooled && w < W; w++)
         for (int t = 0; t < T; t++) {
             const uint32_t *o = off + (size_t)t * (a->nb + 1);
             for (long s = a->nb * w / W; s < a->nb * (w + 1) / W; s++) {

@@ -11,9 +11,14 @@ static void pool_fwd_cpu(void *buffers[], void *cl_arg) {
     const uint32_t *off = NP_BUF(buffers, 1); /* (T, nb+1) */
     const int64_t *pos = NP_BUF(buffers, 2);  /* (nnz) row of each key in rows */
     float *P = NP_BUF(buffers, 3);            /* (n, T, d) */
+    const int64_t *meta = NP_BUF(buffers, 4);
+    /* pos holds -1s where a pooled bag's later keys are (docs/pipeline.md "Rows or pooled
+     * sums"): the skipping kernel then, the plain one else */
+    int skip = meta[NP_META_POOLED(a->T, a->W, a->R)] != 0;
     for (int t = 0; t < a->T; t++)
-        np_embbag_fwd(rows, off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d,
-                      P + (size_t)t * a->d, (long)a->T * a->d);
+        (skip ? np_embbag_fwd_skip : np_embbag_fwd)(rows, off + (size_t)t * (a->nb + 1) + a->row0,
+                                                    pos, a->n, a->d, P + (size_t)t * a->d,
+                                                    (long)a->T * a->d);
 }
 
 static void pool_bwd_cpu(void *buffers[], void *cl_arg) {
@@ -24,9 +29,11 @@ static void pool_bwd_cpu(void *buffers[], void *cl_arg) {
     const int64_t *meta = NP_BUF(buffers, 3);
     float *g = NP_BUF(buffers, 4); /* (Uq_w, d) the window's row grads, accumulated */
     if (a->zero) memset(g, 0, (size_t)meta[NP_META_WUQ(a->T, a->w)] * a->d * sizeof(float));
+    int skip = meta[NP_META_POOLED(a->T, a->W, a->R)] != 0;
     for (int t = 0; t < a->T; t++)
-        np_embbag_bwd(dP + (size_t)t * a->d, (long)a->T * a->d,
-                      off + (size_t)t * (a->nb + 1) + a->row0, pos, a->n, a->d, g);
+        (skip ? np_embbag_bwd_skip : np_embbag_bwd)(dP + (size_t)t * a->d, (long)a->T * a->d,
+                                                    off + (size_t)t * (a->nb + 1) + a->row0, pos,
+                                                    a->n, a->d, g);
 }
 
 NP_CODELET_CUDA(np_cl_pool_fwd, pool_fwd_cpu, np_cuda_pool_fwd, "pool_fwd");

@@ -89,6 +89,8 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
                          .T = m->T,
                          .d = m->d,
                          .w = k->w,
+                         .W = e->W,
+                         .R = e->R,
                          .zero = k == &e->ch[k->w * e->C]};
     np_task_ctx c = *ctx;
     int ci = (int)(k - e->ch);
@@ -97,7 +99,8 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
     do {                                                                                           \
         if ((st = (call))) return st;                                                              \
     } while (0)
-    TRY(np_submit_pool_fwd(&c, &ea, e->Rin[k->w].h, sl->offsets.h, rs->pos.h, k->P.h, err));
+    TRY(np_submit_pool_fwd(&c, &ea, e->Rin[k->w].h, sl->offsets.h, rs->pos.h, k->P.h, rs->meta.h,
+                           err));
     np_cl_layer_args a[NP_MAX_NODES];
     np_layer_handles h[NP_MAX_NODES];
     for (int v = 0; v < g->n; v++) {

@@ -12,22 +12,23 @@
 typedef float pool_v8 __attribute__((vector_size(8 * sizeof(float))));
 
 /* One bag. Each output element is 0 + r_0 + r_1 + ... in key order, the sum the plain loop
- * forms, so the bits do not change. A key whose index is negative is skipped: the engine's
- * pooled exchange gives one row for all of a bag's keys at one owner, read by the first
- * of them (docs/pipeline.md "Rows or pooled sums"). With d = 16 (inlined as a constant) the sum stays in
- * vector registers; otherwise it runs in the output row. */
+ * forms, so the bits do not change. With skip (a constant where inlined), a key whose index
+ * is negative is left out: the engine's pooled exchange gives one row for all of a bag's
+ * keys at one owner, read by the first of them (docs/pipeline.md "Rows or pooled sums").
+ * With d = 16 (inlined as a constant) the sum stays in vector registers; otherwise it runs
+ * in the output row. */
 static inline __attribute__((always_inline)) void
 bag_fwd(const float *restrict rows, const int64_t *restrict idx, uint32_t k0, uint32_t k1,
-        uint32_t kend, int d, float *restrict o) {
+        uint32_t kend, int d, int skip, float *restrict o) {
     float acc[16];
     float *restrict s = d == 16 ? acc : o;
     for (int j = 0; j < d; j++)
         s[j] = 0.0f;
     for (uint32_t k = k0; k < k1; k++) {
-        if (k + POOL_PREFETCH < kend && idx[k + POOL_PREFETCH] >= 0)
+        if (k + POOL_PREFETCH < kend && (!skip || idx[k + POOL_PREFETCH] >= 0))
             for (int j = 0; j < d; j += 16)
                 __builtin_prefetch(rows + (size_t)idx[k + POOL_PREFETCH] * (size_t)d + j);
-        if (idx[k] < 0) continue; /* a pooled bag's key, in its owner's partial sum */
+        if (skip && idx[k] < 0) continue; /* a pooled bag's key, in its owner's partial sum */
         const float *r = rows + (size_t)idx[k] * (size_t)d; /* (d) */
         for (int j = 0; j < d; j++)
             s[j] += r[j];
@@ -35,19 +36,21 @@ bag_fwd(const float *restrict rows, const int64_t *restrict idx, uint32_t k0, ui
     if (d == 16) memcpy(o, acc, sizeof acc);
 }
 
-NP_TARGET_CLONES
-static void embbag_fwd_16(const float *rows, const uint32_t *off, const int64_t *idx, long n,
-                          float *out, long out_stride) {
-    for (long i = 0; i < n; i++)
-        bag_fwd(rows, idx, off[i], off[i + 1], off[n], 16, out + (size_t)i * (size_t)out_stride);
-}
-
-NP_TARGET_CLONES
-static void embbag_fwd_any(const float *rows, const uint32_t *off, const int64_t *idx, long n,
-                           int d, float *out, long out_stride) {
-    for (long i = 0; i < n; i++)
-        bag_fwd(rows, idx, off[i], off[i + 1], off[n], d, out + (size_t)i * (size_t)out_stride);
-}
+/* The loops over bags, for d = 16 and any d, plain and skipping negative indices: each a
+ * function of its own, so the constants reach the inlined bag. */
+#define EMBBAG_FWD(name, D, SKIP)                                                                  \
+    NP_TARGET_CLONES                                                                               \
+    static void name(const float *rows, const uint32_t *off, const int64_t *idx, long n, int d,    \
+                     float *out, long out_stride) {                                                \
+        (void)d;                                                                                   \
+        for (long i = 0; i < n; i++)                                                               \
+            bag_fwd(rows, idx, off[i], off[i + 1], off[n], D, SKIP,                                \
+                    out + (size_t)i * (size_t)out_stride);                                         \
+    }
+EMBBAG_FWD(embbag_fwd_16, 16, 0)
+EMBBAG_FWD(embbag_fwd_any, d, 0)
+EMBBAG_FWD(embbag_fwd_16_skip, 16, 1)
+EMBBAG_FWD(embbag_fwd_any_skip, d, 1)
 
 void np_embbag_fwd(const float *rows,                            /* (U, d) */
                    const uint32_t *off,                          /* (n+1) */
@@ -55,20 +58,22 @@ void np_embbag_fwd(const float *rows,                            /* (U, d) */
                    long n, int d, float *out, long out_stride) { /* (n, out_stride) */
     /* Keys in bag order, so the pooled sum rounds the same way on every engine; the padding
      * of an out row is left alone. */
-    if (d == 16)
-        embbag_fwd_16(rows, off, idx, n, out, out_stride);
-    else
-        embbag_fwd_any(rows, off, idx, n, d, out, out_stride);
+    (d == 16 ? embbag_fwd_16 : embbag_fwd_any)(rows, off, idx, n, d, out, out_stride);
+}
+
+void np_embbag_fwd_skip(const float *rows, const uint32_t *off, const int64_t *idx, long n,
+                        int d, float *out, long out_stride) {
+    (d == 16 ? embbag_fwd_16_skip : embbag_fwd_any_skip)(rows, off, idx, n, d, out, out_stride);
 }
 
 static inline __attribute__((always_inline)) void
 bag_bwd(const float *restrict g, const int64_t *restrict idx, uint32_t k0, uint32_t k1,
-        uint32_t kend, int d, float *restrict drows) {
+        uint32_t kend, int d, int skip, float *restrict drows) {
     for (uint32_t k = k0; k < k1; k++) {
-        if (k + POOL_PREFETCH < kend && idx[k + POOL_PREFETCH] >= 0)
+        if (k + POOL_PREFETCH < kend && (!skip || idx[k + POOL_PREFETCH] >= 0))
             for (int j = 0; j < d; j += 16)
                 __builtin_prefetch(drows + (size_t)idx[k + POOL_PREFETCH] * (size_t)d + j, 1);
-        if (idx[k] < 0) continue; /* its bag's pooled gradient goes to the owner once */
+        if (skip && idx[k] < 0) continue; /* its bag's pooled gradient goes to the owner once */
         float *dr = drows + (size_t)idx[k] * (size_t)d; /* (d) */
         if (d == 16) { /* two 8-float vectors: GCC left this loop scalar */
             for (int j = 0; j < 16; j += 8) {
@@ -85,27 +90,29 @@ bag_bwd(const float *restrict g, const int64_t *restrict idx, uint32_t k0, uint3
     }
 }
 
-NP_TARGET_CLONES
-static void embbag_bwd_16(const float *dout, long dout_stride, const uint32_t *off,
-                          const int64_t *idx, long n, float *drows) {
-    for (long i = 0; i < n; i++)
-        bag_bwd(dout + (size_t)i * (size_t)dout_stride, idx, off[i], off[i + 1], off[n], 16, drows);
-}
-
-NP_TARGET_CLONES
-static void embbag_bwd_any(const float *dout, long dout_stride, const uint32_t *off,
-                           const int64_t *idx, long n, int d, float *drows) {
-    for (long i = 0; i < n; i++)
-        bag_bwd(dout + (size_t)i * (size_t)dout_stride, idx, off[i], off[i + 1], off[n], d, drows);
-}
+#define EMBBAG_BWD(name, D, SKIP)                                                                  \
+    NP_TARGET_CLONES                                                                               \
+    static void name(const float *dout, long dout_stride, const uint32_t *off, const int64_t *idx, \
+                     long n, int d, float *drows) {                                                \
+        (void)d;                                                                                   \
+        for (long i = 0; i < n; i++)                                                               \
+            bag_bwd(dout + (size_t)i * (size_t)dout_stride, idx, off[i], off[i + 1], off[n], D,    \
+                    SKIP, drows);                                                                  \
+    }
+EMBBAG_BWD(embbag_bwd_16, 16, 0)
+EMBBAG_BWD(embbag_bwd_any, d, 0)
+EMBBAG_BWD(embbag_bwd_16_skip, 16, 1)
+EMBBAG_BWD(embbag_bwd_any_skip, d, 1)
 
 void np_embbag_bwd(const float *dout, long dout_stride, /* (n, dout_stride) */
                    const uint32_t *off, const int64_t *idx, long n, int d,
                    float *drows) { /* (U, d), accumulated into */
     /* Bag then key order: a row hit several times sums its gradients in a fixed order. dout
      * never overlaps drows (the pooled gradients and a table's row gradients). */
-    if (d == 16)
-        embbag_bwd_16(dout, dout_stride, off, idx, n, drows);
-    else
-        embbag_bwd_any(dout, dout_stride, off, idx, n, d, drows);
+    (d == 16 ? embbag_bwd_16 : embbag_bwd_any)(dout, dout_stride, off, idx, n, d, drows);
+}
+
+void np_embbag_bwd_skip(const float *dout, long dout_stride, const uint32_t *off,
+                        const int64_t *idx, long n, int d, float *drows) {
+    (d == 16 ? embbag_bwd_16_skip : embbag_bwd_any_skip)(dout, dout_stride, off, idx, n, d, drows);
 }

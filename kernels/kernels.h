@@ -38,12 +38,17 @@ void np_embbag_fwd(const float *rows,                           /* (U, d) */
                    const int64_t *idx,                          /* (nnz) */
                    long n, int d, float *out, long out_stride); /* (n, out_stride) */
 
-/* ACCUMULATES: drows[idx[k]] += dout[i] for every key k of bag i, in bag then key order.
- * Both skip a key whose idx is negative (the engine's pooled exchange: one row for all of
- * a bag's keys at one owner, read by the first of them). */
+/* ACCUMULATES: drows[idx[k]] += dout[i] for every key k of bag i, in bag then key order. */
 void np_embbag_bwd(const float *dout, long dout_stride, /* (n, dout_stride) */
                    const uint32_t *off, const int64_t *idx, long n, int d,
                    float *drows); /* (U, d) */
+/* The same two skipping every key whose idx is negative: the engine's pooled exchange gives
+ * one row for all of a bag's keys at one owner, read by the first of them
+ * (docs/pipeline.md "Rows or pooled sums"). Apart, so the plain ones keep their loops. */
+void np_embbag_fwd_skip(const float *rows, const uint32_t *off, const int64_t *idx, long n,
+                        int d, float *out, long out_stride);
+void np_embbag_bwd_skip(const float *dout, long dout_stride, const uint32_t *off,
+                        const int64_t *idx, long n, int d, float *drows);
 
 /* ---- sigmoid + binary cross-entropy on logits
  * p[s] = sigmoid(z[s]) (p may be NULL). Returns the SUM over s of the stable BCE

@@ -6,24 +6,27 @@
 #include <string.h>
 
 
-void np_xchg_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot) {
+/* Keys (rows 0) or rows (1) of window w per rank, on the send or the receive side. */
+static void totals(const int64_t *meta, int T, int W, int R, int recv, int w, int rows,
+                   int64_t *tot) {
     for (int o = 0; o < R; o++) {
         tot[o] = 0;
         for (int v = 0; v < W; v++)
             if (w < 0 || v == w)
                 for (int t = 0; t < T; t++)
-                    tot[o] += meta[recv ? NP_META_RC(T, W, R, o, v, t) : NP_META_SC(T, W, o, v, t)];
+                    tot[o] += meta[rows ? (recv ? NP_META_RR(T, W, R, o, v, t)
+                                                : NP_META_SR(T, W, R, o, v, t))
+                                        : (recv ? NP_META_RC(T, W, R, o, v, t)
+                                                : NP_META_SC(T, W, o, v, t))];
     }
 }
 
+void np_xchg_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot) {
+    totals(meta, T, W, R, recv, w, 0, tot);
+}
+
 void np_xchg_row_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot) {
-    for (int o = 0; o < R; o++) {
-        tot[o] = 0;
-        for (int v = 0; v < W; v++)
-            if (w < 0 || v == w)
-                for (int t = 0; t < T; t++)
-                    tot[o] += meta[recv ? NP_META_RR(T, W, R, o, v, t) : NP_META_SR(T, W, R, o, v, t)];
-    }
+    totals(meta, T, W, R, recv, w, 1, tot);
 }
 
 int64_t np_xchg_recv_start(const int64_t *meta, int T, int W, int R, int q, int w) {
@@ -86,9 +89,13 @@ void np_xchg_pack_rows(const np_xchg_plan *p, const int64_t *map, const int64_t 
     for (int q = 0; q < p->R; q++) {
         const int64_t *mp = map + p->seg[q], *kp = keys ? keys + p->seg[q] : NULL;
         float *dst = sbuf + (size_t)p->sdispl[q] * d;
-        int pooled = seg_pooled(p, q, p->send[q]);
+        if (!seg_pooled(p, q, p->send[q])) { /* a row a key: copies */
+            for (int64_t i = 0; i < p->send[q]; i++)
+                memcpy(dst + (size_t)i * d, E + (size_t)mp[i] * d, d * sizeof(float));
+            continue;
+        }
         for (int64_t i = 0, k = 0; i < p->send[q]; i++)
-            pack_one(mp, kp, p->nseg[q], pooled, &k, E, d, dst + (size_t)i * d);
+            pack_one(mp, kp, p->nseg[q], 1, &k, E, d, dst + (size_t)i * d);
     }
 }
 

@@ -29,7 +29,9 @@
  * requester q. In a rows segment rows = keys. */
 #define NP_META_SR(T, W, R, o, w, t) (4 + (T) + (W) + (2 * (R) + (o)) * (W) * (T) + (w) * (T) + (t))
 #define NP_META_RR(T, W, R, q, w, t) (4 + (T) + (W) + (3 * (R) + (q)) * (W) * (T) + (w) * (T) + (t))
-#define NP_META_SIZE(T, W, R) (4 + (T) + (W) + 4 * (R) * (W) * (T))
+/* 1 when some segment of the batch is pooled: its pos holds -1s, which pooling must skip */
+#define NP_META_POOLED(T, W, R) (4 + (T) + (W) + 4 * (R) * (W) * (T))
+#define NP_META_SIZE(T, W, R) (5 + (T) + (W) + 4 * (R) * (W) * (T))
 
 /* The keys a requester sends are owner-local rows; a negative one, -(row + 1), starts a
  * row of the exchange (np_xchg_key_starts), a non-negative one adds to the row before it.

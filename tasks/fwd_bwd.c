@@ -7,10 +7,10 @@
 #define RW STARPU_RW
 
 np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows, np_h offsets,
-                             np_h pos, np_h P, np_error *err) {
-    np_h h[4] = {rows, offsets, pos, P};
-    enum starpu_data_access_mode m[4] = {R, R, R, W};
-    return np_task_submit(c, &np_cl_pool_fwd, NP_NODE_POOL_FWD, 4, h, m, a, sizeof *a, 0, err);
+                             np_h pos, np_h P, np_h meta, np_error *err) {
+    np_h h[5] = {rows, offsets, pos, P, meta};
+    enum starpu_data_access_mode m[5] = {R, R, R, W, R};
+    return np_task_submit(c, &np_cl_pool_fwd, NP_NODE_POOL_FWD, 5, h, m, a, sizeof *a, 0, err);
 }
 
 np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP, np_h offsets,

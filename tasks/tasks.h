@@ -140,7 +140,8 @@ const char *np_layer_codelet_name(const char *name);
 /* ---- pooling (pool_fwd, pool_bwd) and the loss (loss_fwd, then loss_bwd) of one chunk
  * (tasks/fwd_bwd.c) */
 NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
-                                          np_h offsets, np_h pos, np_h P, np_error *err);
+                                          np_h offsets, np_h pos, np_h P, np_h meta,
+                                          np_error *err);
 NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
                                           np_h offsets, np_h pos, np_h meta, np_h grows,
                                           np_error *err);

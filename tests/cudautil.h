@@ -260,14 +260,14 @@ static inline void cu_pool_free(cu_pool *p) {
  * i's pooled bag of table t at P + i * T*d + t*d, of window samples row0 .. row0+n-1. */
 static inline void cu_pool_fwd_cpu(const cu_pool *p, long row0, long n, float *P) {
     for (int t = 0; t < p->T; t++)
-        np_embbag_fwd(p->rows, p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d,
+        np_embbag_fwd_skip(p->rows, p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d,
                       P + (size_t)t * (size_t)p->d, (long)p->T * p->d);
 }
 /* Backward (pool_bwd_cpu): dP (n, T*d) added into the window's row grads g (U, d). */
 static inline void cu_pool_bwd_cpu(const cu_pool *p, const float *dP, long row0, long n,
                                    float *g) {
     for (int t = 0; t < p->T; t++)
-        np_embbag_bwd(dP + (size_t)t * (size_t)p->d, (long)p->T * p->d,
+        np_embbag_bwd_skip(dP + (size_t)t * (size_t)p->d, (long)p->T * p->d,
                       p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d, g);
 }
 

@@ -349,7 +349,7 @@ static void *rank_main(void *arg) {
         for (int w = 0; w < W; w++) {
             memset(s->grows[w], 0, sizeof s->grows[w]);
             for (int t = 0; t < T; t++)
-                np_embbag_bwd(s->dP[NB * w / W] + t * D, T * D,
+                np_embbag_bwd_skip(s->dP[NB * w / W] + t * D, T * D,
                               s->off + t * (NB + 1) + NB * w / W, s->pos, NB * (w + 1) / W - NB * w / W,
                               D, s->grows[w]);
         }
@@ -635,7 +635,7 @@ static void check_pooled(const rank_state *st, int R, np_shard shard, np_exchang
                 const uint32_t *o = s->off + t * (NB + 1);
                 for (int b = NB * w / W; b < NB * (w + 1) / W; b++) {
                     float got[D], want[D] = {0};
-                    np_embbag_fwd(s->Rin[w], o + b, s->pos, 1, D, got, D);
+                    np_embbag_fwd_skip(s->Rin[w], o + b, s->pos, 1, D, got, D);
                     for (uint32_t k = o[b]; k < o[b + 1]; k++) {
                         int own = np_shard_owner_in(shard, R, t, s->keys[k]);
                         int64_t local = np_shard_local_in(shard, R, s->keys[k]);

@@ -167,38 +167,50 @@ static void test_dbp_equals_sequential_adagrad(void **state) {
     check_dbp("rowwise-adagrad");
 }
 
+/* The reference and sequential trained on the shape keys[0..nk) (the first nref set on the
+ * reference too), sequential within the tolerance of the reference, and dbp, fwp and
+ * nestpipe (under the lws, eager and dmda schedulers) giving the bytes of sequential. The
+ * config, sequential's model and the reference's come back for more checks. */
+static void pipelines_same(const char *optim, const char *const *keys, const char *const *vals,
+                           int nk, int nref, const char *label, np_config *c, np_model_t **seq,
+                           np_model_t **ref) {
+    np_config r = small_cfg(NP_ENGINE_REFERENCE, optim);
+    *c = small_cfg(NP_ENGINE_STARPU, optim);
+    np_error e = {{0}};
+    for (int k = 0; k < nk; k++)
+        if (np_config_set(c, keys[k], vals[k], "t", &e) ||
+            (k < nref && np_config_set(&r, keys[k], vals[k], "t", &e)))
+            fail_msg("%s", e.msg);
+    *ref = train(&r, 20);
+    *seq = train_ahead(c, 20, NULL);
+    double worst = model_diff(*seq, *ref, EQ_ATOL, EQ_RTOL);
+    print_message("%s: %s: worst |starpu-ref| is %.3g of the tolerance\n", optim, label, worst);
+    assert_true(worst <= 1.0);
+    const np_pipeline modes[] = {NP_PIPELINE_DBP, NP_PIPELINE_FWP, NP_PIPELINE_NESTPIPE};
+    const char *sched[] = {"lws", "eager", "dmda"};
+    for (int k = 0; k < 3; k++) {
+        np_config d = *c;
+        d.pipeline = modes[k];
+        snprintf(d.sched, sizeof d.sched, "%s", sched[k]);
+        np_model_t *m = train_ahead(&d, 20, NULL);
+        if (!same_bytes(m, *seq)) fail_msg("%s: %s: pipeline %d differs from sequential", optim, label, k);
+        if (m->state_mem)
+            assert_memory_equal(m->state_mem, (*seq)->state_mem,
+                                (size_t)(*seq)->row_base[(*seq)->T] * sizeof(float));
+        np_model_free(m);
+    }
+}
+
 /* FWP reorders work in time, never arithmetic: with the same windows and clustering,
  * dbp, fwp and nestpipe give the bytes of sequential, and all stay within the tolerance of
  * the reference. Latent groups give clustering something to do, so the windows are
  * really reordered batches (cluster none gives other bytes). */
 static void check_fwp(const char *optim) {
-    np_config c = small_cfg(NP_ENGINE_STARPU, optim), r = small_cfg(NP_ENGINE_REFERENCE, optim);
-    np_error e = {{0}};
     const char *keys[] = {"rows", "zipf", "groups", "windows", "chunks"};
     const char *vals[] = {"300", "1.2", "4", "4", "2"};
-    for (int k = 0; k < 5; k++)
-        if (np_config_set(&c, keys[k], vals[k], "t", &e) ||
-            (k < 3 && np_config_set(&r, keys[k], vals[k], "t", &e)))
-            fail_msg("%s", e.msg);
-    np_model_t *ref = train(&r, 20);
-    np_model_t *seq = train_ahead(&c, 20, NULL);
-    double worst = model_diff(seq, ref, EQ_ATOL, EQ_RTOL);
-    print_message("%s: sequential, 4 windows: worst |starpu-ref| is %.3g of the tolerance\n",
-                  optim, worst);
-    assert_true(worst <= 1.0);
-    const np_pipeline modes[] = {NP_PIPELINE_DBP, NP_PIPELINE_FWP, NP_PIPELINE_NESTPIPE};
-    const char *sched[] = {"lws", "eager", "dmda"};
-    for (int k = 0; k < 3; k++) {
-        np_config d = c;
-        d.pipeline = modes[k];
-        snprintf(d.sched, sizeof d.sched, "%s", sched[k]);
-        np_model_t *m = train_ahead(&d, 20, NULL);
-        if (!same_bytes(m, seq)) fail_msg("%s: pipeline %d differs from sequential", optim, k);
-        if (m->state_mem)
-            assert_memory_equal(m->state_mem, seq->state_mem,
-                                (size_t)seq->row_base[seq->T] * sizeof(float));
-        np_model_free(m);
-    }
+    np_config c;
+    np_model_t *seq, *ref;
+    pipelines_same(optim, keys, vals, 5, 3, "sequential, 4 windows", &c, &seq, &ref);
     np_config n = c;
     n.cluster = 0;
     n.pipeline = NP_PIPELINE_NESTPIPE;
@@ -229,28 +241,11 @@ static void test_fwp_equals_sequential_adagrad(void **state) {
  * groupings differ, so rows and auto (rows on one rank) give another model: the check that
  * the pooled path ran. Several keys a bag. */
 static void check_pooled(const char *optim) {
-    np_config c = small_cfg(NP_ENGINE_STARPU, optim), r = small_cfg(NP_ENGINE_REFERENCE, optim);
-    np_error e = {{0}};
     const char *keys[] = {"rows", "zipf", "hot", "windows", "exchange"};
     const char *vals[] = {"300", "1.2", "4", "2", "pooled"};
-    for (int k = 0; k < 5; k++)
-        if (np_config_set(&c, keys[k], vals[k], "t", &e) ||
-            (k < 3 && np_config_set(&r, keys[k], vals[k], "t", &e)))
-            fail_msg("%s", e.msg);
-    np_model_t *ref = train(&r, 20);
-    np_model_t *seq = train_ahead(&c, 20, NULL);
-    double worst = model_diff(seq, ref, EQ_ATOL, EQ_RTOL);
-    print_message("%s: pooled, 2 windows: worst |starpu-ref| is %.3g of the tolerance\n", optim,
-                  worst);
-    assert_true(worst <= 1.0);
-    const np_pipeline modes[] = {NP_PIPELINE_DBP, NP_PIPELINE_FWP, NP_PIPELINE_NESTPIPE};
-    for (int k = 0; k < 3; k++) {
-        np_config d = c;
-        d.pipeline = modes[k];
-        np_model_t *m = train_ahead(&d, 20, NULL);
-        if (!same_bytes(m, seq)) fail_msg("%s: pooled, pipeline %d differs from sequential", optim, k);
-        np_model_free(m);
-    }
+    np_config c;
+    np_model_t *seq, *ref;
+    pipelines_same(optim, keys, vals, 5, 3, "pooled, 2 windows", &c, &seq, &ref);
     np_config x = c;
     x.exchange = NP_EXCHANGE_AUTO;
     np_model_t *m = train_ahead(&x, 20, NULL);
