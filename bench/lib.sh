@@ -380,3 +380,87 @@ np_launch() {
 }
 # words on stdin -> their median
 median_of() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+# ---- a link on this machine (bench/exchange.sh, bench/torchrec.sh; bench/fwp.sh has its own)
+# tc_link_up NS RATE: network namespace NS whose loopback is shaped to RATE by `tc tbf`, for
+# MPI or gloo over TCP on lo; both directions of every rank share the rate. The 100 ms queue
+# holds the ranks' 64 KB loopback segments (5 ms dropped 8% of them, each drop a TCP
+# retransmission timeout: bench/README.md "Frozen-Window Pipelining"). Needs root; delete
+# it with `ip netns del NS`.
+tc_link_up() {
+  ip netns add "$1" && ip netns exec "$1" ip link set lo up &&
+    ip netns exec "$1" tc qdisc add dev lo root tbf rate "$2" burst 256kb latency 100ms
+}
+
+# ---- TorchRec (bench/torchrec.sh, bench/README.md "TorchRec across ranks")
+# torchrec_venv: 0 when $TORCHREC_VENV/bin/python imports torch, torchrec and fbgemm_gpu,
+# installing them the first time (or when TORCHREC_SPEC changed, or the virtualenv broke);
+# 1, with a one-line message, when it cannot. A sibling of torch_venv's virtualenv, as
+# TorchRec pins its own torch: PyPI torch==2.14.1 with its dependencies, then fbgemm-gpu-cpu
+# and torchrec with --no-deps (torchrec's metadata names the CUDA fbgemm-gpu, which would
+# bring a second fbgemm and more CUDA wheels), then what torchrec imports. About 5.5 GB.
+#   TORCHREC_VENV  the virtualenv (default: venv-torchrec beside BENCH_VENV)
+#   TORCHREC_SPEC  the pinned set, a space-separated list: TORCH FBGEMM TORCHREC MORE...
+TORCHREC_VENV=${TORCHREC_VENV:-$(dirname "$BENCH_VENV")/venv-torchrec}
+TORCHREC_SPEC=${TORCHREC_SPEC:-torch==2.14.1 fbgemm-gpu-cpu==1.9.0 torchrec==1.9.2 tensordict torchmetrics==1.0.3 tqdm pyre-extensions numpy}
+torchrec_venv() {
+  local py=$TORCHREC_VENV/bin/python stamp=$TORCHREC_VENV/.nestpipe-bench-spec
+  local dir log=$TORCHREC_VENV.log base="" cand free t0 rc=0 spec=()
+  read -ra spec <<<"$TORCHREC_SPEC"
+  if ((${#spec[@]} < 3)); then
+    lib_log "TORCHREC_SPEC must name torch, fbgemm-gpu-cpu and torchrec first, got '$TORCHREC_SPEC'"
+    return 1
+  fi
+  trvenv_ok() {
+    [[ -f $stamp && $(cat "$stamp") == "$TORCHREC_SPEC" ]] &&
+      "$py" -c 'import torch, numpy, fbgemm_gpu, torchrec' 2>/dev/null
+  }
+  if trvenv_ok; then return 0; fi
+  dir=$(dirname "$TORCHREC_VENV")
+  if ! mkdir -p "$dir" 2>/dev/null; then
+    lib_log "cannot create $dir for the TorchRec virtualenv"
+    return 1
+  fi
+  for cand in /usr/bin/python3 python3; do # as torch_venv: Debian's Python first
+    if command -v "$cand" >/dev/null && "$cand" -c 'import venv, ensurepip' 2>/dev/null; then
+      base=$cand
+      break
+    fi
+  done
+  if [[ -z $base ]]; then
+    lib_log "no python3 here can create a virtualenv for TorchRec (apt-get install python3-venv)"
+    return 1
+  fi
+  free=$(df -Pk "$dir" | awk 'NR == 2 {print int($4 / 1048576)}')
+  if ((free < BENCH_VENV_MIN_FREE_GIB)); then
+    lib_log "only $free GiB free in $dir; TorchRec's virtualenv needs about 5.5 GiB (set TORCHREC_VENV)"
+    return 1
+  fi
+  (
+    if command -v flock >/dev/null; then flock 9; fi
+    if trvenv_ok; then exit 0; fi # made by another bench while this one waited
+    lib_log "creating $TORCHREC_VENV: ${spec[*]:0:3} (once; about 5.5 GB from PyPI; log: $log)"
+    t0=$(date +%s)
+    rm -rf "$TORCHREC_VENV"
+    {
+      "$base" -m venv "$TORCHREC_VENV" &&
+        "$py" -m pip install --disable-pip-version-check --no-input "${spec[0]}" "${spec[@]:3}" &&
+        "$py" -m pip install --disable-pip-version-check --no-input --no-deps "${spec[1]}" "${spec[2]}" &&
+        "$py" -c 'import torch, fbgemm_gpu, torchrec
+from torchrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
+ebc = EmbeddingBagCollection(tables=[EmbeddingBagConfig(name="t", embedding_dim=4,
+    num_embeddings=10, feature_names=["f"])])
+kjt = KeyedJaggedTensor.from_lengths_sync(keys=["f"], values=torch.tensor([1, 2, 3]),
+    lengths=torch.tensor([2, 1]))
+assert ebc(kjt)["f"].shape == (2, 4)'
+    } >"$log" 2>&1 || exit 1
+    printf '%s\n' "$TORCHREC_SPEC" >"$stamp"
+    lib_log "installed $("$py" -c 'import torch, torchrec; print("torch", torch.__version__, "torchrec", torchrec.__version__)' 2>/dev/null)" \
+      "in $(($(date +%s) - t0)) s"
+  ) 9>"$TORCHREC_VENV.lock" || rc=$?
+  if ((rc != 0)); then
+    lib_log "could not install TorchRec into $TORCHREC_VENV: $(tail -n 1 "$log" 2>/dev/null) (log: $log)"
+    rm -rf "$TORCHREC_VENV" # a partial install can hold gigabytes; the next run tries again
+    return 1
+  fi
+}
