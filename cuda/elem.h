@@ -45,7 +45,7 @@ NP_RN_OP(np_dsub, double, -, __dsub_rn)
  * row of rows / g, both (U, d). */
 
 /* Thread e in [0, n*T*d) writes P[e], P (n, T, d): the bag's keys summed in key order
- * from 0, as np_embbag_fwd does, skipping a negative pos as it does. */
+ * from 0, as np_embbag_fwd does; a negative pos is skipped, as np_embbag_fwd_skip does. */
 static inline NP_HD void np_elem_pool_fwd(const float *rows, const uint32_t *off,
                                           const int64_t *pos, long nb, long row0, int T, int d,
                                           float *P, size_t e) {

@@ -91,8 +91,8 @@ static np_status check_batch(const np_model_t *m, const np_fwd_ws *ws, const np_
                       "batch shape (n=%ld, dense=%d, tables=%d) does not fit the model "
                       "(cap=%ld, dense=%d, tables=%d)",
                       b->n, b->n_dense, b->n_tables, ws->cap, np_config_dense(&m->cfg), m->T);
-    /* a key outside its table would read (or, backward, write) another table's rows; the
-     * pooling kernels skip negative ones, which the engine's pooled exchange uses */
+    /* a key outside its table would read (or, backward, write) outside its rows: a
+     * program's own batch is checked here as route checks the engine's */
     for (int t = 0; t < m->T; t++) {
         const uint32_t *o = b->offsets + (size_t)t * (size_t)(b->n + 1);
         for (uint32_t k = o[0]; k < o[b->n]; k++)

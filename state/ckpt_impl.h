@@ -98,6 +98,9 @@ NP_NODISCARD np_status ck_read_manifest(const char *base, manifest *mf, np_error
 const char *ck_mf_line(const manifest *mf, const char *key); /* "key ..." -> "...", or NULL */
 /* Every "config" line of this run must be in the manifest with the same value. */
 NP_NODISCARD np_status ck_check_config(const manifest *mf, const sbuf *mine, np_error *err);
+/* The exchange form the checkpoint was written with (its "exchange" line; none, from 0.5:
+ * rows) against this run's: the same, or rows on both sides (auto on one rank is rows). */
+NP_NODISCARD np_status ck_check_exchange(const manifest *mf, const np_config *cfg, np_error *err);
 /* The size and hash the manifest lists for file `name`, and its path, checked on disk. */
 NP_NODISCARD np_status ck_mf_file(const manifest *mf, const char *name, uint64_t *size,
                                   uint64_t *hash, char *path, size_t pn, np_error *err);

@@ -185,6 +185,7 @@ np_status np_ckpt_load(const np_config *cfg, np_model_t *m, np_ckpt_state *s, np
     if (!st) snprintf(stats->skipped, sizeof stats->skipped, "%s", mf.skipped);
     if (!st) st = ck_fingerprint(cfg, m, &fp, &text, err);
     if (!st) st = ck_check_config(&mf, &text, err);
+    if (!st) st = ck_check_exchange(&mf, cfg, err);
     const char *v = st ? NULL : ck_mf_line(&mf, "fingerprint");
     if (!st && (!v || strtoull(v, NULL, 16) != fp))
         st = np_err(err, NP_STATUS_BAD_INPUT,

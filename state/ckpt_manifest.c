@@ -58,10 +58,6 @@ static void config_text(const np_config *c, sbuf *b, int own_graph) {
               np_config_windows(c), c->cluster ? "keys" : "none");
     ck_sb_printf(b, "config precision %s\n", c->precision == NP_PRECISION_BF16 ? "bf16" : "fp32");
     ck_sb_printf(b, "config shard %s\n", c->shard == NP_SHARD_TABLE ? "table" : "row");
-    /* the exchange's form sums a bag's rows in another order; auto, the default, adds no
-     * line, so checkpoints from before the key still resume under it */
-    if (c->exchange != NP_EXCHANGE_AUTO)
-        ck_sb_printf(b, "config exchange %s\n", c->exchange == NP_EXCHANGE_POOLED ? "pooled" : "rows");
     ck_sb_printf(b, "config data %s%s%s\n", data[c->data], c->data == NP_DATA_SYNTHETIC ? "" : ":",
               c->data == NP_DATA_SYNTHETIC ? "" : c->data_path);
     ck_sb_printf(b, "config eval-every %ld\nconfig skip-bad-lines %d\n", c->eval_every,
@@ -152,11 +148,17 @@ int ck_is_whole(const char *base, const char *name) {
            S_ISREG(sb.st_mode);
 }
 
+/* The values of key "exchange", by np_exchange. */
+static const char *const exchange_names[] = {"auto", "rows", "pooled"};
+
 np_status ck_write_manifest(const np_config *cfg, const char *dir, const np_ckpt_state *s,
                                 uint64_t fp, const sbuf *cfgtext, const int64_t *files,
                                 np_error *err) {
     sbuf b = {0};
     ck_sb_printf(&b, "nestpipe checkpoint %d\nstep %ld\nranks %d\n", CK_VERSION, s->step, cfg->ranks);
+    /* the exchange's form (ck_check_exchange), outside the fingerprint's config lines so that
+     * checkpoints of 0.5, which have none, keep their fingerprint */
+    ck_sb_printf(&b, "exchange %s\n", exchange_names[cfg->exchange]);
     ck_sb_printf(&b,
               "data_delivered %" PRIu64 "\ndata_next_index %" PRIu64 "\ndata_skipped %" PRId64 "\n",
               s->data.delivered, s->data.next_index, s->data.skipped);
@@ -334,8 +336,28 @@ np_status ck_read_manifest(const char *base, manifest *mf, np_error *err) {
 }
 
 /* Every "config" line of this run must be in the manifest with the same value. */
+/* The form a run's sums follow: auto on one rank exchanges rows only. */
+static const char *form_of(const char *name, int ranks) {
+    return !strcmp(name, "auto") && ranks == 1 ? "rows" : name;
+}
+
+np_status ck_check_exchange(const manifest *mf, const np_config *cfg, np_error *err) {
+    const char *v = ck_mf_line(mf, "exchange");
+    char theirs[16] = "rows"; /* 0.5 wrote no line: it had the row exchange only */
+    if (v) snprintf(theirs, sizeof theirs, "%.*s", (int)strcspn(v, "\n"), v);
+    const char *mine = exchange_names[cfg->exchange];
+    /* the same form, or rows on both sides (auto on one rank, 0.5's checkpoints) */
+    if (!strcmp(theirs, mine) ||
+        (!strcmp(form_of(theirs, mf->ranks), "rows") && !strcmp(form_of(mine, cfg->ranks), "rows")))
+        return NP_OK;
+    return np_err(err, NP_STATUS_BAD_INPUT,
+                  "checkpoint %s: written with exchange = %s%s, but this run has %s; resume "
+                  "with --exchange %s (the form fixes the order of each bag's sum)",
+                  mf->path, theirs, v ? "" : " (by 0.5, which exchanged rows)", mine,
+                  form_of(theirs, mf->ranks));
+}
+
 np_status ck_check_config(const manifest *mf, const sbuf *mine, np_error *err) {
-    int has_exchange = 0;
     for (const char *p = mine->p; p < mine->p + mine->n;) {
         const char *nl = memchr(p, '\n', (size_t)(mine->p + mine->n - p));
         const char *key = p + 7, *sp = memchr(key, ' ', (size_t)(nl - key));
@@ -344,8 +366,6 @@ np_status ck_check_config(const manifest *mf, const sbuf *mine, np_error *err) {
         const char *theirs = ck_mf_line(mf, k);
         const char *val = sp + 1;
         size_t vlen = (size_t)(nl - val), tlen = 0;
-        has_exchange |= !strcmp(k, "config exchange");
-        if (!theirs && !strcmp(k, "config exchange")) theirs = "auto"; /* no line: auto */
         if (theirs) tlen = strcspn(theirs, "\n");
         if (!theirs || tlen != vlen || strncmp(theirs, val, vlen))
             return np_err(err, NP_STATUS_BAD_INPUT,
@@ -356,15 +376,6 @@ np_status ck_check_config(const manifest *mf, const sbuf *mine, np_error *err) {
                           theirs ? theirs : "(none)", (int)vlen, val);
         p = nl + 1;
     }
-    /* the one key written only when it is not its default: this run's auto against a
-     * checkpoint's rows or pooled */
-    const char *theirs = ck_mf_line(mf, "config exchange");
-    if (theirs && !has_exchange)
-        return np_err(err, NP_STATUS_BAD_INPUT,
-                      "checkpoint %s: written with exchange = %.*s, but this run has auto; "
-                      "resume with the same value (only the rank count, pipeline and engine "
-                      "may change)",
-                      mf->path, (int)strcspn(theirs, "\n"), theirs);
     return NP_OK;
 }
 

@@ -152,6 +152,8 @@ expect_refused "another shape" "$C/manifest: written with dim = 8, but this run 
   --dim 4 --bottom 13-8-4
 expect_refused "another exchange form" "$C/manifest: written with exchange = auto, but this run has pooled" \
   --exchange pooled
+grep -qx "exchange auto" "$W/bad/$C/manifest" && ok "the manifest records the exchange form" ||
+  bad "no 'exchange auto' line in $C/manifest"
 fresh && rm "$W/bad/$C/manifest"
 expect_refused "only a torn checkpoint" "no whole checkpoint there"
 expect_refused "no such folder" "resume $W/nothing: cannot open" --resume "$W/nothing"
