@@ -106,6 +106,7 @@ for ((k = 1; k <= REPEATS; k++)); do
         [[ $run == cpu ]] && limit=0 pipe=sequential
         [[ $run == seq ]] && pipe=sequential
         echo "exchange.sh: $(date +%T) round $k/$REPEATS hot $hot $f $run" >&2
+        rm -f "$W/m.json"
         # shellcheck disable=SC2046 # the flags are words
         launch "$limit" $(shape "$hot") $(form_flags "$f") --pipeline "$pipe" --steps "$STEPS" \
           --metrics-json "$W/m.json" 2>"$W/err" >/dev/null ||
@@ -185,5 +186,6 @@ for h in hots:
                 print("- %s keys a bag: nestpipe with %s at **%.2fx** nestpipe with rows." % (
                     h, forms[f], best[(h, f)] / best[(h, "rows")]))
 EOF
-} >"$OUT"
+} >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT" # a report that failed halfway never replaces a whole one
 echo "exchange.sh: wrote $OUT" >&2

@@ -453,14 +453,16 @@ ebc = EmbeddingBagCollection(tables=[EmbeddingBagConfig(name="t", embedding_dim=
 kjt = KeyedJaggedTensor.from_lengths_sync(keys=["f"], values=torch.tensor([1, 2, 3]),
     lengths=torch.tensor([2, 1]))
 assert ebc(kjt)["f"].shape == (2, 4)'
-    } >"$log" 2>&1 || exit 1
+    } >"$log" 2>&1 || {
+      rm -rf "$TORCHREC_VENV" # under the lock: a partial install can hold gigabytes
+      exit 1
+    }
     printf '%s\n' "$TORCHREC_SPEC" >"$stamp"
     lib_log "installed $("$py" -c 'import torch, torchrec; print("torch", torch.__version__, "torchrec", torchrec.__version__)' 2>/dev/null)" \
       "in $(($(date +%s) - t0)) s"
   ) 9>"$TORCHREC_VENV.lock" || rc=$?
   if ((rc != 0)); then
     lib_log "could not install TorchRec into $TORCHREC_VENV: $(tail -n 1 "$log" 2>/dev/null) (log: $log)"
-    rm -rf "$TORCHREC_VENV" # a partial install can hold gigabytes; the next run tries again
     return 1
   fi
 }

@@ -22,7 +22,7 @@ cd "$ROOT"
 
 RANKS=2 REPEATS=3 STEPS=30 WARMUP=3 RATE=2gbit KEYS="4 1" QUICK=0 OUT=""
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 while [[ $# -gt 0 ]]; do
@@ -303,5 +303,6 @@ if summary:
     print()
 PYEOF
   machine_section
-} >"$OUT"
+} >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT" # a report that failed halfway never replaces a whole one
 log "wrote $OUT"

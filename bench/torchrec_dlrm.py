@@ -400,6 +400,8 @@ def spawned_worker(rank, ranks, args):
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
     except (OSError, AttributeError):
         pass
+    if os.getppid() != args.parent_pid:  # the launcher died before prctl took effect
+        sys.exit(1)
     rc = worker(rank, ranks, args, spawned=True)
     if rc:
         sys.exit(rc)
@@ -419,6 +421,7 @@ def main():
         p.error(f"--ranks must be >= 1 and divide --batch {args.batch}")
     # one host: gloo over loopback (in torchrec.sh, the shaped loopback of its namespace)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    args.parent_pid = os.getpid()  # each rank checks it outlived the launch (spawned_worker)
     try:
         mp.spawn(spawned_worker, args=(ranks, args), nprocs=ranks, join=True)
     except mp.ProcessRaisedException as e:
