@@ -90,7 +90,11 @@ static int print_config(const np_config *cfg, FILE *out) {
             fprintf(out, "# %s =\n", k->name); /* unset: a commented-out line */
             continue;
         }
-        fprintf(out, "%s = %s\n", k->name, v);
+        if (!strcmp(k->name, "sched")) /* and where the policy came from */
+            fprintf(out, "%s = %s # %s\n", k->name, v,
+                    cfg->sched_from[0] ? cfg->sched_from : "default");
+        else
+            fprintf(out, "%s = %s\n", k->name, v);
     }
     return 0;
 }
@@ -244,10 +248,8 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     np_error err = {{0}};
     if (print) {
         /* STARPU_SCHED overrides --sched (np_train_run does the same): print what would run */
-        const char *env = getenv("STARPU_SCHED");
         np_status st = NP_OK;
-        if (env && *env && strcmp(env, "help") && cfg.engine == NP_ENGINE_STARPU)
-            st = np_config_set(&cfg, "sched", env, "STARPU_SCHED", &err);
+        if (cfg.engine == NP_ENGINE_STARPU) st = np_config_sched_env(&cfg, NULL, &err);
         if (!st) st = np_config_check(&cfg, &err);
         np_graph_t *g = NULL; /* the model's own rules (built-in or file), as train applies */
         if (!st) st = np_graph_from_config(&cfg, &g, &err);

@@ -72,6 +72,8 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         ctx->failed = 1;
         return 0;
     }
+    if (!strcmp(name, "sched")) /* the policy's origin, reported with it */
+        snprintf(ctx->cfg->sched_from, sizeof ctx->cfg->sched_from, "%s:%d", ctx->path, line);
     return 1;
 }
 

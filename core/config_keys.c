@@ -317,6 +317,8 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
         expect_of(d, expect, sizeof expect);
         return np_cfg_bad(err, where, key, value, expect);
     }
+    if (!strcmp(d->k.name, "sched")) /* the policy's origin, reported with it */
+        snprintf(c.sched_from, sizeof c.sched_from, "%s", where ? where : "");
     *cfg = c;
     return NP_OK;
 }

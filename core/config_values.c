@@ -244,6 +244,21 @@ int np_cfg_parse_sched(np_config *c, const char *v) {
     memcpy(c->sched, v, n + 1);
     return 0;
 }
+np_status np_config_sched_env(np_config *cfg, int *overrode, np_error *err) {
+    if (overrode) *overrode = 0;
+    const char *env = getenv("STARPU_SCHED");
+    if (!env || !*env || !strcmp(env, "help") || !strcmp(env, cfg->sched)) return NP_OK;
+    char was[sizeof cfg->sched], from[sizeof cfg->sched_from];
+    snprintf(was, sizeof was, "%s", cfg->sched);
+    snprintf(from, sizeof from, "%s", cfg->sched_from);
+    np_status st = np_config_set(cfg, "sched", env, "STARPU_SCHED", err);
+    if (st || !from[0]) return st;
+    if (overrode) *overrode = 1;
+    snprintf(cfg->sched_from, sizeof cfg->sched_from, "STARPU_SCHED, over %s from %.*s", was,
+             (int)sizeof cfg->sched_from - 96, from);
+    return NP_OK;
+}
+
 void np_cfg_show_sched(const np_config *c, char *buf, size_t n) {
     snprintf(buf, n, "%s", c->sched);
 }

@@ -352,6 +352,19 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     np_trace_set_worker_name(e->trace, (int)starpu_worker_get_count(), "driver");
     for (int v = 0; v < e->m->graph->n; v++) /* layer tasks carry their node id */
         np_trace_set_node_name(e->trace, v, e->m->graph->node[v].name);
+    /* the run's facts, which `trace report` and `nestpipe tune` read back */
+    char n[32];
+    np_trace_set_info(e->trace, "sched", cfg->sched);
+    np_trace_set_info(e->trace, "sched_from", cfg->sched_from[0] ? cfg->sched_from : "default");
+    np_trace_set_info(e->trace, "pipeline", np_pipeline_name(np_config_pipeline(cfg)));
+    snprintf(n, sizeof n, "%d", e->W);
+    np_trace_set_info(e->trace, "windows", n);
+    snprintf(n, sizeof n, "%d", cfg->chunks);
+    np_trace_set_info(e->trace, "chunks", n);
+    snprintf(n, sizeof n, "%d", cfg->ranks);
+    np_trace_set_info(e->trace, "ranks", n);
+    snprintf(n, sizeof n, "%u", starpu_worker_get_count());
+    np_trace_set_info(e->trace, "workers", n);
     return NP_OK;
 }
 

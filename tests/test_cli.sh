@@ -75,7 +75,7 @@ done
   bad "keys missing from train --help (or from docs/cli.md):$missing"
 # the same defaults: docs/cli.md's default column is what `train --print-config` prints
 # (the key table's defaults); "off" is 0 and an empty cell an unset key
-"$NP" train --print-config >"$W/config.ini"
+"$NP" train --print-config | sed 's/^sched = lws # default$/sched = lws/' >"$W/config.ini"
 wrong=""
 while IFS='|' read -r _ key dflt _; do
   key=$(tr -d '` ' <<<"$key"); dflt=$(tr -d '`' <<<"$dflt" | sed 's/^ *//; s/ *$//')
@@ -91,6 +91,9 @@ done < <(grep '^| `[a-z0-9-]*`' "$DOCS")
 # --print-config writes a config file that reads back to the same configuration
 "$NP" train --print-config --batch 64 --rows 7 --lr 0.05 --pipeline nestpipe >"$W/c1.ini"
 "$NP" train --config "$W/c1.ini" --print-config >"$W/c2.ini"
+# (the policy's line ends with where it came from: the default, then c1.ini)
+grep -qx "sched = lws # default" "$W/c1.ini" && grep -qx "sched = lws # $W/c1.ini:[0-9]*" "$W/c2.ini" &&
+  sed -i 's/^sched = lws # .*/sched = lws/' "$W/c1.ini" "$W/c2.ini" &&
 cmp -s "$W/c1.ini" "$W/c2.ini" && grep -qx "lr = 0.05" "$W/c1.ini" &&
   ok "--print-config reads back to itself" || bad "--print-config round trip: $(diff "$W/c1.ini" "$W/c2.ini" | head -3)"
 # STARPU_SCHED: checked like --sched, used, and named in the metrics; --quiet silences
@@ -102,6 +105,25 @@ grep -q '"sched": "dmda"' "$W/dmda.json" && ok "STARPU_SCHED=dmda runs and is re
   bad "STARPU_SCHED: $(grep '"sched"' "$W/dmda.json")"
 [[ ! -s $W/err && ! -s $W/out ]] && ok "--quiet: nothing printed, StarPU's notices included" ||
   bad "--quiet printed: $(head -c 300 "$W/err")"
+# the policy that ran and where it came from: done line, metrics, trace, --print-config; the
+# environment over a flag or a config file is a warning line
+"$NP" train --steps 2 --rows 1000 --bottom 13-16-16 --top 16-1 --batch 64 --sched eager --metrics-json "$W/s1.json" --trace "$W/s1.trace" \
+  >"$W/out" 2>"$W/err"
+grep -q "^done: .*  sched eager (--sched)$" "$W/out" && ok "done line: the policy and its origin" ||
+  bad "done line: $(grep done: "$W/out")"
+grep -q '"sched_from": "--sched"' "$W/s1.json" && ok "metrics: sched_from" || bad "metrics: $(grep sched "$W/s1.json")"
+"$NP" trace report "$W/s1.trace" >"$W/rep" 2>&1
+grep -q "^run: sched eager (--sched)  pipeline dbp  windows 1  chunks 4$" "$W/rep" &&
+  ok "trace: the policy and its origin" || bad "trace report: $(head -n 1 "$W/rep")"
+printf 'sched = dmda\n' >"$W/s.ini"
+STARPU_SCHED=prio "$NP" train --steps 2 "${SMALL[@]}" --config "$W/s.ini" --metrics-json "$W/s2.json" >"$W/out" 2>"$W/err"
+[[ $(wc -l <"$W/err") == 1 ]] &&
+  grep -qx "nestpipe: warning: STARPU_SCHED=prio overrides sched dmda from $W/s.ini:1; unset STARPU_SCHED to run dmda" "$W/err" &&
+  grep -q "\"sched_from\": \"STARPU_SCHED, over dmda from $W/s.ini:1\"" "$W/s2.json" && grep -q '"sched": "prio"' "$W/s2.json" &&
+  ok "STARPU_SCHED over a config file: one warning line, named in the metrics" ||
+  bad "STARPU_SCHED over --config: $(cat "$W/err") $(grep sched "$W/s2.json")"
+STARPU_SCHED=prio "$NP" train --config "$W/s.ini" --print-config 2>"$W/err" | grep -qx "sched = prio # STARPU_SCHED, over dmda from $W/s.ini:1" &&
+  ok "--print-config: the policy's origin" || bad "--print-config: $(STARPU_SCHED=prio "$NP" train --config "$W/s.ini" --print-config | grep sched)"
 # every command answers --help
 for cmd in train convert generate compare trace predict export; do
   expect_ok "$cmd --help" "$NP" $cmd --help

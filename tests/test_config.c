@@ -231,11 +231,16 @@ static void test_key_table(void **state) {
             /* the text may differ (1e-08 vs 1e-8): the value must not */
             c = d;
             assert_int_equal(np_config_set(&c, k->name, k->dflt, "t", &e), NP_OK);
+            memset(c.sched_from, 0, sizeof c.sched_from); /* an origin, not a value */
             assert_memory_equal(&c, &d, sizeof c);
         }
         if (!v[0]) continue; /* an unset path */
         c = d;
         assert_int_equal(np_config_set(&c, k->name, v, "t", &e), NP_OK);
+        if (!strcmp(k->name, "sched")) { /* the origin is recorded: "t" */
+            assert_string_equal(c.sched_from, "t");
+            memset(c.sched_from, 0, sizeof c.sched_from);
+        }
         if (memcmp(&c, &d, sizeof c)) fail_msg("key %s: '%s' does not read back", k->name, v);
     }
     assert_true(n >= 36);

@@ -16,9 +16,25 @@ _Static_assert((int)NP_TRACE_REPORT_JSON == (int)NP_TRACE_PRINT_JSON &&
 np_status np_trace_print_report(const np_trace_t *tr, FILE *f, int flags, np_error *err) {
     np_trace_report rep;
     np_status st = np_trace_analyze(tr, &rep, err);
+    const char *sched = np_trace_info(tr, "sched"), *from = np_trace_info(tr, "sched_from");
+    if (!st && sched && !(flags & NP_TRACE_REPORT_JSON)) { /* what ran, when the trace says */
+        const char *pipe = np_trace_info(tr, "pipeline"), *w = np_trace_info(tr, "windows"),
+                   *c = np_trace_info(tr, "chunks");
+        fprintf(f, "run: sched %s (%s)  pipeline %s  windows %s  chunks %s\n", sched,
+                from ? from : "?", pipe ? pipe : "?", w ? w : "?", c ? c : "?");
+    }
     if (!st) st = np_trace_report_print(&rep, f, flags, err);
     np_trace_report_free(&rep);
     return st;
+}
+
+const char *np_trace_info(const np_trace_t *tr, const char *key) {
+    const char *v = NULL;
+    for (int i = 0;; i++) {
+        const char *k = np_trace_info_at(tr, i, &v);
+        if (!k) return NULL;
+        if (!strcmp(k, key)) return v;
+    }
 }
 
 np_status np_trace_summarize(const np_trace_t *tr, np_trace_summary *out, np_error *err) {

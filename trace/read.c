@@ -208,6 +208,15 @@ static void read_layer_names(json_t *root, np_trace *tr) {
     }
 }
 
+/* The run's facts from otherData.run ({"sched": "lws", ...}); cosmetic like the names. */
+static void read_run_info(json_t *root, np_trace *tr) {
+    json_t *run = json_object_get(json_object_get(root, "otherData"), "run"), *v;
+    const char *key;
+    json_object_foreach(run, key, v) {
+        if (json_is_string(v)) np_trace_set_info(tr, key, json_string_value(v));
+    }
+}
+
 np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) {
     *out = NULL;
     json_error_t jerr;
@@ -295,6 +304,7 @@ np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) 
     }
 
     read_layer_names(root, tr);
+    read_run_info(root, tr);
 
 done:
     free(named);

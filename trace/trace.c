@@ -25,6 +25,8 @@ struct np_trace {
     size_t n_names;
     char **node_name; /* (n_node_names) copied layer names, NULL = unnamed */
     size_t n_node_names;
+    char *info_key[NP_TRACE_MAX_INFO], *info_val[NP_TRACE_MAX_INFO]; /* (n_info) copies */
+    int n_info;
     /* np_trace_deps: the last writer of each handle, open addressing (cap a power of 2) */
     int64_t next_id;
     struct writer {
@@ -67,6 +69,10 @@ void np_trace_free(np_trace *tr) {
     for (size_t i = 0; i < tr->n_node_names; i++)
         free(tr->node_name[i]);
     free(tr->node_name);
+    for (int i = 0; i < tr->n_info; i++) {
+        free(tr->info_key[i]);
+        free(tr->info_val[i]);
+    }
     free(tr->writers);
     free(tr->ev);
     pthread_mutex_destroy(&tr->mu);
@@ -147,10 +153,50 @@ static void copy_table(np_trace *dst, const np_trace *src, int nodes) {
     free(snap);
 }
 
+void np_trace_set_info(np_trace *tr, const char *key, const char *value) {
+    if (!key || !value) return;
+    pthread_mutex_lock(&tr->mu);
+    int i = 0;
+    while (i < tr->n_info && strcmp(tr->info_key[i], key))
+        i++;
+    char *v = dup_str(value), *k = i < tr->n_info ? NULL : dup_str(key);
+    if (v && i < tr->n_info) {
+        free(tr->info_val[i]);
+        tr->info_val[i] = v;
+    } else if (v && k && i < NP_TRACE_MAX_INFO) {
+        tr->info_key[i] = k;
+        tr->info_val[i] = v;
+        tr->n_info++;
+    } else {
+        free(v);
+        free(k);
+    }
+    pthread_mutex_unlock(&tr->mu);
+}
+
+const char *np_trace_info_at(const np_trace *tr, int i, const char **value) {
+    const char *k = NULL;
+    pthread_mutex_lock(lock_of(tr));
+    if (i >= 0 && i < tr->n_info) {
+        k = tr->info_key[i];
+        *value = tr->info_val[i];
+    }
+    pthread_mutex_unlock(lock_of(tr));
+    return k;
+}
+
 void np_trace_copy_names(np_trace *dst, const np_trace *src) {
     if (dst == src) return;
     copy_table(dst, src, 0);
     copy_table(dst, src, 1);
+    for (int i = 0;; i++) { /* the run's facts: copies, one lock at a time */
+        const char *v = NULL, *k = np_trace_info_at(src, i, &v);
+        if (!k) break;
+        char *kc = dup_str(k), *vc = dup_str(v);
+        if (kc && vc) np_trace_set_info(dst, kc, vc);
+        free(kc);
+        free(vc);
+    }
 }
 
 size_t np_trace_count(const np_trace *tr) {
@@ -408,7 +454,16 @@ static json_t *build_chrome(const np_trace *tr) {
         if (tr->node_name[i])
             bad |=
                 append(layers, json_pack("{s:i, s:s}", "node", (int)i, "name", tr->node_name[i]));
-    bad |= !layers || json_object_set_new(root, "otherData", json_pack("{s:o}", "layers", layers));
+    json_t *run = json_object(); /* the run's facts (np_trace_set_info) */
+    for (int i = 0; run && !bad && i < tr->n_info; i++)
+    {
+        json_t *v = json_string(tr->info_val[i]); /* a path of other bytes than UTF-8: */
+        if (!v) v = json_string("(not UTF-8)"); /* facts are cosmetic, the trace is not */
+        bad |= json_object_set_new(run, tr->info_key[i], v) != 0;
+    }
+    bad |= !layers || !run ||
+           json_object_set_new(root, "otherData",
+                               json_pack("{s:o, s:o}", "layers", layers, "run", run));
 
 done:
     json_decref(events);

@@ -67,7 +67,16 @@ void np_trace_set_worker_name(np_trace *tr, int worker, const char *name);
 #define NP_TRACE_MAX_NODE 65535
 void np_trace_set_node_name(np_trace *tr, int node, const char *name);
 
-/* Copies src's worker and node names into dst (a merged or filtered trace of the same run);
+/* Facts about the run ("sched", "sched_from", "pipeline", ...), written as the Chrome
+ * file's otherData.run and read back (np_trace_info, public, looks one up). Copied; setting
+ * a key again replaces its value; at most NP_TRACE_MAX_INFO keys, and a fact that cannot be
+ * copied (out of memory) is dropped: facts are cosmetic. */
+#define NP_TRACE_MAX_INFO 16
+void np_trace_set_info(np_trace *tr, const char *key, const char *value);
+/* The i-th fact's key (NULL past the last) and *value; valid until that key is set again. */
+const char *np_trace_info_at(const np_trace *tr, int i, const char **value);
+
+/* Copies src's worker and node names (and its facts) (a merged or filtered trace of the same run);
  * names dst already has for the same id are replaced. No-op when dst == src. */
 void np_trace_copy_names(np_trace *dst, const np_trace *src);
 

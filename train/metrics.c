@@ -80,6 +80,12 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg,
                                         : pipelines[r->pipeline]));
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
+    /* where the policy came from: "default", "--sched", "FILE:LINE", "STARPU_SCHED[, over
+     * POLICY from ORIGIN]" */
+    json_object_set_new(o, "sched_from",
+                        cfg->engine == NP_ENGINE_REFERENCE
+                            ? json_null()
+                            : json_string(cfg->sched_from[0] ? cfg->sched_from : "default"));
     json_object_set_new(o, "windows", json_integer(np_config_windows(cfg)));
     json_object_set_new(o, "ranks", json_integer(cfg->ranks));
     json_t *bytes = json_object();

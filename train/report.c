@@ -70,10 +70,14 @@ void np_run_print_done(const np_run *u) {
     const np_config *cfg = &u->cfg;
     const np_train_result *r = u->r;
     if (cfg->quiet) return;
+    char sched[sizeof cfg->sched + sizeof cfg->sched_from + 24] = "";
+    if (cfg->engine == NP_ENGINE_STARPU) /* the policy that ran, and where it came from */
+        snprintf(sched, sizeof sched, "  sched %s (%s)", cfg->sched,
+                 cfg->sched_from[0] ? cfg->sched_from : "default");
     printf("done: steps %ld  samples/s %.0f  train_loss %.5f (first %.5f)  eval_logloss "
-           "%.5f  eval_auc %.4f  (eval %ld samples)\n",
+           "%.5f  eval_auc %.4f  (eval %ld samples)%s\n",
            r->steps, r->samples_per_s, r->train_loss, r->train_loss_first, r->eval.logloss,
-           r->eval.auc, r->eval.n);
+           r->eval.auc, r->eval.n, sched);
     if (r->skipped_lines) printf("skipped %ld malformed lines (--skip-bad-lines)\n", r->skipped_lines);
     if (r->pipeline == NP_PIPELINE_DBP) {
         long ran = r->steps - u->s0 > 0 ? r->steps - u->s0 : 1;

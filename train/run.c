@@ -375,10 +375,12 @@ np_status np_train_run(np_dist_t *dist, const np_config *cfg, const np_graph_t *
     /* StarPU lets STARPU_SCHED override the policy a program asks for (the help and docs say
      * so); check it like --sched and use it everywhere (the compute context too), so the
      * metrics name the policy that ran */
-    const char *env_sched = getenv("STARPU_SCHED");
-    if (env_sched && *env_sched && strcmp(env_sched, u->cfg.sched) && strcmp(env_sched, "help") &&
-        u->cfg.engine == NP_ENGINE_STARPU)
-        st = np_config_set(&u->cfg, "sched", env_sched, "STARPU_SCHED", err);
+    int overrode = 0;
+    if (u->cfg.engine == NP_ENGINE_STARPU) st = np_config_sched_env(&u->cfg, &overrode, err);
+    if (overrode && u->lead) /* a policy given by flag or file that the environment replaced */
+        fprintf(stderr, "nestpipe: warning: STARPU_SCHED=%s overrides sched %s from %s; unset "
+                        "STARPU_SCHED to run %s\n",
+                u->cfg.sched, cfg->sched, cfg->sched_from, cfg->sched);
     np_run_fail how = NP_RUN_SETUP;
     /* every rank agrees on the outcome so far, then on the configuration (np_run_setup) */
     if (!(st = np_run_agree(u, st, err))) st = np_run_setup(u, graph, &how, err);

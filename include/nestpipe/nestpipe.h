@@ -282,6 +282,10 @@ typedef struct np_config {
                                      (docs/pipeline.md "The batch boundary") */
     /* added in 0.6 */
     np_exchange exchange; /* key "exchange": auto | rows | pooled */
+    /* not a key: where "sched" came from, as np_config_set and np_config_load record it:
+       "" (the default), "--sched", "FILE:LINE" or "STARPU_SCHED" (np_train_run applies
+       that variable like StarPU and says here what it overrode) */
+    char sched_from[NP_PATH_MAX + 48];
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -292,6 +296,13 @@ NP_API void np_config_defaults(np_config *cfg);
  * err filled. cfg is unchanged on failure. */
 NP_NODISCARD NP_API np_status np_config_set(np_config *cfg, const char *key, const char *value,
                                      const char *where, np_error *err);
+
+/* STARPU_SCHED, when set (and not "help"), replaces cfg's policy as StarPU would: checked
+ * like the "sched" key; sched_from then says "STARPU_SCHED", or "STARPU_SCHED, over POLICY
+ * from ORIGIN" when it replaced a policy given by flag or file (then *overrode, which may be
+ * NULL, is 1: worth a warning). np_train_run applies it; call it to show what a run would
+ * use. Added in 0.6. */
+NP_NODISCARD NP_API np_status np_config_sched_env(np_config *cfg, int *overrode, np_error *err);
 
 /* Reads an INI file of `key = value` lines (keys as in np_config_set, no sections or a
  * [nestpipe] section). Stops at the first bad line and names it. */
