@@ -193,12 +193,21 @@ typedef struct np_cl_prefetch_args {
 /* h2d buffers: the slot's handles, RW; nothing to move on CPU-only builds */
 extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;
 
+/* The footprint of every codelet's perf model (tasks/submit.c): buffer sizes plus what the
+ * submitter said decides the task's cost (docs/engine.md "Perf models"). */
+uint32_t np_task_footprint(struct starpu_task *task);
+/* A history-based perf model keyed by np_task_footprint, in the file nestpipe.<sym> of
+ * STARPU_HOME's sampling folder (its own, apart from other programs' and from the models
+ * of builds before 0.6, which keyed on sizes alone). */
+#define NP_PERFMODEL(sym)                                                                          \
+    {.type = STARPU_HISTORY_BASED, .symbol = "nestpipe." sym, .footprint = np_task_footprint}
+
 /* Defines codelet `var` running CPU function `fn`, with a history-based perf model whose
- * symbol (and the codelet's name, shown in traces) is `sym`. NP_CODELET_CUDA adds a CUDA
+ * symbol is nestpipe.`sym` (`sym` is the codelet's name, shown in traces). NP_CODELET_CUDA adds a CUDA
  * function `cfn` (codelets/ops.cu) in the CUDA flavour, asynchronous on the worker's stream;
  * elsewhere it is NP_CODELET. */
 #define NP_CODELET(var, fn, sym)                                                                   \
-    static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
+    static struct starpu_perfmodel var##_model = NP_PERFMODEL(sym);                                \
     struct starpu_codelet var = {.cpu_funcs = {fn},                                                \
                                  .cpu_funcs_name = {#fn},                                          \
                                  .nbuffers = STARPU_VARIABLE_NBUFFERS,                             \
@@ -213,7 +222,7 @@ void np_cuda_bce_bwd(void *buffers[], void *cl_arg);
 void np_cuda_sum(void *buffers[], void *cl_arg);
 void np_cuda_dense_update(void *buffers[], void *cl_arg);
 #define NP_CODELET_CUDA(var, fn, cfn, sym)                                                         \
-    static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
+    static struct starpu_perfmodel var##_model = NP_PERFMODEL(sym);                                \
     struct starpu_codelet var = {.cpu_funcs = {fn},                                                \
                                  .cpu_funcs_name = {#fn},                                          \
                                  .cuda_funcs = {cfn},                                              \

@@ -497,7 +497,7 @@ NP_CODELET(np_cl_allreduce, allreduce_cpu, "allreduce");
 #ifdef NP_HAVE_CUDA
 #include "codelets/exchange_nccl.h"
 #define NP_CODELET_NCCL(var, cfn, sym)                                                             \
-    static struct starpu_perfmodel var##_model = {.type = STARPU_HISTORY_BASED, .symbol = sym};    \
+    static struct starpu_perfmodel var##_model = NP_PERFMODEL(sym);                                \
     struct starpu_codelet var = {.cuda_funcs = {cfn},                                              \
                                  .cuda_flags = {STARPU_CUDA_ASYNC},                                \
                                  .nbuffers = STARPU_VARIABLE_NBUFFERS,                             \

@@ -2,6 +2,7 @@
  * on rank 0 over the control channel and written there as one Chrome trace.
  * Not here: recording (tasks/submit.c) or the formats (trace/). */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ typedef struct wire_event {
     uint64_t bytes;
     int64_t id, n_deps, dep[NP_TRACE_MAX_DEPS];
     int64_t segments, pooled;
+    double pred_us;
 } wire_event;
 
 /* Maps a task name received from another rank to this process's codelet name string, which
@@ -62,6 +64,7 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         mine[i].id = ev->id;
         mine[i].segments = ev->segments;
         mine[i].pooled = ev->pooled;
+        mine[i].pred_us = ev->pred_us;
         mine[i].n_deps = ev->n_deps;
         memcpy(mine[i].dep, ev->dep, sizeof mine[i].dep);
     }
@@ -97,7 +100,10 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .bytes = all[i].bytes,
                                  .id = all[i].id,
                                  .segments = (uint32_t)all[i].segments,
-                                 .pooled = (uint32_t)all[i].pooled};
+                                 .pooled = (uint32_t)all[i].pooled,
+                                 .pred_us = isfinite(all[i].pred_us) && all[i].pred_us > 0
+                                                ? all[i].pred_us
+                                                : 0};
             /* a malformed count from another rank reads as none */
             ev.n_deps = all[i].n_deps >= 0 && all[i].n_deps <= NP_TRACE_MAX_DEPS
                             ? (int)all[i].n_deps

@@ -31,7 +31,7 @@ static struct starpu_codelet *pick(const np_cl_xchg_args *a, struct starpu_codel
 np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
                                   np_h keys, np_h meta, np_h Rin, np_h sbuf, np_h token,
                                   np_error *err) {
-    np_task_ctx cc = *c;
+    np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_WUQ(a->T, a->w)); /* the window's rows */
     struct starpu_codelet *cl = pick(a, &np_cl_exchange_rows, NCCL_CL(np_cl_exchange_rows), &cc);
     np_h h[7] = {E, map, meta, Rin, sbuf, token, keys};
     enum starpu_data_access_mode m[7] = {R, R, R, W, W, RW, R};
@@ -45,7 +45,8 @@ np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, n
                                np_error *err) {
     np_h h[12] = {E, map, meta, Rin, sbuf, token, obits, rbits, uniq_prev, meta_prev, uniq, keys};
     enum starpu_data_access_mode m[12] = {R, R, R, W, W, RW, W, W, R, R, R, R};
-    return np_task_submit(c, &np_cl_rows_fresh, NP_NODE_EXCHANGE_EMB, 12, h, m, a, sizeof *a,
+    np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_WUQ(a->T, a->w));
+    return np_task_submit(&cc, &np_cl_rows_fresh, NP_NODE_EXCHANGE_EMB, 12, h, m, a, sizeof *a,
                           NP_REPORT_IN_ARGS, err);
 }
 
@@ -55,14 +56,15 @@ np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, 
     /* Rin RW: the fresh rows stay */
     np_h h[10] = {E, map, meta, Rin, sbuf, token, obits, rbits, rbuf, keys};
     enum starpu_data_access_mode m[10] = {R, R, R, RW, W, RW, R, R, W, R};
-    return np_task_submit(c, &np_cl_rows_shared, NP_NODE_EXCHANGE_EMB, 10, h, m, a, sizeof *a,
+    np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_WUQ(a->T, a->w));
+    return np_task_submit(&cc, &np_cl_rows_shared, NP_NODE_EXCHANGE_EMB, 10, h, m, a, sizeof *a,
                           NP_REPORT_IN_ARGS, err);
 }
 
 np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a, np_h grows,
                                    np_h map, np_h keys, np_h meta, np_h gE, np_h rbuf, np_h token,
                                    np_error *err) {
-    np_task_ctx cc = *c;
+    np_task_ctx cc = np_task_cost(c, (uint32_t)(a->w == 0), 2, NP_META_WUQ(a->T, a->w));
     struct starpu_codelet *cl = pick(a, &np_cl_exchange_grads, NCCL_CL(np_cl_exchange_grads), &cc);
     np_h h[7] = {grows, map, meta, gE, rbuf, token, keys};
     /* window 0 starts the sum, the others add to it */

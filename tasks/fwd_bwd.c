@@ -10,7 +10,8 @@ np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h
                              np_h pos, np_h P, np_h meta, np_error *err) {
     np_h h[5] = {rows, offsets, pos, P, meta};
     enum starpu_data_access_mode m[5] = {R, R, R, W, R};
-    return np_task_submit(c, &np_cl_pool_fwd, NP_NODE_POOL_FWD, 5, h, m, a, sizeof *a, 0, err);
+    np_task_ctx cc = np_task_cost(c, 0, 4, np_meta_pooled_at(a)); /* pooled rows? */
+    return np_task_submit(&cc, &np_cl_pool_fwd, NP_NODE_POOL_FWD, 5, h, m, a, sizeof *a, 0, err);
 }
 
 np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP, np_h offsets,
@@ -18,7 +19,8 @@ np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h
     np_h h[5] = {dP, offsets, pos, meta, grows};
     /* the window's chunks add into one buffer, in submission (chunk) order */
     enum starpu_data_access_mode m[5] = {R, R, R, R, a->zero ? W : RW};
-    return np_task_submit(c, &np_cl_pool_bwd, NP_NODE_POOL_BWD, 5, h, m, a, sizeof *a, 0, err);
+    np_task_ctx cc = np_task_cost(c, (uint32_t)a->zero, 3, np_meta_pooled_at(a));
+    return np_task_submit(&cc, &np_cl_pool_bwd, NP_NODE_POOL_BWD, 5, h, m, a, sizeof *a, 0, err);
 }
 
 np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args *a, np_h logits, np_h labels,

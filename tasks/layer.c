@@ -14,6 +14,7 @@ typedef struct layer_cl {
     struct starpu_codelet cl[2];       /* fwd, bwd */
     struct starpu_perfmodel model[2];
     char name[2][48];
+    char symbol[2][64]; /* the perf model's: nestpipe.<name> */
 } layer_cl;
 
 static layer_cl cls[NP_MAX_LAYER_KINDS];
@@ -82,8 +83,10 @@ void np_layer_codelets_init(void) {
         for (int b = 0; b < 2; b++) {
             snprintf(c->name[b], sizeof c->name[b], "%s_%s", np_layer_get(k)->kind,
                      b ? "bwd" : "fwd");
+            snprintf(c->symbol[b], sizeof c->symbol[b], "nestpipe.%s", c->name[b]);
             c->model[b] = (struct starpu_perfmodel){.type = STARPU_HISTORY_BASED,
-                                                    .symbol = c->name[b]};
+                                                    .symbol = c->symbol[b],
+                                                    .footprint = np_task_footprint};
             c->cl[b] = (struct starpu_codelet){.cpu_funcs = {b ? layer_bwd_cpu : layer_fwd_cpu},
                                                .nbuffers = STARPU_VARIABLE_NBUFFERS,
                                                .model = &c->model[b],
@@ -124,6 +127,24 @@ static int add_buf(np_h *hs, enum starpu_data_access_mode *ms, int *nb, np_h h,
     return (*nb)++;
 }
 
+/* A hash of what decides a layer task's cost, field by field (never a struct's padding):
+ * the kind's hyper-parameters, input and output widths, parameter shapes, rows, precision
+ * and whether it computes its inputs' gradients. */
+static uint32_t cost_key(const np_cl_layer_args *a, int no_din) {
+    uint32_t k = starpu_hash_crc32c_be_n(a->hp.i, sizeof a->hp.i, (uint32_t)a->def);
+    k = starpu_hash_crc32c_be_n(a->hp.f, sizeof a->hp.f, k);
+    const np_layer_shape *s = &a->shape;
+    int dims[4 + NP_LAYER_MAX_IN] = {s->n_in, s->out, s->saved, s->n_params};
+    for (int i = 0; i < s->n_in && i < NP_LAYER_MAX_IN; i++)
+        dims[4 + i] = s->in[i];
+    k = starpu_hash_crc32c_be_n(dims, sizeof dims, k);
+    for (int p = 0; p < s->n_params && p < NP_LAYER_MAX_PARAMS; p++)
+        k = starpu_hash_crc32c_be_n(s->param[p].dims, sizeof s->param[p].dims, k);
+    int64_t n = (int64_t)a->n;
+    k = starpu_hash_crc32c_be_n(&n, sizeof n, k);
+    return starpu_hash_crc32c_be((uint32_t)a->precision << 1 | (uint32_t)no_din, k);
+}
+
 np_status np_submit_layer(const np_task_ctx *c, int bwd, const np_cl_layer_args *args,
                           const np_layer_handles *h, np_error *err) {
     const np_layer_def *def = np_layer_get(args->def);
@@ -155,6 +176,8 @@ np_status np_submit_layer(const np_task_ctx *c, int bwd, const np_cl_layer_args 
     for (int k = 0; k < a.shape.n_in; k++)
         no_din &= a.b_din[k] < 0;
     ctx.flops = def->flops ? def->flops(&a.hp, &a.shape, a.n, bwd && no_din ? 2 : bwd) : 0;
+    /* what decides its cost: hyper-parameters, widths, rows, precision, inputs' gradients */
+    ctx = np_task_cost(&ctx, cost_key(&a, no_din), -1, 0);
     return np_task_submit(&ctx, &cls[a.def].cl[bwd], bwd ? NP_NODE_BWD : NP_NODE_FWD, nb, hs, ms,
                           &a, sizeof a, 0, err);
 }

@@ -21,5 +21,7 @@ np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k, const np
     h[n] = out;
     m[n++] = STARPU_W;
     np_cl_sum_args a = {.k = k, .count = count, .width = meta ? width : 0, .idx = idx};
-    return np_task_submit(c, &np_cl_sum, kind, n, h, m, &a, sizeof a, 0, err);
+    /* the rows summed: meta's count when there is one (after the k partials) */
+    np_task_ctx cc = np_task_cost(c, (uint32_t)k, meta ? k : -1, idx);
+    return np_task_submit(&cc, &np_cl_sum, kind, n, h, m, &a, sizeof a, 0, err);
 }

@@ -8,7 +8,8 @@ np_status np_submit_retrieve(const np_task_ctx *c, const np_cl_rows_args *a, np_
     np_h h[6] = {tables, uniq, meta, E, state, Es};
     enum starpu_data_access_mode m[6] = {STARPU_R, STARPU_R, STARPU_R,
                                          STARPU_W, STARPU_R, STARPU_W};
-    return np_task_submit(c, &np_cl_gather, NP_NODE_RETRIEVE, a->with_state ? 6 : 4, h, m, a,
+    np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_UO); /* the rows it serves */
+    return np_task_submit(&cc, &np_cl_gather, NP_NODE_RETRIEVE, a->with_state ? 6 : 4, h, m, a,
                           sizeof *a, 0, err);
 }
 
@@ -17,6 +18,7 @@ np_status np_submit_writeback(const np_task_ctx *c, const np_cl_rows_args *a, np
     np_h h[6] = {E, uniq, meta, tables, Es, state};
     enum starpu_data_access_mode m[6] = {STARPU_R,  STARPU_R, STARPU_R,
                                          STARPU_RW, STARPU_R, STARPU_RW};
-    return np_task_submit(c, &np_cl_scatter, NP_NODE_WRITEBACK, a->with_state ? 6 : 4, h, m, a,
+    np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_UO);
+    return np_task_submit(&cc, &np_cl_scatter, NP_NODE_WRITEBACK, a->with_state ? 6 : 4, h, m, a,
                           sizeof *a, 0, err);
 }

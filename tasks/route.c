@@ -19,7 +19,8 @@ np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a, np_
                              np_h sendkeys, np_h recvkeys, np_h token, np_error *err) {
     np_h h[4] = {meta, sendkeys, recvkeys, token};
     enum starpu_data_access_mode m[4] = {RW, R, W, RW};
-    return np_task_submit(c, &np_cl_a2a_keys, NP_NODE_EXCHANGE_KEYS, 4, h, m, a, sizeof *a,
+    np_task_ctx cc = np_task_cost(c, 0, 0, NP_META_UQ); /* about the keys it sends */
+    return np_task_submit(&cc, &np_cl_a2a_keys, NP_NODE_EXCHANGE_KEYS, 4, h, m, a, sizeof *a,
                           NP_REPORT_IN_ARGS, err);
 }
 
@@ -27,6 +28,7 @@ np_status np_submit_route_owner(const np_task_ctx *c, const np_cl_xchg_args *a, 
                                 np_h meta, np_h uniq_o, np_h map, np_error *err) {
     np_h h[4] = {recvkeys, meta, uniq_o, map};
     enum starpu_data_access_mode m[4] = {R, RW, W, W};
-    return np_task_submit(c, &np_cl_route_owner, NP_NODE_ROUTE_OWNER, 4, h, m, a, sizeof *a,
+    np_task_ctx cc = np_task_cost(c, 0, 1, NP_META_NRECV); /* the keys it received */
+    return np_task_submit(&cc, &np_cl_route_owner, NP_NODE_ROUTE_OWNER, 4, h, m, a, sizeof *a,
                           NP_REPORT_IN_ARGS, err);
 }

@@ -3,6 +3,7 @@
  * (core/kinds.c) says (priority, placement, the communication worker, the byte counter),
  * and the callback that takes what the task reports (np_cl_report) into the engine's
  * counters and the trace. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,8 +13,37 @@
 typedef struct task_info {
     np_trace *trace;   /* NULL: not traced */
     np_task_sink *sink; /* NULL: the task reports nothing */
+    uint32_t cost_key;  /* np_task_ctx's cost fields */
+    int cost_meta, cost_at; /* cost_meta: buffer index + 1, 0 none */
     np_trace_event ev; /* everything but the worker and times, known at submission */
 } task_info;
+
+static void task_done(void *arg);
+
+/* The count's bucket: floor(log(count + 1) / log(1.06)). */
+static uint32_t bucket(int64_t count) {
+    return count <= 0 ? 0 : (uint32_t)(log1p((double)count) / log(1.06)) + 1;
+}
+
+uint32_t np_task_footprint(struct starpu_task *task) {
+    uint32_t h = 0;
+    for (int i = 0; i < task->nbuffers; i++)
+        h = starpu_hash_crc32c_be_n(&(uint64_t){starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i))},
+                                    sizeof(uint64_t), h);
+    if (task->callback_func != task_done || !task->callback_arg) return h;
+    const task_info *ti = task->callback_arg;
+    h = starpu_hash_crc32c_be(ti->cost_key, h);
+    if (ti->cost_meta > 0 && ti->cost_meta <= task->nbuffers) {
+        /* the task is ready (or has run and still holds its buffers): the route that wrote
+         * the count is done, and the next writer of the buffer waits for this task */
+        starpu_data_handle_t m = STARPU_TASK_GET_HANDLE(task, ti->cost_meta - 1);
+        const int64_t *meta = starpu_data_handle_to_pointer(m, STARPU_MAIN_RAM);
+        size_t n = starpu_vector_get_nx(m);
+        if (meta && ti->cost_at >= 0 && (size_t)ti->cost_at < n)
+            h = starpu_hash_crc32c_be(bucket(meta[ti->cost_at]), h);
+    }
+    return h;
+}
 
 /* Runs on the worker right after the task: adds what the task reported (the first field
  * of its arguments) to the engine's counters, and records it with StarPU's profiling
@@ -45,6 +75,8 @@ static void task_done(void *arg) {
         ti->ev.worker = pi->workerid;
         ti->ev.start_us = starpu_timing_timespec_to_us(&pi->start_time);
         ti->ev.end_us = starpu_timing_timespec_to_us(&pi->end_time);
+        /* what a dm* policy predicted from the perf model (NaN or 0 otherwise) */
+        ti->ev.pred_us = isfinite(task->predicted) && task->predicted > 0 ? task->predicted : 0;
         np_trace_record(ti->trace, &ti->ev);
     }
     free(ti);
@@ -102,7 +134,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
         task->cl_arg_free = 1;
     }
     int reports = bytes == NP_REPORT_IN_ARGS && ctx->sink && size >= sizeof(np_cl_report);
-    if (ctx->trace || reports) {
+    { /* every task: its perf model's footprint reads the cost fields */
         task_info *ti = malloc(sizeof *ti);
         if (!ti) {
             starpu_task_destroy(task);
@@ -110,6 +142,9 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
         }
         ti->trace = ctx->trace;
         ti->sink = reports ? ctx->sink : NULL;
+        ti->cost_key = ctx->cost_key;
+        ti->cost_meta = ctx->cost_meta;
+        ti->cost_at = ctx->cost_at;
         ti->ev = (np_trace_event){.name = cl->name,
                                   .kind = kind,
                                   .batch = ctx->batch,

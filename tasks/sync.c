@@ -9,6 +9,7 @@ np_status np_submit_sync(const np_task_ctx *c, const np_cl_sync_args *a, np_h E_
     np_h h[8] = {E_prev, uniq_prev, meta_prev, E_cur, uniq_cur, meta_cur, Es_prev, Es_cur};
     enum starpu_data_access_mode m[8] = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW,
                                          STARPU_R, STARPU_R, STARPU_R, STARPU_RW};
-    return np_task_submit(c, &np_cl_sync, NP_NODE_SYNC, a->with_state ? 8 : 6, h, m, a, sizeof *a,
+    np_task_ctx cc = np_task_cost(c, 0, 5, NP_META_UO); /* about the rows it compares */
+    return np_task_submit(&cc, &np_cl_sync, NP_NODE_SYNC, a->with_state ? 8 : 6, h, m, a, sizeof *a,
                           NP_REPORT_IN_ARGS, err);
 }

@@ -6,7 +6,8 @@ np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args 
                                   np_h meta, np_h Es, np_error *err) {
     np_h h[4] = {E, gE, meta, Es};
     enum starpu_data_access_mode m[4] = {STARPU_RW, STARPU_R, STARPU_R, STARPU_RW};
-    return np_task_submit(c, &np_cl_sparse_update, NP_NODE_SPARSE_UPDATE, a->adagrad ? 4 : 3, h, m,
+    np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_UO); /* the rows it updates */
+    return np_task_submit(&cc, &np_cl_sparse_update, NP_NODE_SPARSE_UPDATE, a->adagrad ? 4 : 3, h, m,
                           a, sizeof *a, NP_REPORT_IN_ARGS, err);
 }
 

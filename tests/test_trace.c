@@ -136,12 +136,12 @@ static void test_concurrent_record(void **state) {
  * every double exactly (17 significant digits), not round to a printf default. The last
  * two fields are node and chunk: layers 0 and 2 are named, 1 is not. */
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -276,7 +276,8 @@ static void test_export_fields(void **state) {
         last_ts = num_of(ev, "ts");
         json_t *args = json_object_get(ev, "args");
         const char *layer = s->node == 0 || s->node == 2 ? sample_layer[s->node] : NULL;
-        assert_int_equal(json_object_size(args), layer ? 7 : 6);
+        assert_int_equal(json_object_size(args), (layer ? 7 : 6) + (s->pred_us > 0));
+        if (s->pred_us > 0) assert_true(num_of(args, "pred") == s->pred_us);
         assert_string_equal(str_of(args, "kind"), kind);
         assert_int_equal(int_of(args, "batch"), s->batch);
         assert_int_equal(int_of(args, "window"), s->window);
@@ -305,8 +306,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -332,7 +333,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -434,8 +435,8 @@ static void test_route_segments(void **state) {
     np_trace *tr = new_trace();
     np_error e = {{0}};
     np_trace_event ev[2] = {
-        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3},
-        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0},
+        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3, 0},
+        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0, 0},
     };
     for (int i = 0; i < 2; i++)
         assert_int_equal(np_trace_record(tr, &ev[i]), 0);
@@ -465,6 +466,9 @@ static void test_layer_names(void **state) {
     np_trace_set_node_name(tr, 2, sample_layer[2]);
     np_trace_set_node_name(tr, 5, "ran nothing");
     np_trace_set_node_name(tr, 3, NULL); /* ignored */
+    np_trace_set_info(tr, "sched", "eager"); /* the run's facts round-trip too */
+    np_trace_set_info(tr, "sched", "dmda");  /* set again: replaced */
+    np_trace_set_info(tr, "sched_from", "--sched");
     assert_string_equal(np_trace_node_name(tr, 2), "cross.1");
     assert_null(np_trace_node_name(tr, 1));
     assert_null(np_trace_node_name(tr, 3));
@@ -484,10 +488,14 @@ static void test_layer_names(void **state) {
         assert_true(k >= 0);
         assert_int_equal(b->node, sample[k].node);
         assert_int_equal(b->chunk, sample[k].chunk);
+        assert_true(b->pred_us == sample[k].pred_us); /* the prediction, 0 where none */
     }
     assert_string_equal(np_trace_node_name(back, 0), "bottom.0");
     assert_string_equal(np_trace_node_name(back, 2), "cross.1");
     assert_string_equal(np_trace_node_name(back, 5), "ran nothing"); /* from otherData */
+    assert_string_equal(np_trace_info(back, "sched"), "dmda");
+    assert_string_equal(np_trace_info(back, "sched_from"), "--sched");
+    assert_null(np_trace_info(back, "pipeline"));
     assert_null(np_trace_node_name(back, 1));
 
     /* names travel with np_trace_copy_names and np_trace_from_batch */

@@ -170,6 +170,12 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
         (json_object_get(args, "pooled") && get_int(args, "pooled", 0, segs, &pooled)))
         return *what = "\"args.segments\" or \"args.pooled\" is not a count (pooled <= segments)",
                NP_STATUS_BAD_INPUT;
+    /* the scheduler's prediction came with tuning (0.6): optional */
+    json_t *pred = json_object_get(args, "pred");
+    if (pred && (!json_is_number(pred) || !(json_number_value(pred) >= 0) ||
+                 !isfinite(json_number_value(pred))))
+        return *what = "\"args.pred\" is not a duration >= 0", NP_STATUS_BAD_INPUT;
+    ev->pred_us = pred ? json_number_value(pred) : 0;
     ev->segments = (uint32_t)segs;
     ev->pooled = (uint32_t)pooled;
     ev->id = id;

@@ -426,6 +426,11 @@ static json_t *build_chrome(const np_trace *tr) {
             json_decref(args);
             args = NULL;
         }
+        if (args && e->pred_us > 0 && isfinite(e->pred_us) && /* the model's prediction */
+            json_object_set_new(args, "pred", json_real(e->pred_us))) {
+            json_decref(args);
+            args = NULL;
+        }
         if (args && e->id > 0) { /* the data-flow edges, also drawn as flow events below */
             json_t *deps = json_array();
             for (int k = 0; deps && k < e->n_deps && k < NP_TRACE_MAX_DEPS; k++)

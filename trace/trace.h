@@ -34,6 +34,9 @@ typedef struct np_trace_event {
     /* route: its remote (window, table, owner) segments and those sent pooled
      * (docs/pipeline.md "Rows or pooled sums"); 0 elsewhere and in older traces */
     uint32_t segments, pooled;
+    /* the duration the scheduler predicted from the task's perf model (StarPU's
+     * task->predicted: dm, dmda, dmdas), in microseconds; 0 when it predicted none */
+    double pred_us;
 } np_trace_event;
 
 typedef struct np_trace np_trace;
