@@ -33,6 +33,9 @@ int np_cmd_generate(np_dist_t *dist, int argc, char **argv);
 /* `nestpipe check-layer` (apps/check_layer.c). */
 int np_cmd_check_layer(int argc, char **argv);
 
+/* `nestpipe tune` (apps/tune.c): runs train itself, so main calls it before MPI starts. */
+int np_cmd_tune(int argc, char **argv);
+
 /* `nestpipe predict` (apps/predict.c). */
 int np_cmd_predict(np_dist_t *dist, int argc, char **argv);
 

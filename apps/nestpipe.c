@@ -112,6 +112,8 @@ static const char *main_help =
     "  trace report FILE [--json]           overlap report of a --trace file\n"
     "  trace svg FILE OUT.svg | trace paje FILE OUT.paje   timeline picture, Paje export\n"
     "  check-layer --kind K --in W1,W2 [flags]   a layer kind's gradients (check-layer --help)\n"
+    "  tune [flags] [train flags]           rank scheduling policies, workers, chunks and\n"
+    "                                       windows by measured step time (tune --help)\n"
     "  --version                            print the version\n";
 
 static int fail(np_status st, const np_error *err) {
@@ -304,6 +306,16 @@ static int cmd_convert(int argc, char **argv) {
 static int run(np_dist_t *dist, int argc, char **argv);
 
 int main(int argc, char **argv) {
+    /* tune starts train runs of its own: not an MPI process itself (a singleton's
+     * environment would reach them) */
+    if (argc >= 2 && !strcmp(argv[1], "tune")) {
+        int rc = np_cmd_tune(argc - 2, argv + 2);
+        if ((fflush(stdout) != 0 || ferror(stdout)) && !rc) {
+            fprintf(stderr, "nestpipe: cannot write to standard output: %s\n", strerror(errno));
+            rc = EXIT_BAD_INPUT;
+        }
+        return rc;
+    }
     np_dist_t *dist = NULL;
     np_error err = {{0}};
     np_status st = np_dist_init(&argc, &argv, &dist, &err);

@@ -109,6 +109,36 @@ NP_NODISCARD NP_API np_status np_trace_summarize(const np_trace_t *tr, np_trace_
 /* The entry of node kind `kind` ("sync", "fwd", ...) in s, or NULL when s has none. */
 NP_API const np_trace_kind_time *np_trace_summary_kind(const np_trace_summary *s, const char *kind);
 
+/* Steady-state figures (what `nestpipe tune` ranks settings by): per rank, the end of each
+ * batch is its last task's end; step_us = (end of the last batch - end of the first batch
+ * after `warmup` batches) / the batches between, the slowest rank's; idle_share = over the
+ * workers that ran a task (not the driver row), the mean share of that interval in which
+ * they ran none. A rank with fewer than warmup + 2 batches is NP_STATUS_BAD_INPUT. Unlike
+ * np_trace_from_batch, no task is left out: work of later batches that overlaps counts as
+ * busy. Added in 0.6. */
+typedef struct np_trace_steady {
+    long batches; /* the most of any rank */
+    long warmup;  /* batches left out at the start */
+    double step_us, idle_share;
+} np_trace_steady;
+NP_NODISCARD NP_API np_status np_trace_steady_state(const np_trace_t *tr, long warmup,
+                                                    np_trace_steady *out, np_error *err);
+
+/* How well the scheduler's perf models predicted (`nestpipe tune --calibrate`): per codelet
+ * (task name), over the tasks of batches after the first `warmup`, the tasks, those the
+ * scheduler predicted a duration for (dm, dmda, dmdas record task->predicted; other
+ * policies none), their mean measured duration, and the median and 90th percentile of
+ * |predicted - measured| / measured (NaN with no prediction). rows[max]: more codelets is
+ * NP_STATUS_INTERNAL. Names point into the trace. Added in 0.6. */
+typedef struct np_trace_pred {
+    const char *name;
+    long tasks, predicted;
+    double mean_us, median_err, p90_err;
+} np_trace_pred;
+NP_NODISCARD NP_API np_status np_trace_predictions(const np_trace_t *tr, long warmup,
+                                                   np_trace_pred *rows, int max, int *n_rows,
+                                                   np_error *err);
+
 #ifdef __cplusplus
 }
 #endif
