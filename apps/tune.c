@@ -49,6 +49,7 @@ static const char *tune_help =
     "  --workers LIST    CPU worker counts (STARPU_NCPU) [the environment's]\n"
     "  --chunks LIST     values of --chunks [the train flags' value]\n"
     "  --windows LIST    values of --windows [the train flags' value]\n"
+    "  --priorities LIST values of --priorities: fixed, critical-path [the train flags' value]\n"
     "  --repeats N       most runs of each setting [5]\n"
     "  --budget TIME     time for the sweep, e.g. 90s, 10m, 1h [10m]: the first round's time\n"
     "                    says how many rounds fit (at least one round runs)\n"
@@ -76,7 +77,8 @@ typedef struct list {
 
 typedef struct setting {
     const char *sched, *workers, *windows, *chunks; /* "" workers: the environment's */
-    double step_ms[MAX_ROUNDS];                      /* each round's steady step */
+    const char *prio;                               /* --priorities */
+    double step_ms[MAX_ROUNDS];                     /* each round's steady step */
     double idle[MAX_ROUNDS], exposed_ms[MAX_ROUNDS];
     int runs;
     double med, q1, q3, idle_med, exposed_med; /* after the sweep */
@@ -84,7 +86,7 @@ typedef struct setting {
 } setting;
 
 typedef struct tune {
-    list policies, workers, windows, chunks;
+    list policies, workers, windows, chunks, prios;
     int repeats, steps, warmup, calibrate;
     double budget_s;
     char **launcher; /* NULL-terminated */
@@ -113,8 +115,10 @@ static int parse_list(const char *flag, const char *v, list *l) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
         if (n == 0 || n >= sizeof l->v[0] || l->n == MAX_LIST) {
-            fprintf(stderr, "nestpipe: tune: %s '%s': a comma-separated list of at most %d "
-                            "values, none empty\n", flag, v, MAX_LIST);
+            fprintf(stderr,
+                    "nestpipe: tune: %s '%s': a comma-separated list of at most %d "
+                    "values, none empty\n",
+                    flag, v, MAX_LIST);
             return EXIT_BAD_INPUT;
         }
         memcpy(l->v[l->n], p, n);
@@ -131,8 +135,8 @@ static int parse_count(const char *flag, const char *v, long lo, long hi, int *o
     errno = 0;
     long x = strtol(v, &end, 10);
     if (errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "nestpipe: tune: %s '%s': expected an integer in %ld..%ld\n", flag, v,
-                lo, hi);
+        fprintf(stderr, "nestpipe: tune: %s '%s': expected an integer in %ld..%ld\n", flag, v, lo,
+                hi);
         return EXIT_BAD_INPUT;
     }
     *out = (int)x;
@@ -144,9 +148,14 @@ static int parse_budget(const char *v, double *s) {
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    double unit = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : 0;
+    double unit = !*end               ? 1
+                  : !strcmp(end, "s") ? 1
+                  : !strcmp(end, "m") ? 60
+                  : !strcmp(end, "h") ? 3600
+                                      : 0;
     if (errno || end == v || !unit || !(x > 0) || !isfinite(x) || x * unit > 7 * 86400.0)
-        return bad_input("--budget '%s': expected a time such as 90s, 10m or 1h (at most a week)", v);
+        return bad_input("--budget '%s': expected a time such as 90s, 10m or 1h (at most a week)",
+                         v);
     *s = x * unit;
     return 0;
 }
@@ -191,10 +200,10 @@ static int parse_args(tune *t, int argc, char **argv) {
             memcpy(key, a, n);
             key[n] = 0;
         }
-        static const char *with_value[] = {"--policies", "--workers", "--chunks", "--windows",
-                                           "--repeats", "--budget", "--steps", "--warmup",
-                                           "--launcher", "--out", "--svg", "--json", "--keep",
-                                           NULL};
+        static const char *with_value[] = {"--policies",   "--workers",  "--chunks", "--windows",
+                                           "--priorities", "--repeats",  "--budget", "--steps",
+                                           "--warmup",     "--launcher", "--out",    "--svg",
+                                           "--json",       "--keep",     NULL};
         int takes = 0;
         for (int k = 0; with_value[k]; k++)
             takes |= !strcmp(key, with_value[k]);
@@ -202,27 +211,41 @@ static int parse_args(tune *t, int argc, char **argv) {
             t->calibrate = 1;
             continue;
         }
-        if (owned_flag(a))
-            return bad_input("%s is tune's to set (the policies: --policies)", key);
+        if (owned_flag(a)) return bad_input("%s is tune's to set (the policies: --policies)", key);
         if (!takes) { /* a train flag, with its value when it takes one */
             t->pass[t->n_pass++] = argv[i];
             continue;
         }
         const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
         if (!v) return bad_input("%s needs a value", key);
-        if (!strcmp(key, "--policies")) rc = parse_list(key, v, &t->policies);
-        else if (!strcmp(key, "--workers")) rc = parse_list(key, v, &t->workers);
-        else if (!strcmp(key, "--chunks")) rc = parse_list(key, v, &t->chunks);
-        else if (!strcmp(key, "--windows")) rc = parse_list(key, v, &t->windows);
-        else if (!strcmp(key, "--repeats")) rc = parse_count(key, v, 1, MAX_ROUNDS, &t->repeats);
-        else if (!strcmp(key, "--steps")) rc = parse_count(key, v, 3, 1000000, &t->steps);
-        else if (!strcmp(key, "--warmup")) rc = parse_count(key, v, 0, 1000000, &t->warmup);
-        else if (!strcmp(key, "--budget")) rc = parse_budget(v, &t->budget_s);
-        else if (!strcmp(key, "--launcher")) rc = split_launcher(t, v);
-        else if (!strcmp(key, "--out")) t->out = v;
-        else if (!strcmp(key, "--svg")) t->svg = v;
-        else if (!strcmp(key, "--json")) t->json = v;
-        else if (!strcmp(key, "--keep")) t->keep = v;
+        if (!strcmp(key, "--policies"))
+            rc = parse_list(key, v, &t->policies);
+        else if (!strcmp(key, "--workers"))
+            rc = parse_list(key, v, &t->workers);
+        else if (!strcmp(key, "--chunks"))
+            rc = parse_list(key, v, &t->chunks);
+        else if (!strcmp(key, "--windows"))
+            rc = parse_list(key, v, &t->windows);
+        else if (!strcmp(key, "--priorities"))
+            rc = parse_list(key, v, &t->prios);
+        else if (!strcmp(key, "--repeats"))
+            rc = parse_count(key, v, 1, MAX_ROUNDS, &t->repeats);
+        else if (!strcmp(key, "--steps"))
+            rc = parse_count(key, v, 3, 1000000, &t->steps);
+        else if (!strcmp(key, "--warmup"))
+            rc = parse_count(key, v, 0, 1000000, &t->warmup);
+        else if (!strcmp(key, "--budget"))
+            rc = parse_budget(v, &t->budget_s);
+        else if (!strcmp(key, "--launcher"))
+            rc = split_launcher(t, v);
+        else if (!strcmp(key, "--out"))
+            t->out = v;
+        else if (!strcmp(key, "--svg"))
+            t->svg = v;
+        else if (!strcmp(key, "--json"))
+            t->json = v;
+        else if (!strcmp(key, "--keep"))
+            t->keep = v;
     }
     if (rc) return rc;
     /* worker counts: positive integers, as STARPU_NCPU takes them */
@@ -246,7 +269,8 @@ static char **child_env(const char *ncpu, const char *calibrate) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (!strncmp(environ[i], "STARPU_SCHED=", 13)) continue;
-        if (ncpu && (!strncmp(environ[i], "STARPU_NCPU=", 12) || !strncmp(environ[i], "STARPU_NCPUS=", 13)))
+        if (ncpu &&
+            (!strncmp(environ[i], "STARPU_NCPU=", 12) || !strncmp(environ[i], "STARPU_NCPUS=", 13)))
             continue;
         if (calibrate && !strncmp(environ[i], "STARPU_CALIBRATE=", 17)) continue;
         env[k++] = environ[i];
@@ -376,17 +400,18 @@ static double quantile(double *v, int n, double q) {
 /* ------------------------------------------------------------------ output */
 
 static void print_table(FILE *f, const tune *t, int *order) {
-    fprintf(f, "%-4s %-8s %-7s %-7s %-6s %10s %17s %7s %10s %6s %12s\n", "rank", "sched",
-            "workers", "windows", "chunks", "step ms", "IQR ms", "spread", "samples/s", "idle",
-            "exposed ms");
+    fprintf(f, "%-4s %-8s %-13s %-7s %-7s %-6s %10s %17s %7s %10s %6s %12s\n", "rank", "sched",
+            "priorities", "workers", "windows", "chunks", "step ms", "IQR ms", "spread",
+            "samples/s", "idle", "exposed ms");
     for (int i = 0; i < t->n; i++) {
         const setting *s = &t->s[order[i]];
         char iqr[40];
         snprintf(iqr, sizeof iqr, "%.2f-%.2f", s->q1, s->q3);
-        fprintf(f, "%3d%c %-8s %-7s %-7s %-6s %10.2f %17s %6.1f%% %10.0f %5.1f%% %12.2f\n", i + 1,
-                s->uncertain ? '~' : ' ', s->sched, s->workers[0] ? s->workers : "env",
-                s->windows, s->chunks, s->med, iqr, 100 * (s->q3 - s->q1) / s->med,
-                (double)t->batch / (s->med / 1e3), 100 * s->idle_med, s->exposed_med);
+        fprintf(f, "%3d%c %-8s %-13s %-7s %-7s %-6s %10.2f %17s %6.1f%% %10.0f %5.1f%% %12.2f\n",
+                i + 1, s->uncertain ? '~' : ' ', s->sched, s->prio,
+                s->workers[0] ? s->workers : "env", s->windows, s->chunks, s->med, iqr,
+                100 * (s->q3 - s->q1) / s->med, (double)t->batch / (s->med / 1e3),
+                100 * s->idle_med, s->exposed_med);
     }
 }
 
@@ -417,20 +442,27 @@ static int write_svg(const tune *t, const int *order) {
         top = fmax(top, t->s[i].q3);
     const int left = 340, width = 480, row = 26, head = 40;
     int h = head + row * t->n + 40;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "font-family=\"sans-serif\" font-size=\"12\">\n", left + width + 120, h);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n",
+            left + width + 120, h);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">nestpipe tune: steady-state step time "
-               "(median of %d runs at most; whiskers: interquartile range; ~: rank uncertain)"
-               "</text>\n", t->repeats);
+    fprintf(f,
+            "<text x=\"10\" y=\"20\" font-size=\"14\">nestpipe tune: steady-state step time "
+            "(median of %d runs at most; whiskers: interquartile range; ~: rank uncertain)"
+            "</text>\n",
+            t->repeats);
     for (int i = 0; i < t->n; i++) {
         const setting *s = &t->s[order[i]];
         double y = head + row * i, x = (double)width / top;
-        fprintf(f, "<text x=\"10\" y=\"%.0f\">%d%s %s  windows %s  chunks %s%s%s</text>\n",
-                y + 16, i + 1, s->uncertain ? "~" : "", s->sched, s->windows, s->chunks,
+        fprintf(f, "<text x=\"10\" y=\"%.0f\">%d%s %s %s  windows %s  chunks %s%s%s</text>\n",
+                y + 16, i + 1, s->uncertain ? "~" : "", s->sched, s->prio, s->windows, s->chunks,
                 s->workers[0] ? "  workers " : "", s->workers);
         fprintf(f, "<rect x=\"%d\" y=\"%.0f\" width=\"%.1f\" height=\"18\" fill=\"%s\"/>\n", left,
-                y + 4, s->med * x, i == 0 ? "#2b7bba" : s->uncertain ? "#7fb2d9" : "#b0b0b0");
+                y + 4, s->med * x,
+                i == 0         ? "#2b7bba"
+                : s->uncertain ? "#7fb2d9"
+                               : "#b0b0b0");
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
                 left + s->q1 * x, left + s->q3 * x, y + 13, y + 13);
         fprintf(f, "<text x=\"%.1f\" y=\"%.0f\">%.2f ms</text>\n", left + s->q3 * x + 6, y + 17,
@@ -447,8 +479,10 @@ static int dump_json(json_t *root, const char *path) {
     if (!root) fprintf(stderr, "nestpipe: tune: out of memory writing %s\n", path);
     int rc = !f || json_dumpf(root, f, JSON_INDENT(1)) || fputc('\n', f) == EOF;
     json_decref(root);
-    if (f) rc |= close_out(f, tmp, path);
-    else rc = 1;
+    if (f)
+        rc |= close_out(f, tmp, path);
+    else
+        rc = 1;
     return rc;
 }
 
@@ -464,12 +498,13 @@ static int write_json(const tune *t, const int *order) {
         for (int r = 0; runs && r < s->runs; r++)
             json_array_append_new(runs, num(s->step_ms[r]));
         json_array_append_new(
-            list, json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "rank",
-                            i + 1, "sched", s->sched, "workers", s->workers, "windows", s->windows,
-                            "chunks", s->chunks, "step_ms_median", num(s->med), "step_ms_q1",
-                            num(s->q1), "step_ms_q3", num(s->q3), "uncertain", s->uncertain,
-                            "idle_share", num(s->idle_med), "exposed_exchange_ms",
-                            num(s->exposed_med), "step_ms", runs ? runs : json_null()));
+            list,
+            json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "rank",
+                      i + 1, "sched", s->sched, "priorities", s->prio, "workers", s->workers,
+                      "windows", s->windows, "chunks", s->chunks, "step_ms_median", num(s->med),
+                      "step_ms_q1", num(s->q1), "step_ms_q3", num(s->q3), "uncertain", s->uncertain,
+                      "idle_share", num(s->idle_med), "exposed_exchange_ms", num(s->exposed_med),
+                      "step_ms", runs ? runs : json_null()));
     }
     return dump_json(list ? json_pack("{s:I, s:i, s:i, s:o}", "batch", (json_int_t)t->batch,
                                       "steps", t->steps, "warmup", t->warmup, "settings", list)
@@ -480,11 +515,11 @@ static int write_json(const tune *t, const int *order) {
 /* The best setting as a config file: train PASS with its flags, --print-config, under a
  * header that says what tune measured. */
 static int write_best(const tune *t, const setting *b) {
-    char *extra[] = {"--sched", (char *)b->sched, "--windows", (char *)b->windows, "--chunks",
-                     (char *)b->chunks};
+    char *extra[] = {"--sched",  (char *)b->sched,  "--windows",    (char *)b->windows,
+                     "--chunks", (char *)b->chunks, "--priorities", (char *)b->prio};
     char printed[4200], tmp[4200];
     snprintf(printed, sizeof printed, "%s/best.printed", t->dir);
-    int rc = print_config(t, extra, 6, printed);
+    int rc = print_config(t, extra, 8, printed);
     if (rc) {
         char line[1024];
         last_line(printed, line, sizeof line);
@@ -496,10 +531,11 @@ static int write_best(const tune *t, const setting *b) {
         if (in) fclose(in);
         return 1;
     }
-    fprintf(f, "# nestpipe tune's best setting: sched %s, windows %s, chunks %s, workers %s\n"
-               "# steady-state step %.3f ms (median of %d runs, IQR %.3f-%.3f ms)\n",
-            b->sched, b->windows, b->chunks, b->workers[0] ? b->workers : "(the environment's)",
-            b->med, b->runs, b->q1, b->q3);
+    fprintf(f,
+            "# nestpipe tune's best setting: sched %s, priorities %s, windows %s, chunks %s, "
+            "workers %s\n# steady-state step %.3f ms (median of %d runs, IQR %.3f-%.3f ms)\n",
+            b->sched, b->prio, b->windows, b->chunks,
+            b->workers[0] ? b->workers : "(the environment's)", b->med, b->runs, b->q1, b->q3);
     if (b->workers[0])
         fprintf(f, "# run it with STARPU_NCPU=%s (a worker count is not a config key)\n",
                 b->workers);
@@ -517,16 +553,18 @@ static int run_setting(tune *t, setting *s, int si, int r, double *secs) {
     snprintf(metrics, sizeof metrics, "%s/s%02d-r%02d.metrics.json", t->dir, si, r);
     snprintf(log, sizeof log, "%s/s%02d-r%02d.log", t->dir, si, r);
     snprintf(steps, sizeof steps, "%d", t->steps);
-    char *extra[] = {"--sched", (char *)s->sched, "--windows", (char *)s->windows,
-                     "--chunks", (char *)s->chunks, "--steps", steps, "--quiet",
-                     "--trace", trace, "--metrics-json", metrics};
-    int rc = run_train(t, extra, 13, s->workers[0] ? s->workers : NULL, NULL, log, secs);
+    char *extra[] = {"--sched",      (char *)s->sched,  "--windows", (char *)s->windows,
+                     "--chunks",     (char *)s->chunks, "--steps",   steps,
+                     "--priorities", (char *)s->prio,   "--quiet",   "--trace",
+                     trace,          "--metrics-json",  metrics};
+    int rc = run_train(t, extra, 15, s->workers[0] ? s->workers : NULL, NULL, log, secs);
     if (rc) {
         char line[1024];
         last_line(log, line, sizeof line);
-        fprintf(stderr, "nestpipe: tune: sched %s, workers %s, windows %s, chunks %s failed "
-                        "(exit %d): %s\n",
-                s->sched, s->workers[0] ? s->workers : "env", s->windows, s->chunks, rc,
+        fprintf(stderr,
+                "nestpipe: tune: sched %s, priorities %s, workers %s, windows %s, chunks "
+                "%s failed (exit %d): %s\n",
+                s->sched, s->prio, s->workers[0] ? s->workers : "env", s->windows, s->chunks, rc,
                 line[0] ? line : "(no output)");
         return rc == EXIT_BAD_INPUT ? EXIT_BAD_INPUT : 1;
     }
@@ -545,8 +583,7 @@ static int run_setting(tune *t, setting *s, int si, int r, double *secs) {
     if (!t->keep) remove(trace); /* traces are large; --keep keeps them */
     s->step_ms[s->runs] = st.step_us / 1e3;
     s->idle[s->runs] = st.idle_share;
-    s->exposed_ms[s->runs] =
-        sum.batches ? sum.exchange_exposed_us / 1e3 / (double)sum.batches : 0;
+    s->exposed_ms[s->runs] = sum.batches ? sum.exchange_exposed_us / 1e3 / (double)sum.batches : 0;
     s->runs++;
     return 0;
 }
@@ -601,7 +638,9 @@ static void models_line(FILE *f) {
         fprintf(f, "perf models: %s (STARPU_PERF_MODEL_DIR)\n", dir);
     else
         fprintf(f, "perf models: %s/.starpu/sampling (%s)\n",
-                home && *home ? home : getenv("HOME") ? getenv("HOME") : ".",
+                home && *home    ? home
+                : getenv("HOME") ? getenv("HOME")
+                                 : ".",
                 home && *home ? "STARPU_HOME" : "STARPU_HOME unset: your home");
 }
 
@@ -609,21 +648,25 @@ static int sweep(tune *t) {
     for (int p = 0; p < t->policies.n; p++)
         for (int w = 0; w < (t->workers.n ? t->workers.n : 1); w++)
             for (int x = 0; x < t->windows.n; x++)
-                for (int c = 0; c < t->chunks.n; c++) {
-                    if (t->n == MAX_SETTINGS) {
-                        fprintf(stderr, "nestpipe: tune: more than %d settings; give shorter "
-                                        "lists\n", MAX_SETTINGS);
-                        return EXIT_BAD_INPUT;
+                for (int c = 0; c < t->chunks.n; c++)
+                    for (int q = 0; q < t->prios.n; q++) {
+                        if (t->n == MAX_SETTINGS) {
+                            fprintf(stderr,
+                                    "nestpipe: tune: more than %d settings; give shorter "
+                                    "lists\n",
+                                    MAX_SETTINGS);
+                            return EXIT_BAD_INPUT;
+                        }
+                        t->s[t->n++] = (setting){.sched = t->policies.v[p],
+                                                 .workers = t->workers.n ? t->workers.v[w] : "",
+                                                 .windows = t->windows.v[x],
+                                                 .chunks = t->chunks.v[c],
+                                                 .prio = t->prios.v[q]};
                     }
-                    t->s[t->n++] = (setting){.sched = t->policies.v[p],
-                                             .workers = t->workers.n ? t->workers.v[w] : "",
-                                             .windows = t->windows.v[x],
-                                             .chunks = t->chunks.v[c]};
-                }
     machine_line(stdout);
     models_line(stdout);
-    printf("tune: %d settings, steps %d (the first %d left out), up to %d rounds in %.0f s\n",
-           t->n, t->steps, t->warmup, t->repeats, t->budget_s);
+    printf("tune: %d settings, steps %d (the first %d left out), up to %d rounds in %.0f s\n", t->n,
+           t->steps, t->warmup, t->repeats, t->budget_s);
     fflush(stdout);
     double t0 = now_s();
     int rounds = t->repeats;
@@ -634,10 +677,12 @@ static int sweep(tune *t) {
             int rc = run_setting(t, &t->s[si], si, r, &secs);
             if (rc) return rc;
             if (r == 0 && k == 0 && secs * t->n > t->budget_s)
-                fprintf(stderr, "nestpipe: tune: warning: one run took %.0f s, so a round of %d "
-                                "settings needs about %.0f s, over --budget %.0f s; one round "
-                                "runs (no spread): fewer settings or --steps, or a larger "
-                                "--budget\n", secs, t->n, secs * t->n, t->budget_s);
+                fprintf(stderr,
+                        "nestpipe: tune: warning: one run took %.0f s, so a round of %d "
+                        "settings needs about %.0f s, over --budget %.0f s; one round "
+                        "runs (no spread): fewer settings or --steps, or a larger "
+                        "--budget\n",
+                        secs, t->n, secs * t->n, t->budget_s);
         }
         if (r == 0) { /* plan: the rounds that fit, the first included */
             double round = now_s() - t0;
@@ -669,8 +714,10 @@ static int sweep(tune *t) {
 static int calibrate(tune *t, int policies_given) {
     const char *sched = policies_given ? t->policies.v[0] : "dmda";
     if (strncmp(sched, "dm", 2)) {
-        fprintf(stderr, "nestpipe: tune: --calibrate measures the predictions of a policy that "
-                        "uses the perf models (dm, dmda, dmdas), not '%s'\n", sched);
+        fprintf(stderr,
+                "nestpipe: tune: --calibrate measures the predictions of a policy that "
+                "uses the perf models (dm, dmda, dmdas), not '%s'\n",
+                sched);
         return EXIT_BAD_INPUT;
     }
     machine_line(stdout);
@@ -712,8 +759,8 @@ static int calibrate(tune *t, int policies_given) {
         }
         if (st || predicted == tasks || c + 1 == t->repeats) {
             if (!st) {
-                printf("%-22s %7s %9s %10s %13s %9s\n", "codelet", "tasks", "predicted",
-                       "mean us", "median error", "p90 error");
+                printf("%-22s %7s %9s %10s %13s %9s\n", "codelet", "tasks", "predicted", "mean us",
+                       "median error", "p90 error");
                 for (int i = 0; i < n_rows; i++)
                     printf("%-22s %7ld %8.0f%% %10.1f %12.1f%% %8.1f%%\n", rows[i].name,
                            rows[i].tasks, 100.0 * (double)rows[i].predicted / (double)rows[i].tasks,
@@ -722,19 +769,21 @@ static int calibrate(tune *t, int policies_given) {
             if (!st && t->json) {
                 json_t *list = json_array();
                 for (int i = 0; list && i < n_rows; i++)
-                    json_array_append_new(
-                        list, json_pack("{s:s, s:I, s:I, s:o, s:o, s:o}", "codelet", rows[i].name,
-                                        "tasks", (json_int_t)rows[i].tasks, "predicted",
-                                        (json_int_t)rows[i].predicted, "mean_us",
-                                        num(rows[i].mean_us), "median_error",
-                                        num(rows[i].median_err), "p90_error", num(rows[i].p90_err)));
+                    json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:o, s:o, s:o}",
+                                                          "codelet", rows[i].name, "tasks",
+                                                          (json_int_t)rows[i].tasks, "predicted",
+                                                          (json_int_t)rows[i].predicted, "mean_us",
+                                                          num(rows[i].mean_us), "median_error",
+                                                          num(rows[i].median_err), "p90_error",
+                                                          num(rows[i].p90_err)));
                 if (dump_json(list, t->json)) st = NP_STATUS_IO;
             }
             np_trace_free(tr);
             if (st) return err.msg[0] ? np_cli_fail(st, &err) : 1;
             if (predicted < tasks)
                 printf("some tasks still have no prediction after %d calibration runs: more "
-                       "--repeats or --steps\n", t->repeats);
+                       "--repeats or --steps\n",
+                       t->repeats);
             return 0;
         }
         np_trace_free(tr);
@@ -782,8 +831,10 @@ int np_cmd_tune(int argc, char **argv) {
         if (!mkdtemp(t.dir)) return bad_input("cannot make a temporary folder in %s", t.dir);
     }
     if (getenv("STARPU_SCHED") && *getenv("STARPU_SCHED"))
-        fprintf(stderr, "nestpipe: tune: warning: STARPU_SCHED=%s is not passed on: each run "
-                        "names its policy\n", getenv("STARPU_SCHED"));
+        fprintf(stderr,
+                "nestpipe: tune: warning: STARPU_SCHED=%s is not passed on: each run "
+                "names its policy\n",
+                getenv("STARPU_SCHED"));
     /* the train flags, checked once; their configuration gives the defaults */
     char printed[4200], v[64];
     snprintf(printed, sizeof printed, "%s/flags.printed", t.dir);
@@ -805,13 +856,20 @@ int np_cmd_tune(int argc, char **argv) {
         snprintf(t.chunks.v[0], sizeof t.chunks.v[0], "%s", v[0] ? v : "4");
         t.chunks.n = 1;
     }
+    if (!t.prios.n) {
+        config_value(printed, "priorities", v, sizeof v);
+        snprintf(t.prios.v[0], sizeof t.prios.v[0], "%s", v[0] ? v : "fixed");
+        t.prios.n = 1;
+    }
     config_value(printed, "batch", v, sizeof v);
     t.batch = atol(v);
     if (t.steps < 0) t.steps = 40;
     if (t.warmup < 0) t.warmup = t.steps / 5 > 2 ? t.steps / 5 : 2;
     if (t.warmup + 3 > t.steps) {
-        fprintf(stderr, "nestpipe: tune: --steps %d leaves too few batches after --warmup %d "
-                        "(at least 3)\n", t.steps, t.warmup);
+        fprintf(stderr,
+                "nestpipe: tune: --steps %d leaves too few batches after --warmup %d "
+                "(at least 3)\n",
+                t.steps, t.warmup);
         rc = EXIT_BAD_INPUT;
     }
     if (!rc) rc = t.calibrate ? calibrate(&t, policies_given) : sweep(&t);

@@ -91,6 +91,7 @@ extern const char *const np_cfg_precision_names[];
 extern const char *const np_cfg_cluster_names[];
 extern const char *const np_cfg_shard_names[];
 extern const char *const np_cfg_exchange_names[];
+extern const char *const np_cfg_priorities_names[];
 extern const char *const np_cfg_comm_names[];
 extern const char *const np_cfg_place_kinds[NP_PLACE_KINDS];
 extern const char *const np_cfg_arch_names[];

@@ -159,6 +159,10 @@ const key_def np_cfg_keys[] = {
                "StarPU scheduling policy (lws, eager, prio, dmda, ...);\n"
                "STARPU_SCHED, when set, overrides it",
                "sched", NP_KEY_TEXT, sched, "a StarPU scheduler name such as lws, eager, prio, dmda", 0),
+    ENUM_KEY("priorities", "training", "fixed|critical-path", "fixed",
+             "task priorities: a constant per node kind, or each task's\n"
+             "bottom level in a measured step's graph",
+             "priorities", priorities, np_cfg_priorities_names, 0),
     INT_KEY("chunks", "training", "C", "4",
             "row chunks of a window computed in parallel; fixes the\n"
             "arithmetic, never the worker count",

@@ -267,6 +267,11 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
                           b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, np_config_dense(&m->cfg), m->T);
     e->pending = 1;
     np_status st = NP_OK;
+    /* critical-path priorities: the fourth step is recorded (the first ones hold the
+     * pipeline's fill and the perf models' first samples) */
+    if (m->cfg.priorities == NP_PRIORITIES_CRITICAL && !e->cp)
+        st = np_cp_create(t + 3, &e->cp, err);
+    if (e->cp) np_cp_step(e->cp, t);
     /* 1. the training batch's own early stages, if no look-ahead ran them (sequential,
      *    the first steps) */
     for (int s = 0; s < 4 && !st; s++)

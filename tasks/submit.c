@@ -11,10 +11,12 @@
 #include "tasks/tasks.h"
 
 typedef struct task_info {
-    np_trace *trace;   /* NULL: not traced */
-    np_task_sink *sink; /* NULL: the task reports nothing */
-    uint32_t cost_key;  /* np_task_ctx's cost fields */
+    np_trace *trace;        /* NULL: not traced */
+    np_task_sink *sink;     /* NULL: the task reports nothing */
+    uint32_t cost_key;      /* np_task_ctx's cost fields */
     int cost_meta, cost_at; /* cost_meta: buffer index + 1, 0 none */
+    np_cp *cp;              /* the critical-path recorder, when this task is recorded */
+    int cp_slot;
     np_trace_event ev; /* everything but the worker and times, known at submission */
 } task_info;
 
@@ -25,12 +27,26 @@ static uint32_t bucket(int64_t count) {
     return count <= 0 ? 0 : (uint32_t)(log1p((double)count) / log(1.06)) + 1;
 }
 
+/* NESTPIPE_FOOTPRINT=sizes keys the models on the buffers' sizes alone, as before 0.6 (for
+ * bench/tune.sh's comparison; use a STARPU_HOME of its own). Read once. */
+static int sizes_only(void) {
+    static int v = -1;
+    int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (x < 0) {
+        const char *e = getenv("NESTPIPE_FOOTPRINT");
+        x = e && !strcmp(e, "sizes");
+        __atomic_store_n(&v, x, __ATOMIC_RELAXED);
+    }
+    return x;
+}
+
 uint32_t np_task_footprint(struct starpu_task *task) {
     uint32_t h = 0;
     for (int i = 0; i < task->nbuffers; i++)
-        h = starpu_hash_crc32c_be_n(&(uint64_t){starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i))},
-                                    sizeof(uint64_t), h);
-    if (task->callback_func != task_done || !task->callback_arg) return h;
+        h = starpu_hash_crc32c_be_n(
+            &(uint64_t){starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i))}, sizeof(uint64_t),
+            h);
+    if (task->callback_func != task_done || !task->callback_arg || sizes_only()) return h;
     const task_info *ti = task->callback_arg;
     h = starpu_hash_crc32c_be(ti->cost_key, h);
     if (ti->cost_meta > 0 && ti->cost_meta <= task->nbuffers) {
@@ -70,6 +86,12 @@ static void task_done(void *arg) {
         ti->ev.segments = rep->segments;
         ti->ev.pooled = rep->pooled;
     }
+    if (ti->cp && task && task->profiling_info) /* a recorded step's task: its duration */
+        np_cp_ran(ti->cp, ti->cp_slot,
+                  starpu_timing_timespec_delay_us(&task->profiling_info->start_time,
+                                                  &task->profiling_info->end_time));
+    else if (ti->cp)
+        np_cp_ran(ti->cp, ti->cp_slot, 0);
     if (ti->trace && task && task->profiling_info) {
         struct starpu_profiling_task_info *pi = task->profiling_info;
         ti->ev.worker = pi->workerid;
@@ -145,6 +167,9 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
         ti->cost_key = ctx->cost_key;
         ti->cost_meta = ctx->cost_meta;
         ti->cost_at = ctx->cost_at;
+        ti->cp = NULL;
+        ti->cp_slot = ctx->cp ? np_cp_task(ctx->cp, ctx, kind, cl->name, nbuf, h, modes, task) : -1;
+        if (ti->cp_slot >= 0) ti->cp = ctx->cp;
         ti->ev = (np_trace_event){.name = cl->name,
                                   .kind = kind,
                                   .batch = ctx->batch,

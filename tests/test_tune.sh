@@ -61,6 +61,19 @@ for r in rows:
     assert r["median_error"] is not None and 0 <= r["median_error"] <= r["p90_error"], r
 assert sum(r["predicted"] for r in rows) >= 0.9 * sum(r["tasks"] for r in rows)
 PY
+# critical-path priorities only reorder work: the model of fixed priorities, bit for bit,
+# under prio and dmdas, sequential and nestpipe (4 windows)
+for sched in prio dmdas; do
+  for pipe in "sequential" "nestpipe --windows 4"; do
+    for p in fixed critical-path; do
+      # shellcheck disable=SC2086
+      "$NP" train --steps 10 --sched $sched --pipeline $pipe --priorities $p "${TINY[@]}" --quiet \
+        --dump-params "$W/$p.params" >"$W/out" 2>&1 || bad "priorities $p: $(cat "$W/out")"
+    done
+    cmp -s "$W/fixed.params" "$W/critical-path.params" &&
+      ok "critical-path priorities: the bytes of fixed ($sched, $pipe)" || bad "critical-path priorities differ ($sched, $pipe)"
+  done
+done
 # bad input: one line, exit 2
 expect_fail "tune: --sched is tune's" 2 "tune: --sched is tune's to set" -- "$NP" tune --sched dmda
 expect_fail "tune: a bad budget" 2 "--budget '10x': expected a time" -- "$NP" tune --budget 10x

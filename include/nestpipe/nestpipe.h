@@ -156,6 +156,13 @@ typedef enum np_exchange {
     NP_EXCHANGE_ROWS,   /* every distinct row a rank needs, and its gradient back */
     NP_EXCHANGE_POOLED, /* the owner's partial sum of each bag, one pooled gradient back */
 } np_exchange;
+
+/* Task priorities (key "priorities", docs/engine.md "Priorities"), for the policies that
+ * honour them (prio, dmdas, lws, ...). */
+typedef enum np_priorities {
+    NP_PRIORITIES_FIXED,    /* one constant per node kind, plus earlier windows first */
+    NP_PRIORITIES_CRITICAL, /* each task's bottom level in a measured step's graph */
+} np_priorities;
 typedef enum np_model_kind {
     NP_MODEL_DLRM,  /* bottom MLP, dot interaction with the pooled embeddings, top MLP */
     NP_MODEL_DCNV2, /* bottom MLP, cross layers beside a deep MLP on [bottom || pooled], top */
@@ -282,6 +289,7 @@ typedef struct np_config {
                                      (docs/pipeline.md "The batch boundary") */
     /* added in 0.6 */
     np_exchange exchange; /* key "exchange": auto | rows | pooled */
+    np_priorities priorities; /* key "priorities": fixed | critical-path */
     /* not a key: where "sched" came from, as np_config_set and np_config_load record it:
        "" (the default), "--sched", "FILE:LINE" or "STARPU_SCHED" (np_train_run applies
        that variable like StarPU and says here what it overrode) */
