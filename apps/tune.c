@@ -65,8 +65,9 @@ static const char *tune_help =
     "                    to --repeats runs, until every task has a prediction), then report\n"
     "                    each codelet's prediction error on a fresh run\n"
     "\n"
-    "Not among the train flags: --sched (use --policies), --trace, --metrics-json. The perf\n"
-    "models live in STARPU_HOME (default: your home), which tune names.\n";
+    "Not among the train flags: --sched (use --policies), --trace, --metrics-json,\n"
+    "--print-config. The perf models live in STARPU_HOME (default: your home), which tune\n"
+    "names.\n";
 
 /* ------------------------------------------------------------------ the sweep's plan */
 
@@ -173,7 +174,7 @@ static int split_launcher(tune *t, const char *cmd) {
 
 /* The train flags tune sets itself, refused among the user's. */
 static int owned_flag(const char *a) {
-    static const char *own[] = {"--sched", "--trace", "--metrics-json", NULL};
+    static const char *own[] = {"--sched", "--trace", "--metrics-json", "--print-config", NULL};
     for (int i = 0; own[i]; i++) {
         size_t n = strlen(own[i]);
         if (!strncmp(a, own[i], n) && (a[n] == 0 || a[n] == '=')) return 1;
@@ -287,6 +288,15 @@ static char **child_env(const char *ncpu, const char *calibrate) {
     return env;
 }
 
+/* A signal to tune goes to its run too, and tune stops after it (removing its folder). */
+static volatile sig_atomic_t stop_signal;
+static volatile pid_t running = -1;
+
+static void on_signal(int sig) {
+    stop_signal = sig;
+    if (running > 0) kill(running, sig);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -331,7 +341,7 @@ static int run_train(const tune *t, char *const *extra, int n_extra, const char 
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addclose(&fa, 0);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
     double t0 = now_s();
     int rc = t->n_launcher ? posix_spawnp(&pid, argv[0], &fa, NULL, argv, env)
@@ -344,9 +354,15 @@ static int run_train(const tune *t, char *const *extra, int n_extra, const char 
                 t->n_launcher ? t->launcher[0] : t->exe, strerror(rc));
         return -1;
     }
+    running = pid;
     int status;
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
+        if (errno != EINTR) {
+            running = -1;
+            return -1;
+        }
+    running = -1;
+    if (stop_signal) return 128 + stop_signal;
     *secs = now_s() - t0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -361,7 +377,7 @@ static int print_config(const tune *t, char *const *extra, int n_extra, const ch
     args[k++] = "--print-config";
     tune local = *t;
     local.n_launcher = 0; /* one process prints it */
-    double secs;
+    double secs = 0;
     return run_train(&local, args, k, NULL, NULL, path, &secs);
 }
 
@@ -558,6 +574,7 @@ static int run_setting(tune *t, setting *s, int si, int r, double *secs) {
                      "--priorities", (char *)s->prio,   "--quiet",   "--trace",
                      trace,          "--metrics-json",  metrics};
     int rc = run_train(t, extra, 15, s->workers[0] ? s->workers : NULL, NULL, log, secs);
+    if (stop_signal) return 128 + stop_signal;
     if (rc) {
         char line[1024];
         last_line(log, line, sizeof line);
@@ -673,7 +690,7 @@ static int sweep(tune *t) {
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k < t->n; k++) {
             int si = (k + r) % t->n; /* the order rotates: drift hits every setting alike */
-            double secs;
+            double secs = 0;
             int rc = run_setting(t, &t->s[si], si, r, &secs);
             if (rc) return rc;
             if (r == 0 && k == 0 && secs * t->n > t->budget_s)
@@ -729,7 +746,7 @@ static int calibrate(tune *t, int policies_given) {
     for (int c = 0; c < t->repeats; c++) {
         snprintf(log, sizeof log, "%s/calibrate-%02d.log", t->dir, c);
         char *cal[] = {"--sched", (char *)sched, "--steps", steps, "--quiet"};
-        double secs;
+        double secs = 0;
         int rc = run_train(t, cal, 5, NULL, "1", log, &secs);
         snprintf(trace, sizeof trace, "%s/check-%02d.trace.json", t->dir, c);
         char *check[] = {"--sched", (char *)sched, "--steps", steps, "--quiet", "--trace", trace};
@@ -737,6 +754,7 @@ static int calibrate(tune *t, int policies_given) {
             snprintf(log, sizeof log, "%s/check-%02d.log", t->dir, c);
             rc = run_train(t, check, 7, NULL, "0", log, &secs);
         }
+        if (stop_signal) return 128 + stop_signal;
         if (rc) {
             char line[1024];
             last_line(log, line, sizeof line);
@@ -818,6 +836,11 @@ int np_cmd_tune(int argc, char **argv) {
         policies_given |= !strncmp(argv[i], "--policies", 10);
     int rc = parse_args(&t, argc, argv);
     if (rc) return rc;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     ssize_t n = readlink("/proc/self/exe", t.exe, sizeof t.exe - 1);
     if (n <= 0) return bad_input("cannot find the nestpipe program (%s)", "/proc/self/exe");
     t.exe[n] = 0;
@@ -874,5 +897,9 @@ int np_cmd_tune(int argc, char **argv) {
     }
     if (!rc) rc = t.calibrate ? calibrate(&t, policies_given) : sweep(&t);
     if (!t.keep) remove_dir(t.dir);
+    if (stop_signal) {
+        fprintf(stderr, "nestpipe: tune: stopped by signal %d\n", (int)stop_signal);
+        return 128 + stop_signal;
+    }
     return rc;
 }

@@ -66,6 +66,7 @@ for line in "${CMDS[@]}"; do
     [[ $cmd == *"--data "* ]] && run+=" --steps 0 --tables 26"
   fi
   [[ $cmd == *"nestpipe predict"* ]] && run+=" --rows 2000" # the shape train got above
+  [[ $cmd == *"nestpipe tune"* ]] && run+=" --steps 6 --repeats 1 --rows 2000 --batch 64 --eval-samples 64"
   [[ $cmd == mpirun* ]] && run=${run/mpirun /mpirun --mca btl self,vader }
   timeout 300 bash -c "$run" >out 2>err
   rc=$?
