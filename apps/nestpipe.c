@@ -23,7 +23,8 @@
 static void train_help(FILE *out) {
     fputs("usage: nestpipe train [--config FILE] [flags]\n"
           "\n"
-          "Trains a DLRM or DCN-v2 and reports loss and eval AUC. Flags override the config file; every\n"
+          "Trains a DLRM or DCN-v2 and reports loss and eval AUC. Flags override the config file; "
+          "every\n"
           "flag is also a config-file key (key = value). Defaults in brackets.\n\n",
           out);
     const char *section = "";
@@ -90,9 +91,10 @@ static int print_config(const np_config *cfg, FILE *out) {
             fprintf(out, "# %s =\n", k->name); /* unset: a commented-out line */
             continue;
         }
-        if (!strcmp(k->name, "sched")) /* and where the policy came from */
-            fprintf(out, "%s = %s # %s\n", k->name, v,
-                    cfg->sched_from[0] ? cfg->sched_from : "default");
+        const char *from = cfg->sched_from[0] ? cfg->sched_from : "default";
+        if (!strcmp(k->name, "sched") && strlen(k->name) + strlen(v) + strlen(from) + 6 <= 198 &&
+            !strpbrk(from, "\r\n")) /* and where the policy came from, when a line holds it */
+            fprintf(out, "%s = %s # %s\n", k->name, v, from);
         else
             fprintf(out, "%s = %s\n", k->name, v);
     }

@@ -163,6 +163,7 @@ static int parse_budget(const char *v, double *s) {
 
 /* Splits the launcher at blanks into a NULL-terminated vector (owned by t). */
 static int split_launcher(tune *t, const char *cmd) {
+    if (t->launcher) return bad_input("--launcher given twice ('%s')", cmd);
     char *copy = strdup(cmd);
     t->launcher = calloc(strlen(cmd) / 2 + 2, sizeof *t->launcher);
     if (!copy || !t->launcher) return bad_input("out of memory reading --launcher%s", "");
@@ -344,8 +345,28 @@ static int run_train(const tune *t, char *const *extra, int n_extra, const char 
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
     double t0 = now_s();
-    int rc = t->n_launcher ? posix_spawnp(&pid, argv[0], &fa, NULL, argv, env)
-                           : posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old); /* a signal now waits until `running` is set */
+    if (stop_signal) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        posix_spawn_file_actions_destroy(&fa);
+        free(argv);
+        free(env);
+        return 128 + stop_signal;
+    }
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setsigmask(&at, &old); /* the run gets the mask tune had */
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    int rc = t->n_launcher ? posix_spawnp(&pid, argv[0], &fa, &at, argv, env)
+                           : posix_spawn(&pid, argv[0], &fa, &at, argv, env);
+    if (!rc) running = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     free(argv);
     free(env);
@@ -354,7 +375,6 @@ static int run_train(const tune *t, char *const *extra, int n_extra, const char 
                 t->n_launcher ? t->launcher[0] : t->exe, strerror(rc));
         return -1;
     }
-    running = pid;
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
@@ -535,7 +555,7 @@ static int write_best(const tune *t, const setting *b) {
                      "--chunks", (char *)b->chunks, "--priorities", (char *)b->prio};
     char printed[4200], tmp[4200];
     snprintf(printed, sizeof printed, "%s/best.printed", t->dir);
-    int rc = print_config(t, extra, 8, printed);
+    int rc = print_config(t, extra, (int)(sizeof extra / sizeof *extra), printed);
     if (rc) {
         char line[1024];
         last_line(printed, line, sizeof line);
@@ -569,11 +589,30 @@ static int run_setting(tune *t, setting *s, int si, int r, double *secs) {
     snprintf(metrics, sizeof metrics, "%s/s%02d-r%02d.metrics.json", t->dir, si, r);
     snprintf(log, sizeof log, "%s/s%02d-r%02d.log", t->dir, si, r);
     snprintf(steps, sizeof steps, "%d", t->steps);
-    char *extra[] = {"--sched",      (char *)s->sched,  "--windows", (char *)s->windows,
-                     "--chunks",     (char *)s->chunks, "--steps",   steps,
-                     "--priorities", (char *)s->prio,   "--quiet",   "--trace",
-                     trace,          "--metrics-json",  metrics};
-    int rc = run_train(t, extra, 15, s->workers[0] ? s->workers : NULL, NULL, log, secs);
+    /* the runs neither resume nor write the user's checkpoints, dumps or logs (a config
+     * file's too): "" unsets a path */
+    char *extra[] = {"--sched",
+                     (char *)s->sched,
+                     "--windows",
+                     (char *)s->windows,
+                     "--chunks",
+                     (char *)s->chunks,
+                     "--steps",
+                     steps,
+                     "--priorities",
+                     (char *)s->prio,
+                     "--quiet",
+                     "--trace",
+                     trace,
+                     "--metrics-json",
+                     metrics,
+                     "--checkpoint-dir=",
+                     "--checkpoint-every=0",
+                     "--resume=",
+                     "--dump-params=",
+                     "--log-json="};
+    int rc = run_train(t, extra, (int)(sizeof extra / sizeof *extra),
+                       s->workers[0] ? s->workers : NULL, NULL, log, secs);
     if (stop_signal) return 128 + stop_signal;
     if (rc) {
         char line[1024];
@@ -730,6 +769,13 @@ static int sweep(tune *t) {
  * calibration) predicts every codelet's tasks, at most --repeats times; then the table. */
 static int calibrate(tune *t, int policies_given) {
     const char *sched = policies_given ? t->policies.v[0] : "dmda";
+    if ((policies_given && t->policies.n > 1) || t->chunks.n > 1 || t->windows.n > 1 ||
+        t->prios.n > 1 || t->workers.n) {
+        fprintf(stderr, "nestpipe: tune: --calibrate calibrates one setting: give --policies, "
+                        "--chunks, --windows and --priorities one value each, and no --workers "
+                        "(set STARPU_NCPU)\n");
+        return EXIT_BAD_INPUT;
+    }
     if (strncmp(sched, "dm", 2)) {
         fprintf(stderr,
                 "nestpipe: tune: --calibrate measures the predictions of a policy that "
@@ -745,14 +791,34 @@ static int calibrate(tune *t, int policies_given) {
     int n_rows = 0;
     for (int c = 0; c < t->repeats; c++) {
         snprintf(log, sizeof log, "%s/calibrate-%02d.log", t->dir, c);
-        char *cal[] = {"--sched", (char *)sched, "--steps", steps, "--quiet"};
+        char *cal[] = {"--sched",
+                       (char *)sched,
+                       "--steps",
+                       steps,
+                       "--quiet",
+                       "--chunks",
+                       t->chunks.v[0],
+                       "--windows",
+                       t->windows.v[0],
+                       "--priorities",
+                       t->prios.v[0],
+                       "--checkpoint-dir=",
+                       "--checkpoint-every=0",
+                       "--resume=",
+                       "--dump-params=",
+                       "--log-json="};
         double secs = 0;
-        int rc = run_train(t, cal, 5, NULL, "1", log, &secs);
+        int rc = run_train(t, cal, (int)(sizeof cal / sizeof *cal), NULL, "1", log, &secs);
         snprintf(trace, sizeof trace, "%s/check-%02d.trace.json", t->dir, c);
-        char *check[] = {"--sched", (char *)sched, "--steps", steps, "--quiet", "--trace", trace};
+        char *check[] = {"--sched",     (char *)sched,       "--steps",
+                         steps,         "--quiet",           "--trace",
+                         trace,         "--chunks",          t->chunks.v[0],
+                         "--windows",   t->windows.v[0],     "--priorities",
+                         t->prios.v[0], "--checkpoint-dir=", "--checkpoint-every=0",
+                         "--resume=",   "--dump-params=",    "--log-json="};
         if (!rc) {
             snprintf(log, sizeof log, "%s/check-%02d.log", t->dir, c);
-            rc = run_train(t, check, 7, NULL, "0", log, &secs);
+            rc = run_train(t, check, (int)(sizeof check / sizeof *check), NULL, "0", log, &secs);
         }
         if (stop_signal) return 128 + stop_signal;
         if (rc) {

@@ -112,8 +112,7 @@ int np_cp_task(np_cp *cp, const np_task_ctx *ctx, np_node_kind kind, const char 
     if (b < NP_CP_BLOCKS && !cp->blk[b]) cp->blk[b] = malloc(NP_CP_BLOCK * sizeof *cp->blk[b]);
     if (b >= NP_CP_BLOCKS || !cp->blk[b] ||
         grow((void **)&cp->acc, &cp->cap_acc, cp->n_acc + (size_t)nbuf, sizeof *cp->acc)) {
-        cp->state = 0; /* out of memory, or a step too large: fixed priorities stay */
-        cp->record_step = -1;
+        np_cp_abandon(cp); /* out of memory, or a step too large: fixed priorities stay */
         return -1;
     }
     *task_at(cp, cp->n) = (cp_task){.key = key_of(cp, ctx, kind, name),
@@ -125,6 +124,18 @@ int np_cp_task(np_cp *cp, const np_task_ctx *ctx, np_node_kind kind, const char 
                                            .mode = ((modes[i] & STARPU_R) ? NP_TRACE_READ : 0) |
                                                    ((modes[i] & STARPU_W) ? NP_TRACE_WRITE : 0)};
     return (int)cp->n++;
+}
+
+void np_cp_abandon(np_cp *cp) {
+    if (cp->state == 1 || cp->state == 2) {
+        if (!cp->profiling_was) starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
+        cp->state = 0;
+    }
+    cp->record_step = -1; /* recorded tasks still running only count in `ran` */
+}
+
+int np_cp_applied(const np_cp *cp) {
+    return cp->state == 3;
 }
 
 void np_cp_ran(np_cp *cp, int slot, double us) {

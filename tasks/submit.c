@@ -194,6 +194,8 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     }
     int rc = starpu_task_submit(task);
     if (rc) {
+        task_info *ti = task->callback_arg;
+        if (ti && ti->cp) np_cp_ran(ti->cp, ti->cp_slot, 0); /* recorded, will never run */
         free(task->callback_arg);
         task->callback_arg = NULL;
         starpu_task_destroy(task);

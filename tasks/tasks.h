@@ -73,6 +73,11 @@ void np_cp_step(np_cp *cp, long step);
 int np_cp_task(np_cp *cp, const np_task_ctx *ctx, np_node_kind kind, const char *name, int nbuf,
                const np_h *h, const enum starpu_data_access_mode *modes, struct starpu_task *task);
 void np_cp_ran(np_cp *cp, int slot, double us);
+/* Stops recording for good (the buffers were registered again mid-step, whose handles the
+ * recorded accesses compare): fixed priorities stay. */
+void np_cp_abandon(np_cp *cp);
+/* 1 once later steps get critical-path priorities. */
+int np_cp_applied(const np_cp *cp);
 
 /* c with the cost fields above set: the count at int64 `at` of buffer `meta` (-1: none). */
 static inline np_task_ctx np_task_cost(const np_task_ctx *c, uint32_t key, int meta, int at) {

@@ -55,7 +55,7 @@ for f in apps/*.[ch] examples/*/*.[ch]; do
   while IFS= read -r inc; do
     checked=$((checked + 1))
     case $inc in
-    nestpipe/*) ;;
+    nestpipe/* | sys/*) ;; # the library's public headers, the system's
     */*) echo "FAIL $f includes \"$inc\": a program sees the public headers only"; bad=$((bad + 1)) ;;
     esac
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^">]*\)[">].*/\1/p' "$f")

@@ -118,6 +118,7 @@ static const struct {
     {"precision", LIB, "the kernels (test_kernels)"},
     {"pipeline", LIB, "the StarPU engine (test_step_api_pipelines below)"},
     {"split-rows", LIB, "the StarPU engine (test_mpi.sh)"},
+    {"priorities", LIB, "the StarPU engine's priorities (test_critical, test_tune.sh)"},
     {"exchange", LIB, "the StarPU engine's route (test_engine, test_comm_backend, test_mpi.sh)"},
     {"comm", LIB, "the StarPU engine (test_engine_gpu)"},
     {"rank-timeout", RUN, "the run's watchdog (test_mpi.sh: a stalled rank is named)"},

@@ -719,6 +719,7 @@ static void test_steady_state(void **state) {
     assert_true(fabs(st.idle_share - (25.0 / 45 + 9.0 / 45 + 0) / 3) < 1e-12);
     assert_int_equal(np_trace_steady_state(tr, 0, &st, &e), NP_OK); /* (120 - 10) / 4 */
     assert_true(fabs(st.step_us - 27.5) < 1e-12);
+    assert_int_equal(np_trace_steady_state(tr, -1, &st, &e), NP_STATUS_BAD_INPUT);
     assert_int_equal(np_trace_steady_state(tr, 4, &st, &e), NP_STATUS_BAD_INPUT);
     assert_non_null(strstr(e.msg, "rank 0 has 5 batches: a steady state after 4 warm-up batches "
                                   "needs 6 or more"));

@@ -74,7 +74,18 @@ for sched in prio dmdas; do
       ok "critical-path priorities: the bytes of fixed ($sched, $pipe)" || bad "critical-path priorities differ ($sched, $pipe)"
   done
 done
+# ... and they do take over: the trace says from which step (the fourth is recorded)
+"$NP" train --steps 10 --sched prio --priorities critical-path "${TINY[@]}" --quiet --trace "$W/cp.json" >"$W/out" 2>&1
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['otherData']['run']; assert r['priorities'].startswith('critical-path from step '), r" "$W/cp.json" &&
+  ok "critical-path priorities take over (trace fact)" || bad "critical-path: no trace fact: $(cat "$W/out")"
+# the runs neither write nor resume the user's checkpoints; the config file keeps the key
+expect_ok "tune with a checkpoint folder" "$NP" tune --policies eager --repeats 1 --steps 8 --out "$W/ck.ini" \
+  --checkpoint-dir "$W/ck" --checkpoint-every 2 "${TINY[@]}"
+[[ ! -e $W/ck ]] && grep -qx "checkpoint-dir = $W/ck" "$W/ck.ini" &&
+  ok "tune: the runs write no checkpoint; the config file keeps the folder" || bad "tune: checkpoints: $(ls "$W/ck" 2>&1 | head -3)"
 # bad input: one line, exit 2
+expect_fail "tune: --launcher twice" 2 "--launcher given twice" -- "$NP" tune --launcher a --launcher b
+expect_fail "tune --calibrate: one setting" 2 "--calibrate calibrates one setting" -- "$NP" tune --calibrate --chunks 1,2
 expect_fail "tune: --sched is tune's" 2 "tune: --sched is tune's to set" -- "$NP" tune --sched dmda
 expect_fail "tune: a bad budget" 2 "--budget '10x': expected a time" -- "$NP" tune --budget 10x
 expect_fail "tune: a bad train flag" 2 "--rows" -- "$NP" tune --rows -5

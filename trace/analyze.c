@@ -301,9 +301,8 @@ int np_trace_peer_wait(const np_trace *tr, double *wait) {
         int whole = 1;
         for (b = a + 1; b < m; b++) {
             const np_trace_event *e = ix[b].e, *p = ix[b - 1].e;
-            if (e->kind != first->kind || e->batch != first->batch ||
-                e->window != first->window || e->node != first->node ||
-                e->chunk != first->chunk ||
+            if (e->kind != first->kind || e->batch != first->batch || e->window != first->window ||
+                e->node != first->node || e->chunk != first->chunk ||
                 strcmp(e->name ? e->name : "", first->name ? first->name : ""))
                 break;
             if (e->rank == p->rank) whole = 0; /* one rank twice: not one collective */
@@ -587,6 +586,8 @@ static int cmp_item_rank_batch(const void *pa, const void *pb) {
 np_status np_trace_steady_state(const np_trace *tr, long warmup, np_trace_steady *out,
                                 np_error *err) {
     memset(out, 0, sizeof *out);
+    if (warmup < 0)
+        return np_err(err, NP_STATUS_BAD_INPUT, "trace: %ld warm-up batches: none or more", warmup);
     size_t n = np_trace_count(tr);
     item *it = np_alloc(n ? n : 1, sizeof *it, "trace steady state", err);
     if (!it) return NP_STATUS_NO_MEMORY;
@@ -628,11 +629,18 @@ np_status np_trace_steady_state(const np_trace *tr, long warmup, np_trace_steady
             break;
         }
         double step = (t_to - t_from) / (double)(batches - 1 - warmup);
+        if (!(step > 0)) {
+            st = np_err(err, NP_STATUS_BAD_INPUT,
+                        "trace: rank %d's batches after the warm-up end no later than the first "
+                        "(no time to measure a step in)",
+                        it[r0].rank);
+            break;
+        }
         if (step > out->step_us) out->step_us = step;
         /* each worker's busy time inside [t_from, t_to] (a worker runs one task at a time) */
         int max_w = -1;
-        for (size_t i = r0; i < r1; i++)
-            if (it[i].worker > max_w) max_w = it[i].worker;
+        for (const item *x = it + r0; x < it + r1; x++)
+            if (x->worker > max_w) max_w = x->worker;
         double *busy = max_w >= 0 ? calloc((size_t)max_w + 1, sizeof *busy) : NULL;
         char *seen = max_w >= 0 ? calloc((size_t)max_w + 1, 1) : NULL;
         if (max_w >= 0 && (!busy || !seen)) {
@@ -641,11 +649,11 @@ np_status np_trace_steady_state(const np_trace *tr, long warmup, np_trace_steady
             st = np_err(err, NP_STATUS_NO_MEMORY, "trace steady state: out of memory");
             break;
         }
-        for (size_t i = r0; i < r1; i++) {
-            if (it[i].worker < 0) continue;
-            seen[it[i].worker] = 1;
-            double s = fmax(it[i].t.s, t_from), e = fmin(it[i].t.e, t_to);
-            if (e > s) busy[it[i].worker] += e - s;
+        for (const item *x = it + r0; x < it + r1; x++) {
+            if (x->worker < 0) continue;
+            seen[x->worker] = 1;
+            double s = fmax(x->t.s, t_from), e = fmin(x->t.e, t_to);
+            if (e > s) busy[x->worker] += e - s;
         }
         for (int w = 0; w <= max_w; w++)
             if (seen[w] && t_to > t_from) {

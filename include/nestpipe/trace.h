@@ -53,7 +53,8 @@ NP_NODISCARD NP_API np_status np_trace_batches(const np_trace_t *tr, long from, 
                                                np_trace_t **out, np_error *err);
 /* A fact about the run that made the trace: "sched" (the StarPU policy that ran),
  * "sched_from" (where it came from: "default", "--sched", "FILE:LINE", "STARPU_SCHED..."),
- * "pipeline", "windows", "chunks", "ranks", "exchange"; NULL when the trace has no such
+ * "pipeline", "windows", "chunks", "ranks", "workers", "priorities" (when critical-path
+ * priorities took over: from which step); NULL when the trace has no such
  * fact (traces before 0.6 have none). Valid while tr lives. Added in 0.6. */
 NP_API const char *np_trace_info(const np_trace_t *tr, const char *key);
 /* Frees a trace from np_trace_read_chrome or np_trace_from_batch; NULL-safe. Never free the
