@@ -9,32 +9,19 @@
  * divided by the batches between (not samples/s over the whole run, which holds start-up,
  * warm-up and calibration). The first round's time plans how many rounds fit --budget.
  * Definitions and how to read the table: docs/engine.md "Choosing a scheduler".
- * Not here: the runs themselves (train), the trace format (trace/). */
-#define _XOPEN_SOURCE 700 /* nftw */
+ * Not here: the runs themselves (train; tune_run.c starts them), what tune writes
+ * (tune_out.c), the trace format (trace/). */
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-#include <jansson.h>
 
 #include "cli.h"
 #include "nestpipe/trace.h"
-
-extern char **environ;
-
-#define MAX_LIST 16
-#define MAX_SETTINGS 64
-#define MAX_ROUNDS 50
+#include "tune.h"
 
 static const char *tune_help =
     "usage: nestpipe tune [tune flags] [train flags]\n"
@@ -68,39 +55,6 @@ static const char *tune_help =
     "Not among the train flags: --sched (use --policies), --trace, --metrics-json,\n"
     "--print-config. The perf models live in STARPU_HOME (default: your home), which tune\n"
     "names.\n";
-
-/* ------------------------------------------------------------------ the sweep's plan */
-
-typedef struct list {
-    char v[MAX_LIST][64];
-    int n;
-} list;
-
-typedef struct setting {
-    const char *sched, *workers, *windows, *chunks; /* "" workers: the environment's */
-    const char *prio;                               /* --priorities */
-    double step_ms[MAX_ROUNDS];                     /* each round's steady step */
-    double idle[MAX_ROUNDS], exposed_ms[MAX_ROUNDS];
-    int runs;
-    double med, q1, q3, idle_med, exposed_med; /* after the sweep */
-    int uncertain;
-} setting;
-
-typedef struct tune {
-    list policies, workers, windows, chunks, prios;
-    int repeats, steps, warmup, calibrate;
-    double budget_s;
-    char **launcher; /* NULL-terminated */
-    int n_launcher;
-    const char *out, *svg, *json, *keep;
-    char **pass; /* the train flags */
-    int n_pass;
-    char exe[4096];
-    char dir[4096]; /* where the runs write */
-    long batch;     /* from the train flags' configuration: samples per step, all ranks */
-    setting s[MAX_SETTINGS];
-    int n;
-} tune;
 
 static int bad_input(const char *fmt, const char *arg) {
     fprintf(stderr, "nestpipe: tune: ");
@@ -258,165 +212,6 @@ static int parse_args(tune *t, int argc, char **argv) {
     return 0;
 }
 
-/* ------------------------------------------------------------------ running train */
-
-/* The environment of a child: the parent's without STARPU_SCHED (tune names the policy),
- * STARPU_NCPU when the setting gives one, STARPU_CALIBRATE as asked. */
-static char **child_env(const char *ncpu, const char *calibrate) {
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 4, sizeof *env);
-    if (!env) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!strncmp(environ[i], "STARPU_SCHED=", 13)) continue;
-        if (ncpu &&
-            (!strncmp(environ[i], "STARPU_NCPU=", 12) || !strncmp(environ[i], "STARPU_NCPUS=", 13)))
-            continue;
-        if (calibrate && !strncmp(environ[i], "STARPU_CALIBRATE=", 17)) continue;
-        env[k++] = environ[i];
-    }
-    static char nc[64], cal[64];
-    if (ncpu) {
-        snprintf(nc, sizeof nc, "STARPU_NCPU=%s", ncpu);
-        env[k++] = nc;
-    }
-    if (calibrate) {
-        snprintf(cal, sizeof cal, "STARPU_CALIBRATE=%s", calibrate);
-        env[k++] = cal;
-    }
-    return env;
-}
-
-/* A signal to tune goes to its run too, and tune stops after it (removing its folder). */
-static volatile sig_atomic_t stop_signal;
-static volatile pid_t running = -1;
-
-static void on_signal(int sig) {
-    stop_signal = sig;
-    if (running > 0) kill(running, sig);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The last line of a child's log, for the one-line error. */
-static void last_line(const char *path, char *buf, size_t n) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[1024];
-    while (fgets(line, sizeof line, f))
-        if (line[0] != '\n') snprintf(buf, n, "%s", line);
-    fclose(f);
-    size_t l = strlen(buf);
-    if (l && buf[l - 1] == '\n') buf[l - 1] = 0;
-}
-
-/* Runs [launcher] nestpipe train PASS EXTRA with stdout and stderr to log. Returns the exit
- * code (128 + signal when killed), -1 when it cannot start. */
-static int run_train(const tune *t, char *const *extra, int n_extra, const char *ncpu,
-                     const char *calibrate, const char *log, double *secs) {
-    int n = t->n_launcher + 2 + t->n_pass + n_extra + 1;
-    char **argv = calloc((size_t)n, sizeof *argv);
-    char **env = child_env(ncpu, calibrate);
-    if (!argv || !env) {
-        free(argv);
-        free(env);
-        return -1;
-    }
-    int k = 0;
-    for (int i = 0; i < t->n_launcher; i++)
-        argv[k++] = t->launcher[i];
-    argv[k++] = (char *)t->exe;
-    argv[k++] = "train";
-    for (int i = 0; i < t->n_pass; i++)
-        argv[k++] = t->pass[i];
-    for (int i = 0; i < n_extra; i++)
-        argv[k++] = extra[i];
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    double t0 = now_s();
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &old); /* a signal now waits until `running` is set */
-    if (stop_signal) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        posix_spawn_file_actions_destroy(&fa);
-        free(argv);
-        free(env);
-        return 128 + stop_signal;
-    }
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setsigmask(&at, &old); /* the run gets the mask tune had */
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
-    int rc = t->n_launcher ? posix_spawnp(&pid, argv[0], &fa, &at, argv, env)
-                           : posix_spawn(&pid, argv[0], &fa, &at, argv, env);
-    if (!rc) running = pid;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-    free(argv);
-    free(env);
-    if (rc) {
-        fprintf(stderr, "nestpipe: tune: cannot start %s: %s\n",
-                t->n_launcher ? t->launcher[0] : t->exe, strerror(rc));
-        return -1;
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            running = -1;
-            return -1;
-        }
-    running = -1;
-    if (stop_signal) return 128 + stop_signal;
-    *secs = now_s() - t0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-/* `train PASS --print-config` (with the setting's flags): checks the train flags once,
- * and gives the configuration the best setting is written as. Returns the exit code. */
-static int print_config(const tune *t, char *const *extra, int n_extra, const char *path) {
-    char *args[16];
-    int k = 0;
-    for (int i = 0; i < n_extra && k < 15; i++)
-        args[k++] = extra[i];
-    args[k++] = "--print-config";
-    tune local = *t;
-    local.n_launcher = 0; /* one process prints it */
-    double secs = 0;
-    return run_train(&local, args, k, NULL, NULL, path, &secs);
-}
-
-/* The value of `key = value` in a config file tune had train print; "" if none. */
-static void config_value(const char *path, const char *key, char *out, size_t n) {
-    out[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[1200];
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, kl) || strncmp(line + kl, " = ", 3)) continue;
-        char *v = line + kl + 3;
-        v[strcspn(v, " \n")] = 0;
-        snprintf(out, n, "%s", v);
-    }
-    fclose(f);
-}
-
 /* ------------------------------------------------------------------ a run's figures */
 
 static int cmp_double(const void *a, const void *b) {
@@ -431,155 +226,6 @@ static double quantile(double *v, int n, double q) {
     double at = q * (n - 1);
     int lo = (int)floor(at), hi = lo + 1 < n ? lo + 1 : lo;
     return v[lo] + (v[hi] - v[lo]) * (at - lo);
-}
-
-/* ------------------------------------------------------------------ output */
-
-static void print_table(FILE *f, const tune *t, int *order) {
-    fprintf(f, "%-4s %-8s %-13s %-7s %-7s %-6s %10s %17s %7s %10s %6s %12s\n", "rank", "sched",
-            "priorities", "workers", "windows", "chunks", "step ms", "IQR ms", "spread",
-            "samples/s", "idle", "exposed ms");
-    for (int i = 0; i < t->n; i++) {
-        const setting *s = &t->s[order[i]];
-        char iqr[40];
-        snprintf(iqr, sizeof iqr, "%.2f-%.2f", s->q1, s->q3);
-        fprintf(f, "%3d%c %-8s %-13s %-7s %-7s %-6s %10.2f %17s %6.1f%% %10.0f %5.1f%% %12.2f\n",
-                i + 1, s->uncertain ? '~' : ' ', s->sched, s->prio,
-                s->workers[0] ? s->workers : "env", s->windows, s->chunks, s->med, iqr,
-                100 * (s->q3 - s->q1) / s->med, (double)t->batch / (s->med / 1e3),
-                100 * s->idle_med, s->exposed_med);
-    }
-}
-
-/* Writes through PATH.tmp and a rename; returns 0 or prints the error and returns 1. */
-static FILE *open_out(const char *path, char *tmp, size_t n) {
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) fprintf(stderr, "nestpipe: tune: cannot write %s: %s\n", tmp, strerror(errno));
-    return f;
-}
-
-static int close_out(FILE *f, const char *tmp, const char *path) {
-    int bad = ferror(f) | (fclose(f) != 0);
-    if (bad || rename(tmp, path)) {
-        fprintf(stderr, "nestpipe: tune: cannot write %s: %s\n", path, strerror(errno));
-        remove(tmp);
-        return 1;
-    }
-    return 0;
-}
-
-static int write_svg(const tune *t, const int *order) {
-    char tmp[4200];
-    FILE *f = open_out(t->svg, tmp, sizeof tmp);
-    if (!f) return 1;
-    double top = 0;
-    for (int i = 0; i < t->n; i++)
-        top = fmax(top, t->s[i].q3);
-    const int left = 340, width = 480, row = 26, head = 40;
-    int h = head + row * t->n + 40;
-    fprintf(f,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "font-family=\"sans-serif\" font-size=\"12\">\n",
-            left + width + 120, h);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f,
-            "<text x=\"10\" y=\"20\" font-size=\"14\">nestpipe tune: steady-state step time "
-            "(median of %d runs at most; whiskers: interquartile range; ~: rank uncertain)"
-            "</text>\n",
-            t->repeats);
-    for (int i = 0; i < t->n; i++) {
-        const setting *s = &t->s[order[i]];
-        double y = head + row * i, x = (double)width / top;
-        fprintf(f, "<text x=\"10\" y=\"%.0f\">%d%s %s %s  windows %s  chunks %s%s%s</text>\n",
-                y + 16, i + 1, s->uncertain ? "~" : "", s->sched, s->prio, s->windows, s->chunks,
-                s->workers[0] ? "  workers " : "", s->workers);
-        fprintf(f, "<rect x=\"%d\" y=\"%.0f\" width=\"%.1f\" height=\"18\" fill=\"%s\"/>\n", left,
-                y + 4, s->med * x,
-                i == 0         ? "#2b7bba"
-                : s->uncertain ? "#7fb2d9"
-                               : "#b0b0b0");
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
-                left + s->q1 * x, left + s->q3 * x, y + 13, y + 13);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.0f\">%.2f ms</text>\n", left + s->q3 * x + 6, y + 17,
-                s->med);
-    }
-    fprintf(f, "</svg>\n");
-    return close_out(f, tmp, t->svg);
-}
-
-/* Writes a JSON document through PATH.tmp and a rename (steals root). */
-static int dump_json(json_t *root, const char *path) {
-    char tmp[4200];
-    FILE *f = root ? open_out(path, tmp, sizeof tmp) : NULL;
-    if (!root) fprintf(stderr, "nestpipe: tune: out of memory writing %s\n", path);
-    int rc = !f || json_dumpf(root, f, JSON_INDENT(1)) || fputc('\n', f) == EOF;
-    json_decref(root);
-    if (f)
-        rc |= close_out(f, tmp, path);
-    else
-        rc = 1;
-    return rc;
-}
-
-static json_t *num(double x) {
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
-static int write_json(const tune *t, const int *order) {
-    json_t *list = json_array();
-    for (int i = 0; list && i < t->n; i++) {
-        const setting *s = &t->s[order[i]];
-        json_t *runs = json_array();
-        for (int r = 0; runs && r < s->runs; r++)
-            json_array_append_new(runs, num(s->step_ms[r]));
-        json_array_append_new(
-            list,
-            json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "rank",
-                      i + 1, "sched", s->sched, "priorities", s->prio, "workers", s->workers,
-                      "windows", s->windows, "chunks", s->chunks, "step_ms_median", num(s->med),
-                      "step_ms_q1", num(s->q1), "step_ms_q3", num(s->q3), "uncertain", s->uncertain,
-                      "idle_share", num(s->idle_med), "exposed_exchange_ms", num(s->exposed_med),
-                      "step_ms", runs ? runs : json_null()));
-    }
-    return dump_json(list ? json_pack("{s:I, s:i, s:i, s:o}", "batch", (json_int_t)t->batch,
-                                      "steps", t->steps, "warmup", t->warmup, "settings", list)
-                          : NULL,
-                     t->json);
-}
-
-/* The best setting as a config file: train PASS with its flags, --print-config, under a
- * header that says what tune measured. */
-static int write_best(const tune *t, const setting *b) {
-    char *extra[] = {"--sched",  (char *)b->sched,  "--windows",    (char *)b->windows,
-                     "--chunks", (char *)b->chunks, "--priorities", (char *)b->prio};
-    char printed[4200], tmp[4200];
-    snprintf(printed, sizeof printed, "%s/best.printed", t->dir);
-    int rc = print_config(t, extra, (int)(sizeof extra / sizeof *extra), printed);
-    if (rc) {
-        char line[1024];
-        last_line(printed, line, sizeof line);
-        fprintf(stderr, "nestpipe: tune: cannot print the best setting's config: %s\n", line);
-        return 1;
-    }
-    FILE *in = fopen(printed, "r"), *f = in ? open_out(t->out, tmp, sizeof tmp) : NULL;
-    if (!f) {
-        if (in) fclose(in);
-        return 1;
-    }
-    fprintf(f,
-            "# nestpipe tune's best setting: sched %s, priorities %s, windows %s, chunks %s, "
-            "workers %s\n# steady-state step %.3f ms (median of %d runs, IQR %.3f-%.3f ms)\n",
-            b->sched, b->prio, b->windows, b->chunks,
-            b->workers[0] ? b->workers : "(the environment's)", b->med, b->runs, b->q1, b->q3);
-    if (b->workers[0])
-        fprintf(f, "# run it with STARPU_NCPU=%s (a worker count is not a config key)\n",
-                b->workers);
-    char line[4200];
-    while (fgets(line, sizeof line, in))
-        fputs(line, f);
-    fclose(in);
-    return close_out(f, tmp, t->out);
 }
 
 /* One run of setting s in round r: its figures into s. Returns 0 or the exit code. */
@@ -611,12 +257,12 @@ static int run_setting(tune *t, setting *s, int si, int r, double *secs) {
                      "--resume=",
                      "--dump-params=",
                      "--log-json="};
-    int rc = run_train(t, extra, (int)(sizeof extra / sizeof *extra),
-                       s->workers[0] ? s->workers : NULL, NULL, log, secs);
-    if (stop_signal) return 128 + stop_signal;
+    int rc = tune_run_train(t, extra, (int)(sizeof extra / sizeof *extra),
+                            s->workers[0] ? s->workers : NULL, NULL, log, secs);
+    if (tune_stop_signal) return 128 + tune_stop_signal;
     if (rc) {
         char line[1024];
-        last_line(log, line, sizeof line);
+        tune_last_line(log, line, sizeof line);
         fprintf(stderr,
                 "nestpipe: tune: sched %s, priorities %s, workers %s, windows %s, chunks "
                 "%s failed (exit %d): %s\n",
@@ -673,33 +319,6 @@ static void summarize(tune *t, int *order) {
     }
 }
 
-static void machine_line(FILE *f) {
-    char model[256] = "an unknown CPU", line[512];
-    FILE *c = fopen("/proc/cpuinfo", "r");
-    while (c && fgets(line, sizeof line, c))
-        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
-            model[strcspn(model, "\n")] = 0;
-            break;
-        }
-    if (c) fclose(c);
-    fprintf(f, "machine: %s, %ld cores online\n", model, sysconf(_SC_NPROCESSORS_ONLN));
-}
-
-/* Where StarPU keeps the perf models (its rule: STARPU_PERF_MODEL_DIR, else
- * STARPU_HOME/.starpu/sampling, else HOME's). */
-static void models_line(FILE *f) {
-    const char *dir = getenv("STARPU_PERF_MODEL_DIR"), *home = getenv("STARPU_HOME");
-    if (dir && *dir)
-        fprintf(f, "perf models: %s (STARPU_PERF_MODEL_DIR)\n", dir);
-    else
-        fprintf(f, "perf models: %s/.starpu/sampling (%s)\n",
-                home && *home    ? home
-                : getenv("HOME") ? getenv("HOME")
-                                 : ".",
-                home && *home ? "STARPU_HOME" : "STARPU_HOME unset: your home");
-}
-
 static int sweep(tune *t) {
     for (int p = 0; p < t->policies.n; p++)
         for (int w = 0; w < (t->workers.n ? t->workers.n : 1); w++)
@@ -719,12 +338,12 @@ static int sweep(tune *t) {
                                                  .chunks = t->chunks.v[c],
                                                  .prio = t->prios.v[q]};
                     }
-    machine_line(stdout);
-    models_line(stdout);
+    tune_machine_line(stdout);
+    tune_models_line(stdout);
     printf("tune: %d settings, steps %d (the first %d left out), up to %d rounds in %.0f s\n", t->n,
            t->steps, t->warmup, t->repeats, t->budget_s);
     fflush(stdout);
-    double t0 = now_s();
+    double t0 = tune_now_s();
     int rounds = t->repeats;
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k < t->n; k++) {
@@ -741,7 +360,7 @@ static int sweep(tune *t) {
                         secs, t->n, secs * t->n, t->budget_s);
         }
         if (r == 0) { /* plan: the rounds that fit, the first included */
-            double round = now_s() - t0;
+            double round = tune_now_s() - t0;
             int fit = (int)(t->budget_s / round);
             rounds = fit < 1 ? 1 : fit < t->repeats ? fit : t->repeats;
             printf("tune: a round took %.1f s: %d round%s\n", round, rounds,
@@ -751,17 +370,18 @@ static int sweep(tune *t) {
     }
     int order[MAX_SETTINGS];
     summarize(t, order);
-    print_table(stdout, t, order);
+    tune_print_table(stdout, t, order);
     int any = 0;
     for (int i = 1; i < t->n; i++)
         any |= t->s[order[i]].uncertain;
     if (any)
         printf("~: its interquartile range meets the first's: its rank against the first is "
                "not certain (more --repeats, or longer runs)\n");
-    int rc = write_best(t, &t->s[order[0]]);
+    int rc = tune_write_best(t, &t->s[order[0]]);
     if (!rc) printf("best setting written to %s (nestpipe train --config %s)\n", t->out, t->out);
-    if (!rc && t->svg && !(rc = write_svg(t, order))) printf("chart written to %s\n", t->svg);
-    if (!rc && t->json && !(rc = write_json(t, order))) printf("figures written to %s\n", t->json);
+    if (!rc && t->svg && !(rc = tune_write_svg(t, order))) printf("chart written to %s\n", t->svg);
+    if (!rc && t->json && !(rc = tune_write_json(t, order)))
+        printf("figures written to %s\n", t->json);
     return rc;
 }
 
@@ -783,8 +403,8 @@ static int calibrate(tune *t, int policies_given) {
                 sched);
         return EXIT_BAD_INPUT;
     }
-    machine_line(stdout);
-    models_line(stdout);
+    tune_machine_line(stdout);
+    tune_models_line(stdout);
     char steps[32], trace[4200], log[4200];
     snprintf(steps, sizeof steps, "%d", t->steps);
     np_trace_pred rows[96];
@@ -808,7 +428,7 @@ static int calibrate(tune *t, int policies_given) {
                        "--dump-params=",
                        "--log-json="};
         double secs = 0;
-        int rc = run_train(t, cal, (int)(sizeof cal / sizeof *cal), NULL, "1", log, &secs);
+        int rc = tune_run_train(t, cal, (int)(sizeof cal / sizeof *cal), NULL, "1", log, &secs);
         snprintf(trace, sizeof trace, "%s/check-%02d.trace.json", t->dir, c);
         char *check[] = {"--sched",     (char *)sched,       "--steps",
                          steps,         "--quiet",           "--trace",
@@ -818,12 +438,13 @@ static int calibrate(tune *t, int policies_given) {
                          "--resume=",   "--dump-params=",    "--log-json="};
         if (!rc) {
             snprintf(log, sizeof log, "%s/check-%02d.log", t->dir, c);
-            rc = run_train(t, check, (int)(sizeof check / sizeof *check), NULL, "0", log, &secs);
+            rc = tune_run_train(t, check, (int)(sizeof check / sizeof *check), NULL, "0", log,
+                                &secs);
         }
-        if (stop_signal) return 128 + stop_signal;
+        if (tune_stop_signal) return 128 + tune_stop_signal;
         if (rc) {
             char line[1024];
-            last_line(log, line, sizeof line);
+            tune_last_line(log, line, sizeof line);
             fprintf(stderr, "nestpipe: tune: calibration run failed (exit %d): %s\n", rc, line);
             return rc == EXIT_BAD_INPUT ? EXIT_BAD_INPUT : 1;
         }
@@ -857,10 +478,10 @@ static int calibrate(tune *t, int policies_given) {
                                                           "codelet", rows[i].name, "tasks",
                                                           (json_int_t)rows[i].tasks, "predicted",
                                                           (json_int_t)rows[i].predicted, "mean_us",
-                                                          num(rows[i].mean_us), "median_error",
-                                                          num(rows[i].median_err), "p90_error",
-                                                          num(rows[i].p90_err)));
-                if (dump_json(list, t->json)) st = NP_STATUS_IO;
+                                                          tune_num(rows[i].mean_us), "median_error",
+                                                          tune_num(rows[i].median_err), "p90_error",
+                                                          tune_num(rows[i].p90_err)));
+                if (tune_dump_json(list, t->json)) st = NP_STATUS_IO;
             }
             np_trace_free(tr);
             if (st) return err.msg[0] ? np_cli_fail(st, &err) : 1;
@@ -876,19 +497,6 @@ static int calibrate(tune *t, int policies_given) {
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* The temporary folder and the runs' files in it. */
-static void remove_dir(const char *dir) {
-    nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
 int np_cmd_tune(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -902,11 +510,7 @@ int np_cmd_tune(int argc, char **argv) {
         policies_given |= !strncmp(argv[i], "--policies", 10);
     int rc = parse_args(&t, argc, argv);
     if (rc) return rc;
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    tune_catch_signals();
     ssize_t n = readlink("/proc/self/exe", t.exe, sizeof t.exe - 1);
     if (n <= 0) return bad_input("cannot find the nestpipe program (%s)", "/proc/self/exe");
     t.exe[n] = 0;
@@ -927,30 +531,30 @@ int np_cmd_tune(int argc, char **argv) {
     /* the train flags, checked once; their configuration gives the defaults */
     char printed[4200], v[64];
     snprintf(printed, sizeof printed, "%s/flags.printed", t.dir);
-    rc = print_config(&t, NULL, 0, printed);
+    rc = tune_print_config(&t, NULL, 0, printed);
     if (rc) {
         char line[1024];
-        last_line(printed, line, sizeof line);
+        tune_last_line(printed, line, sizeof line);
         fprintf(stderr, "%s\n", line[0] ? line : "nestpipe: tune: the train flags are refused");
-        if (!t.keep) remove_dir(t.dir);
+        if (!t.keep) tune_remove_dir(t.dir);
         return rc < 0 ? 1 : rc;
     }
     if (!t.windows.n) {
-        config_value(printed, "windows", v, sizeof v);
+        tune_config_value(printed, "windows", v, sizeof v);
         snprintf(t.windows.v[0], sizeof t.windows.v[0], "%s", v[0] ? v : "0");
         t.windows.n = 1;
     }
     if (!t.chunks.n) {
-        config_value(printed, "chunks", v, sizeof v);
+        tune_config_value(printed, "chunks", v, sizeof v);
         snprintf(t.chunks.v[0], sizeof t.chunks.v[0], "%s", v[0] ? v : "4");
         t.chunks.n = 1;
     }
     if (!t.prios.n) {
-        config_value(printed, "priorities", v, sizeof v);
+        tune_config_value(printed, "priorities", v, sizeof v);
         snprintf(t.prios.v[0], sizeof t.prios.v[0], "%s", v[0] ? v : "fixed");
         t.prios.n = 1;
     }
-    config_value(printed, "batch", v, sizeof v);
+    tune_config_value(printed, "batch", v, sizeof v);
     t.batch = atol(v);
     if (t.steps < 0) t.steps = 40;
     if (t.warmup < 0) t.warmup = t.steps / 5 > 2 ? t.steps / 5 : 2;
@@ -962,10 +566,10 @@ int np_cmd_tune(int argc, char **argv) {
         rc = EXIT_BAD_INPUT;
     }
     if (!rc) rc = t.calibrate ? calibrate(&t, policies_given) : sweep(&t);
-    if (!t.keep) remove_dir(t.dir);
-    if (stop_signal) {
-        fprintf(stderr, "nestpipe: tune: stopped by signal %d\n", (int)stop_signal);
-        return 128 + stop_signal;
+    if (!t.keep) tune_remove_dir(t.dir);
+    if (tune_stop_signal) {
+        fprintf(stderr, "nestpipe: tune: stopped by signal %d\n", (int)tune_stop_signal);
+        return 128 + tune_stop_signal;
     }
     return rc;
 }
