@@ -34,13 +34,27 @@ static void test_steady_state(void **state) {
               {1, 0, 0, 0, 10},  {1, 0, 1, 10, 30}, {1, 0, 2, 30, 60}, {1, 0, 3, 60, 90},
               {1, 0, 4, 90, 120}};
     for (size_t i = 0; i < sizeof ev / sizeof *ev; i++) {
-        np_trace_event e = {.name = "linear_fwd", .kind = NP_NODE_FWD, .batch = ev[i].batch,
-                            .rank = ev[i].rank, .worker = ev[i].worker, .start_us = ev[i].s,
-                            .end_us = ev[i].e, .node = -1, .chunk = -1, .window = -1};
+        np_trace_event e = {.name = "linear_fwd",
+                            .kind = NP_NODE_FWD,
+                            .batch = ev[i].batch,
+                            .rank = ev[i].rank,
+                            .worker = ev[i].worker,
+                            .start_us = ev[i].s,
+                            .end_us = ev[i].e,
+                            .node = -1,
+                            .chunk = -1,
+                            .window = -1};
         assert_int_equal(np_trace_record(tr, &e), 0);
     }
-    np_trace_event data = {.name = "data", .kind = NP_NODE_DATA, .batch = 4, .worker = 9,
-                           .start_us = 30, .end_us = 31, .node = -1, .chunk = -1, .window = -1};
+    np_trace_event data = {.name = "data",
+                           .kind = NP_NODE_DATA,
+                           .batch = 4,
+                           .worker = 9,
+                           .start_us = 30,
+                           .end_us = 31,
+                           .node = -1,
+                           .chunk = -1,
+                           .window = -1};
     assert_int_equal(np_trace_record(tr, &data), 0);
     np_trace_steady st;
     np_error e = {{0}};
@@ -69,9 +83,15 @@ static void test_predictions(void **state) {
     } ev[] = {{"a", 0, 10, 100}, {"a", 1, 10, 11}, {"a", 1, 10, 8},
               {"a", 2, 10, 13},  {"a", 2, 10, 0},  {"b", 1, 20, 20}};
     for (size_t i = 0; i < sizeof ev / sizeof *ev; i++) {
-        np_trace_event x = {.name = ev[i].name, .kind = NP_NODE_FWD, .batch = ev[i].batch,
-                            .start_us = 100.0 * (double)i, .end_us = 100.0 * (double)i + ev[i].dur,
-                            .pred_us = ev[i].pred, .node = -1, .chunk = -1, .window = -1};
+        np_trace_event x = {.name = ev[i].name,
+                            .kind = NP_NODE_FWD,
+                            .batch = ev[i].batch,
+                            .start_us = 100.0 * (double)i,
+                            .end_us = 100.0 * (double)i + ev[i].dur,
+                            .pred_us = ev[i].pred,
+                            .node = -1,
+                            .chunk = -1,
+                            .window = -1};
         assert_int_equal(np_trace_record(tr, &x), 0);
     }
     np_trace_pred rows[4];
