@@ -23,8 +23,7 @@
 static void train_help(FILE *out) {
     fputs("usage: nestpipe train [--config FILE] [flags]\n"
           "\n"
-          "Trains a DLRM or DCN-v2 and reports loss and eval AUC. Flags override the config file; "
-          "every\n"
+          "Trains a DLRM or DCN-v2 and reports loss and eval AUC. Flags override the config file; every\n"
           "flag is also a config-file key (key = value). Defaults in brackets.\n\n",
           out);
     const char *section = "";

@@ -94,8 +94,8 @@ static np_status submit_exchange_rows(np_sp_engine *e, long b, int w, np_error *
     np_batch_args a;
     window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
-    return np_submit_exchange_rows(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->recvkeys.h, r->meta.h,
-                                   e->Rin[w].h, e->sbuf.h, e->token.h, err);
+    return np_submit_exchange_rows(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->recvkeys.h,
+                                   r->meta.h, e->Rin[w].h, e->sbuf.h, e->token.h, err);
 }
 
 /* The split form (docs/pipeline.md "The batch boundary"): window w of batch b gets the
@@ -106,8 +106,8 @@ static np_status submit_rows_fresh(np_sp_engine *e, long b, int w, np_error *err
     window_args(e, b, w, &a);
     np_rset *prev = rset_of(e, b - 1), *r = rset_of(e, b);
     return np_submit_rows_fresh(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->recvkeys.h, r->meta.h,
-                                e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h, e->rbits[w].h,
-                                prev->uniq_o.h, prev->meta.h, r->uniq_o.h, err);
+                                e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
+                                e->rbits[w].h, prev->uniq_o.h, prev->meta.h, r->uniq_o.h, err);
 }
 
 static np_status submit_rows_shared(np_sp_engine *e, long b, int w, np_error *err) {
@@ -115,8 +115,8 @@ static np_status submit_rows_shared(np_sp_engine *e, long b, int w, np_error *er
     window_args(e, b, w, &a);
     np_rset *r = rset_of(e, b);
     return np_submit_rows_shared(&a.ctx, &a.xa, E_of(e, b)->h, r->map.h, r->recvkeys.h, r->meta.h,
-                                 e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h, e->rbits[w].h,
-                                 e->rbuf.h, err);
+                                 e->Rin[w].h, e->sbuf.h, e->token.h, e->obits[w].h,
+                                 e->rbits[w].h, e->rbuf.h, err);
 }
 
 /* Window w of batch b returns its row gradients; the owner adds them to gE. */
@@ -160,7 +160,8 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     st = NP_OK;
     for (int w = 0; w < e->W && !st; w++) {
         int next = w + ahead; /* the window whose rows go now, if not sent yet */
-        if (next >= e->pol.early_windows && next < e->W) st = submit_exchange_rows(e, b, next, err);
+        if (next >= e->pol.early_windows && next < e->W)
+            st = submit_exchange_rows(e, b, next, err);
         for (int c = 0; c < e->C && !st; c++) { /* a window's chunks run in parallel */
             a.ctx.window = w;
             a.ctx.boost = e->W - w;
@@ -233,8 +234,8 @@ static np_status make_room(np_sp_engine *e, const np_batch *b, np_error *err) {
     if (need <= e->cap_nnz && need_recv <= e->cap_recv && need_win <= e->cap_win) return NP_OK;
     starpu_task_wait_for_all();
     if (e->cp && !np_cp_applied(e->cp)) np_cp_abandon(e->cp); /* handles change: see there */
-        /* grow what is short, at least doubling */
-#define GROW(cur, want) ((want) <= (cur) ? (cur) : (cur)*2 > (want) ? (cur)*2 : (want))
+    /* grow what is short, at least doubling */
+#define GROW(cur, want) ((want) <= (cur) ? (cur) : (cur) * 2 > (want) ? (cur) * 2 : (want))
     size_t cap = GROW(e->cap_nnz, need), cap_recv = GROW(e->cap_recv, need_recv);
     size_t cap_win = GROW(e->cap_win, need_win);
 #undef GROW
@@ -264,23 +265,21 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
             return np_err(err, NP_STATUS_INTERNAL,
                           "batch shape (n=%ld, dense=%d, tables=%d) does not fit the engine "
                           "(n=%ld, dense=%d, tables=%d)",
-                          b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, np_config_dense(&m->cfg),
-                          m->T);
+                          b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, np_config_dense(&m->cfg), m->T);
     e->pending = 1;
     np_status st = NP_OK;
     /* critical-path priorities: the fourth step is recorded (the first ones hold the
      * pipeline's fill and the perf models' first samples) */
     if (m->cfg.priorities == NP_PRIORITIES_CRITICAL && !e->cp)
         st = np_cp_create(t + 3, &e->cp, err);
-    if (e->cp && !np_cp_applied(e->cp)) {
+    if (e->cp) {
+        int was = np_cp_applied(e->cp);
         np_cp_step(e->cp, t);
-        if (np_cp_applied(e->cp) && e->trace) { /* the trace says from when */
+        if (!was && np_cp_applied(e->cp) && e->trace) { /* the trace says from when */
             char from[48];
             snprintf(from, sizeof from, "critical-path from step %ld", t + 1);
             np_trace_set_info(e->trace, "priorities", from);
         }
-    } else if (e->cp) {
-        np_cp_step(e->cp, t);
     }
     /* 1. the training batch's own early stages, if no look-ahead ran them (sequential,
      *    the first steps) */
@@ -353,3 +352,4 @@ np_status np_engine_step(np_sp_engine *e, const np_batch *const *b, int n, doubl
     np_status st = np_engine_submit(e, b, n, err);
     return st ? st : np_engine_wait(e, loss, err);
 }
+

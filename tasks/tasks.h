@@ -18,10 +18,10 @@ typedef starpu_data_handle_t np_h;
 /* Where tasks' reports (np_cl_report) go: the engine's counters, added by the task's
  * callback. */
 typedef struct np_task_sink {
-    uint64_t bytes[4];         /* sent: keys (and counts), rows, row gradients, dense all-reduce */
-    uint64_t synced;           /* rows copied by dual-buffer syncs */
+    uint64_t bytes[4]; /* sent: keys (and counts), rows, row gradients, dense all-reduce */
+    uint64_t synced;   /* rows copied by dual-buffer syncs */
     uint64_t segments, pooled; /* remote exchange segments routed, and those sent pooled */
-    int fail;                  /* a task failed: a bad key, an overflow, no memory, an MPI error */
+    int fail;          /* a task failed: a bad key, an overflow, no memory, an MPI error */
     /* the first update that left a non-finite parameter: (batch + 1) << 20 | (node + 1),
      * node -1 for the embedding rows; 0 while every update was finite. One word, so the
      * driver reads batch and node together. */
@@ -155,13 +155,12 @@ NP_NODISCARD np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl
  * of the others in obits (owner's) and rbits (requester's); `shared` sends those after the
  * sync, through rbuf. */
 NP_NODISCARD np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
-                                            np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf,
-                                            np_h token, np_h obits, np_h rbits, np_h uniq_prev,
+                                            np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf, np_h token,
+                                            np_h obits, np_h rbits, np_h uniq_prev,
                                             np_h meta_prev, np_h uniq, np_error *err);
 NP_NODISCARD np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
-                                             np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf,
-                                             np_h token, np_h obits, np_h rbits, np_h rbuf,
-                                             np_error *err);
+                                             np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf, np_h token,
+                                             np_h obits, np_h rbits, np_h rbuf, np_error *err);
 NP_NODISCARD np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a,
                                                 np_h grows, np_h map, np_h keys, np_h meta, np_h gE,
                                                 np_h rbuf, np_h token, np_error *err);
@@ -174,7 +173,7 @@ NP_NODISCARD np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xch
 typedef struct np_layer_handles {
     np_h in[NP_LAYER_MAX_IN];
     size_t in_off[NP_LAYER_MAX_IN];
-    np_h params, out, saved, scratch;    /* saved, scratch: NULL when the kind has none */
+    np_h params, out, saved, scratch; /* saved, scratch: NULL when the kind has none */
     np_h dout, din[NP_LAYER_MAX_IN], gd; /* bwd; din[k] NULL: not wanted; gd NULL: no params */
 } np_layer_handles;
 /* Makes the codelets of every registered kind; idempotent. Before the first submit. */
@@ -189,7 +188,8 @@ const char *np_layer_codelet_name(const char *name);
 /* ---- pooling (pool_fwd, pool_bwd) and the loss (loss_fwd, then loss_bwd) of one chunk
  * (tasks/fwd_bwd.c) */
 NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
-                                          np_h offsets, np_h pos, np_h P, np_h meta, np_error *err);
+                                          np_h offsets, np_h pos, np_h P, np_h meta,
+                                          np_error *err);
 NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
                                           np_h offsets, np_h pos, np_h meta, np_h grows,
                                           np_error *err);

@@ -300,8 +300,9 @@ int np_trace_peer_wait(const np_trace *tr, double *wait) {
         int whole = 1;
         for (b = a + 1; b < m; b++) {
             const np_trace_event *e = ix[b].e, *p = ix[b - 1].e;
-            if (e->kind != first->kind || e->batch != first->batch || e->window != first->window ||
-                e->node != first->node || e->chunk != first->chunk ||
+            if (e->kind != first->kind || e->batch != first->batch ||
+                e->window != first->window || e->node != first->node ||
+                e->chunk != first->chunk ||
                 strcmp(e->name ? e->name : "", first->name ? first->name : ""))
                 break;
             if (e->rank == p->rank) whole = 0; /* one rank twice: not one collective */

@@ -49,8 +49,8 @@ static json_t *key_value(const np_config *cfg, const np_config_key *k) {
     return v[0] ? json_string(v) : json_null();
 }
 
-np_status np_train_write_metrics(const char *path, const np_config *cfg, const np_train_result *r,
-                                 np_error *err) {
+np_status np_train_write_metrics(const char *path, const np_config *cfg,
+                                 const np_train_result *r, np_error *err) {
     json_t *o = json_object();
     json_object_set_new(o, "steps", json_integer(r->steps));
     json_object_set_new(o, "global_batch", json_integer(r->global_batch));
@@ -81,12 +81,13 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg, const n
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
     /* where the policy came from: "default", "--sched", "FILE:LINE", "STARPU_SCHED[, over
-     * POLICY from ORIGIN]" */
-    json_t *from = json_string(cfg->sched_from[0] ? cfg->sched_from : "default");
-    json_object_set_new(o, "sched_from",
-                        cfg->engine == NP_ENGINE_REFERENCE ? (json_decref(from), json_null())
-                        : from                             ? from
-                               : json_string("(not UTF-8)")); /* a path of other bytes */
+     * POLICY from ORIGIN]"; a path of other bytes than UTF-8 is not a JSON string */
+    json_t *from = NULL;
+    if (cfg->engine != NP_ENGINE_REFERENCE) {
+        from = json_string(cfg->sched_from[0] ? cfg->sched_from : "default");
+        if (!from) from = json_string("(not UTF-8)");
+    }
+    json_object_set_new(o, "sched_from", from ? from : json_null());
     json_object_set_new(o, "windows", json_integer(np_config_windows(cfg)));
     json_object_set_new(o, "ranks", json_integer(cfg->ranks));
     json_t *bytes = json_object();
@@ -97,9 +98,9 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg, const n
     /* how the embedding exchange went (key "exchange"): its remote (window, table, owner)
      * segments and the share of them sent pooled */
     json_object_set_new(o, "exchange_segments", json_integer((json_int_t)r->xchg_segments));
-    json_object_set_new(
-        o, "exchange_pooled_share",
-        num(r->xchg_segments ? (double)r->xchg_pooled / (double)r->xchg_segments : 0));
+    json_object_set_new(o, "exchange_pooled_share",
+                        num(r->xchg_segments ? (double)r->xchg_pooled / (double)r->xchg_segments
+                                             : 0));
     json_object_set_new(o, "table_bytes_rank0", json_integer(r->table_bytes_rank0));
     json_object_set_new(o, "rows_synced", json_integer((json_int_t)r->rows_synced));
     json_object_set_new(o, "rows_synced_per_step",
@@ -155,8 +156,8 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg, const n
     np_outfile out;
     np_status st = np_outfile_open(&out, path, "metrics-json", err);
     if (!st) {
-        int failed =
-            json_dumpf(o, out.f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', out.f) == EOF;
+        int failed = json_dumpf(o, out.f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
+                     fputc('\n', out.f) == EOF;
         st = np_outfile_commit(&out, failed, err);
     }
     json_decref(o);
