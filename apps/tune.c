@@ -464,23 +464,27 @@ static int calibrate(tune *t, int policies_given) {
         }
         if (st || predicted == tasks || c + 1 == t->repeats) {
             if (!st) {
-                printf("%-22s %7s %9s %10s %13s %9s\n", "codelet", "tasks", "predicted", "mean us",
-                       "median error", "p90 error");
+                printf("%-22s %7s %9s %10s %13s %9s %12s\n", "codelet", "tasks", "predicted",
+                       "mean us", "median error", "p90 error", "noise floor");
                 for (int i = 0; i < n_rows; i++)
-                    printf("%-22s %7ld %8.0f%% %10.1f %12.1f%% %8.1f%%\n", rows[i].name,
+                    printf("%-22s %7ld %8.0f%% %10.1f %12.1f%% %8.1f%% %11.1f%%\n", rows[i].name,
                            rows[i].tasks, 100.0 * (double)rows[i].predicted / (double)rows[i].tasks,
-                           rows[i].mean_us, 100 * rows[i].median_err, 100 * rows[i].p90_err);
+                           rows[i].mean_us, 100 * rows[i].median_err, 100 * rows[i].p90_err,
+                           100 * rows[i].floor_err);
+                printf("noise floor: the median error of a hindsight prediction, each footprint's "
+                       "own median duration in this run\n");
             }
             if (!st && t->json) {
                 json_t *list = json_array();
                 for (int i = 0; list && i < n_rows; i++)
-                    json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:o, s:o, s:o}",
+                    json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o}",
                                                           "codelet", rows[i].name, "tasks",
                                                           (json_int_t)rows[i].tasks, "predicted",
                                                           (json_int_t)rows[i].predicted, "mean_us",
                                                           tune_num(rows[i].mean_us), "median_error",
                                                           tune_num(rows[i].median_err), "p90_error",
-                                                          tune_num(rows[i].p90_err)));
+                                                          tune_num(rows[i].p90_err), "noise_floor",
+                                                          tune_num(rows[i].floor_err)));
                 if (tune_dump_json(list, t->json)) st = NP_STATUS_IO;
             }
             np_trace_free(tr);

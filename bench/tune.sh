@@ -93,7 +93,8 @@ TMP_OUT=$(mktemp "$OUT.XXXXXX")
   echo "\`tune --calibrate\` (each side calibrated from nothing in its own STARPU_HOME). *keyed*: this"
   echo "build's models (a layer's kind, hyper-parameters, widths, rows, precision; the rows or keys"
   echo "a task really carries). *sizes*: NESTPIPE_FOOTPRINT=sizes, the buffers' sizes alone, as"
-  echo "the models were before."
+  echo "the models were before. *noise floor*: the median error of a hindsight prediction, each"
+  echo "footprint's own median duration in the same run: what no model keyed on the footprint beats."
   echo
   python3 - "$W/cal-keyed.json" "$W/cal-sizes.json" <<'PY'
 import json, sys
@@ -101,14 +102,14 @@ k = {r["codelet"]: r for r in json.load(open(sys.argv[1]))}
 s = {r["codelet"]: r for r in json.load(open(sys.argv[2]))}
 def pct(x):
     return "n/a" if x is None else "%.1f%%" % (100 * x)
-print("| codelet | tasks | mean µs | keyed: predicted | keyed: median | keyed: p90 | sizes: predicted | sizes: median | sizes: p90 |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| codelet | tasks | mean µs | keyed: predicted | keyed: median | keyed: p90 | keyed: noise floor | sizes: predicted | sizes: median | sizes: p90 |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 worst = 0
 for name in sorted(k):
     a, b = k[name], s.get(name, {})
-    print("| %s | %d | %.1f | %d%% | %s | %s | %s | %s | %s |" % (
+    print("| %s | %d | %.1f | %d%% | %s | %s | %s | %s | %s | %s |" % (
         name, a["tasks"], a["mean_us"], round(100 * a["predicted"] / a["tasks"]),
-        pct(a["median_error"]), pct(a["p90_error"]),
+        pct(a["median_error"]), pct(a["p90_error"]), pct(a.get("noise_floor")),
         "%d%%" % round(100 * b["predicted"] / b["tasks"]) if b else "n/a",
         pct(b.get("median_error")), pct(b.get("p90_error"))))
     if a["median_error"] is not None:

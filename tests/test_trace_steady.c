@@ -72,7 +72,10 @@ static void test_steady_state(void **state) {
 }
 
 /* Prediction errors by hand: "a" after the warm-up batch has errors 0.1, 0.2, 0.3 and one
- * task without a prediction (its warm-up task, error 9, is left out); "b" one exact. */
+ * task without a prediction (its warm-up task, error 9, is left out); "b" one exact. The
+ * noise floor: "c" has two footprints (predictions 10 and 30), durations 8, 10, 16 (median
+ * 10: errors 0.25, 0, 0.375) and 20, 40 (median 30: 0.5, 0.25), whose median is 0.25; a
+ * footprint of one task ("a", "b") has none. */
 static void test_predictions(void **state) {
     (void)state;
     np_trace *tr = new_trace();
@@ -81,7 +84,9 @@ static void test_predictions(void **state) {
         long batch;
         double dur, pred;
     } ev[] = {{"a", 0, 10, 100}, {"a", 1, 10, 11}, {"a", 1, 10, 8},
-              {"a", 2, 10, 13},  {"a", 2, 10, 0},  {"b", 1, 20, 20}};
+              {"a", 2, 10, 13},  {"a", 2, 10, 0},  {"b", 1, 20, 20},
+              {"c", 1, 16, 10},  {"c", 1, 40, 30}, {"c", 1, 8, 10},
+              {"c", 2, 20, 30},  {"c", 2, 10, 10}};
     for (size_t i = 0; i < sizeof ev / sizeof *ev; i++) {
         np_trace_event x = {.name = ev[i].name,
                             .kind = NP_NODE_FWD,
@@ -98,7 +103,7 @@ static void test_predictions(void **state) {
     int n = 0;
     np_error e = {{0}};
     assert_int_equal(np_trace_predictions(tr, 1, rows, 4, &n, &e), NP_OK);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 3);
     assert_string_equal(rows[0].name, "a");
     assert_int_equal(rows[0].tasks, 4);
     assert_int_equal(rows[0].predicted, 3);
@@ -108,7 +113,11 @@ static void test_predictions(void **state) {
     assert_string_equal(rows[1].name, "b");
     assert_int_equal(rows[1].predicted, 1);
     assert_true(rows[1].median_err == 0 && rows[1].p90_err == 0);
-    assert_int_equal(np_trace_predictions(tr, 1, rows, 1, &n, &e), NP_STATUS_INTERNAL);
+    assert_true(rows[0].floor_err == 0 && rows[1].floor_err == 0);
+    assert_string_equal(rows[2].name, "c");
+    assert_int_equal(rows[2].predicted, 5);
+    assert_true(fabs(rows[2].floor_err - 0.25) < 1e-12);
+    assert_int_equal(np_trace_predictions(tr, 1, rows, 2, &n, &e), NP_STATUS_INTERNAL);
     np_trace_free(tr);
 }
 

@@ -59,6 +59,7 @@ assert {"linear_fwd", "linear_bwd", "exchange_rows", "route", "sparse_update"} <
 for r in rows:
     assert 2 * r["predicted"] >= r["tasks"] > 0, r
     assert r["median_error"] is not None and 0 <= r["median_error"] <= r["p90_error"], r
+    assert r["noise_floor"] is not None and r["noise_floor"] >= 0, r
 assert sum(r["predicted"] for r in rows) >= 0.9 * sum(r["tasks"] for r in rows)
 PY
 # critical-path priorities only reorder work: the model of fixed priorities, bit for bit,

@@ -121,7 +121,7 @@ np_status np_trace_steady_state(const np_trace *tr, long warmup, np_trace_steady
 typedef struct pred_item {
     const char *name;
     double err; /* |pred - dur| / dur; NaN: no prediction */
-    double dur;
+    double dur, pred;
 } pred_item;
 
 static int cmp_pred(const void *pa, const void *pb) {
@@ -130,6 +130,63 @@ static int cmp_pred(const void *pa, const void *pb) {
     if (c) return c;
     if (isnan(a->err) || isnan(b->err)) return isnan(a->err) - isnan(b->err);
     return (a->err > b->err) - (a->err < b->err);
+}
+
+/* by name, then prediction (one per footprint: a fresh run does not update the models),
+ * then duration */
+static int cmp_group(const void *pa, const void *pb) {
+    const pred_item *a = pa, *b = pb;
+    int c = strcmp(a->name, b->name);
+    if (c) return c;
+    if (a->pred != b->pred) return (a->pred > b->pred) - (a->pred < b->pred);
+    return (a->dur > b->dur) - (a->dur < b->dur);
+}
+
+/* The median of sorted v[0 .. n), n > 0. */
+static double median_sorted(const double *v, size_t n) {
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int cmp_double(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The noise floor of it[0 .. m) (predicted tasks only, any order): each task's error
+ * against the median duration of its footprint's tasks in this very run, a prediction made
+ * with hindsight; per codelet, the median of those errors goes to the row of its name. */
+static np_status noise_floor(pred_item *it, size_t m, np_trace_pred *rows, int n_rows,
+                             np_error *err) {
+    double *dur = np_alloc(m ? m : 1, sizeof *dur, "trace predictions", err);
+    double *floor_err = np_alloc(m ? m : 1, sizeof *floor_err, "trace predictions", err);
+    if (!dur || !floor_err) {
+        free(dur);
+        free(floor_err);
+        return NP_STATUS_NO_MEMORY;
+    }
+    qsort(it, m, sizeof *it, cmp_group);
+    for (size_t a = 0; a < m;) { /* one footprint: it[a .. b) */
+        size_t b = a;
+        while (b < m && !strcmp(it[b].name, it[a].name) && it[b].pred == it[a].pred) {
+            dur[b - a] = it[b].dur;
+            b++;
+        }
+        double med = median_sorted(dur, b - a);
+        for (size_t i = a; i < b; i++) floor_err[i] = fabs(it[i].dur - med) / it[i].dur;
+        a = b;
+    }
+    for (size_t a = 0; a < m;) { /* one codelet: it[a .. b) */
+        size_t b = a;
+        while (b < m && !strcmp(it[b].name, it[a].name)) b++;
+        qsort(floor_err + a, b - a, sizeof *floor_err, cmp_double);
+        for (int r = 0; r < n_rows; r++)
+            if (!strcmp(rows[r].name, it[a].name))
+                rows[r].floor_err = median_sorted(floor_err + a, b - a);
+        a = b;
+    }
+    free(dur);
+    free(floor_err);
+    return NP_OK;
 }
 
 np_status np_trace_predictions(const np_trace *tr, long warmup, np_trace_pred *rows, int max,
@@ -151,10 +208,12 @@ np_status np_trace_predictions(const np_trace *tr, long warmup, np_trace_pred *r
             continue;
         it[m++] = (pred_item){.name = e->name,
                               .dur = dur,
+                              .pred = e->pred_us,
                               .err = e->pred_us > 0 ? fabs(e->pred_us - dur) / dur : NAN};
     }
     qsort(it, m, sizeof *it, cmp_pred); /* by name, then error, NaN last */
     np_status st = NP_OK;
+    size_t with_all = 0; /* the predicted tasks, it[0 .. with_all) once moved to the front */
     for (size_t a = 0; a < m;) {
         size_t b = a, with = 0;
         double sum = 0;
@@ -178,9 +237,13 @@ np_status np_trace_predictions(const np_trace *tr, long warmup, np_trace_pred *r
                              .predicted = (long)with,
                              .mean_us = sum / (double)(b - a),
                              .median_err = q50,
-                             .p90_err = q90};
+                             .p90_err = q90,
+                             .floor_err = NAN};
+        memmove(it + with_all, it + a, with * sizeof *it); /* it[a .. a + with) are done */
+        with_all += with;
         a = b;
     }
+    if (!st) st = noise_floor(it, with_all, rows, *n_rows, err);
     free(it);
     return st;
 }

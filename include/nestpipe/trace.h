@@ -129,12 +129,15 @@ NP_NODISCARD NP_API np_status np_trace_steady_state(const np_trace_t *tr, long w
  * (task name), over the tasks of batches after the first `warmup`, the tasks, those the
  * scheduler predicted a duration for (dm, dmda, dmdas record task->predicted; other
  * policies none), their mean measured duration, and the median and 90th percentile of
- * |predicted - measured| / measured (NaN with no prediction). rows[max]: more codelets is
+ * |predicted - measured| / measured (NaN with no prediction). `floor_err` is the noise
+ * floor: the same median error for a hindsight prediction, each footprint's own median
+ * duration in this trace (tasks with equal predictions form a footprint), which no model
+ * keyed on the task's footprint can beat by much. rows[max]: more codelets is
  * NP_STATUS_INTERNAL. Names point into the trace. Added in 0.6. */
 typedef struct np_trace_pred {
     const char *name;
     long tasks, predicted;
-    double mean_us, median_err, p90_err;
+    double mean_us, median_err, p90_err, floor_err;
 } np_trace_pred;
 NP_NODISCARD NP_API np_status np_trace_predictions(const np_trace_t *tr, long warmup,
                                                    np_trace_pred *rows, int max, int *n_rows,
