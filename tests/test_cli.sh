@@ -254,17 +254,43 @@ nd=$(grep -o '"cat": *"data"' "$W/trace.json" | wc -l)
   ok "the driver's batch reads are in the trace (20 data tasks on a driver row)" ||
   bad "driver rows: $nd data tasks"
 "$NP" trace report "$W/trace.json" --from-batch 15 >"$W/rep.txt" 2>"$W/err" &&
-  grep -q "(5 batches in" "$W/rep.txt" && ok "trace report --from-batch keeps batches 15..19" ||
+  grep -q "(5 batches ended in the" "$W/rep.txt" && ok "trace report --from-batch: the window where batches 15..19 ended" ||
   bad "trace report --from-batch: $(head -n 3 "$W/rep.txt") $(cat "$W/err")"
 expect_fail "trace report of a missing file" 2 "$W/none.json" -- "$NP" trace report "$W/none.json"
 expect_fail "trace report past the last batch" 2 "no task of batches 1000 on; the trace holds batches 0 to 19" \
   -- "$NP" trace report "$W/trace.json" --from-batch 1000
+# a window keeps the tasks of later batches that ran in it (dbp prefetches up to 4 ahead)
 expect_ok "trace svg of batches 15-16" "$NP" trace svg "$W/trace.json" "$W/part.svg" --from-batch 15 --to-batch 16
-grep -q '>b15[<,-]' "$W/part.svg" && ! grep -q '>b1[0-4][<,-]\|>b1[7-9][<,-]' "$W/part.svg" &&
-  ok "trace svg --from-batch/--to-batch draws those batches only" || bad "trace svg batch range"
+grep -q '>b15[<,-]' "$W/part.svg" && ! grep -q '>b1[0-4][<,-]' "$W/part.svg" &&
+  ok "trace svg --from-batch/--to-batch draws the window where batches 15-16 ended" || bad "trace svg batch range"
 expect_ok "trace paje of batches 0-1" "$NP" trace paje "$W/trace.json" "$W/part.paje" --to-batch 1
-grep -q 'ST_Task V_fwd 1 0 "top.0"$' "$W/part.paje" && ! grep -q 'ST_Task V_[a-z_]* [2-9]' "$W/part.paje" &&
-  ok "paje keeps batch, window and layer, and only batches 0-1" || bad "paje batch/window/layer fields"
+grep -q 'ST_Task V_fwd 1 0 "top.0"$' "$W/part.paje" &&
+  ! grep -qE 'ST_Task V_(pool_fwd|fwd|loss_fwd|loss_bwd|bwd|pool_bwd) ([4-9]|1[0-9]) ' "$W/part.paje" &&
+  ok "paje keeps batch, window and layer, and the window of batches 0-1" || bad "paje batch/window/layer fields"
+expect_fail "trace: a window by batches and milliseconds" 2 "by batches or by milliseconds, not both" \
+  -- "$NP" trace report "$W/trace.json" --from-batch 2 --to-ms 5
+expect_fail "trace: --to-ms before --from-ms" 2 "--to-ms must come after --from-ms" \
+  -- "$NP" trace report "$W/trace.json" --from-ms 5 --to-ms 2
+expect_fail "trace: a window past the trace" 2 "no task between 1000000.000 and" \
+  -- "$NP" trace report "$W/trace.json" --from-ms 1e6
+# the window of a nestpipe trace is the whole trace restricted to it (an independent reference)
+expect_ok "nestpipe traced run" "$NP" train --steps 12 "${SMALL[@]}" --pipeline nestpipe --windows 2 \
+  --trace "$W/np.json"
+"$NP" trace report "$W/np.json" --json --from-batch 4 --to-batch 8 >"$W/win.json" 2>"$W/err" &&
+  python3 "$(dirname "$0")/trace_window_ref.py" "$W/np.json" "$W/win.json" batches 4 8 >"$W/out" 2>&1 &&
+  ok "trace report of batches 4-8 equals the nestpipe trace restricted to their window" ||
+  bad "window report: $(tail -n 3 "$W/out") $(cat "$W/err")"
+# a window by time cuts tasks at both ends: the 40%..70% of the run
+read -r A B < <(python3 -c "import json,sys; t=[(e['ts'],e['ts']+e['dur']) for e in json.load(open(sys.argv[1]))['traceEvents'] if e.get('ph')=='X']; lo=min(a for a,_ in t); hi=max(b for _,b in t); print((lo+0.4*(hi-lo))/1e3, (lo+0.7*(hi-lo))/1e3)" "$W/np.json")
+"$NP" trace report "$W/np.json" --json --from-ms "$A" --to-ms "$B" >"$W/win.json" 2>"$W/err" &&
+  python3 "$(dirname "$0")/trace_window_ref.py" "$W/np.json" "$W/win.json" ms "$A" "$B" >"$W/out" 2>&1 &&
+  ok "trace report of $A-$B ms equals the nestpipe trace restricted to it" ||
+  bad "time window report: $(tail -n 3 "$W/out") $(cat "$W/err")"
+"$NP" trace report "$W/np.json" --from-ms 10 --to-ms 20 >"$W/rep.txt" 2>"$W/err" &&
+  grep -q "window 10.000 to 20.000 ms of the trace" "$W/rep.txt" && ok "trace report --from-ms/--to-ms" ||
+  bad "trace report --from-ms: $(head -n 3 "$W/rep.txt") $(cat "$W/err")"
+grep -q "exchange none: one rank" "$W/rep.txt" && ok "one rank reports no exchange" ||
+  bad "one-rank exchange: $(grep exchange "$W/rep.txt")"
 grep -q '"pipeline": "dbp"' "$W/sp.json" && ok "metrics name the pipeline (auto: dbp on one rank)" ||
   bad "metrics pipeline: $(grep -o '"pipeline": "[a-z]*"' "$W/sp.json")"
 tr -d ' \n' <"$W/sp.json" | grep -q '"bytes_exchanged":{"allreduce":0,"grads":0,"keys":0,"rows":0}' &&

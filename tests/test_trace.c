@@ -136,12 +136,12 @@ static void test_concurrent_record(void **state) {
  * every double exactly (17 significant digits), not round to a printf default. The last
  * two fields are node and chunk: layers 0 and 2 are named, 1 is not. */
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -306,8 +306,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -333,7 +333,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -435,8 +435,8 @@ static void test_route_segments(void **state) {
     np_trace *tr = new_trace();
     np_error e = {{0}};
     np_trace_event ev[2] = {
-        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3, 0},
-        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0, 0},
+        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3, 0, 0},
+        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
     };
     for (int i = 0; i < 2; i++)
         assert_int_equal(np_trace_record(tr, &ev[i]), 0);
@@ -507,8 +507,12 @@ static void test_layer_names(void **state) {
     assert_string_equal(np_trace_node_name(copy, 5), "ran nothing");
     /* worker names too: the export wrote the default name, the reader kept it */
     assert_string_equal(np_trace_worker_name(copy, 2), "worker 2");
-    assert_int_equal(np_trace_from_batch(back, 4, &late, &e), NP_OK);
-    assert_int_equal(np_trace_count(late), 2);
+    /* batch 4's tasks end before batch 3's: no window of their own */
+    assert_int_equal(np_trace_from_batch(back, 4, &late, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "no window of batches 4 on: they end by 1234.999 ms, before "
+                                  "the batches before them do (1234.999 ms)"));
+    assert_int_equal(np_trace_from_batch(back, 3, &late, &e), NP_OK);
+    assert_int_equal(np_trace_count(late), N_SAMPLE);
     assert_string_equal(np_trace_node_name(late, 0), "bottom.0");
     np_trace_free(copy);
     np_trace_free(late);

@@ -33,10 +33,13 @@ static const char *tmp_path(const char *name) {
     return path[next];
 }
 
+/* A trace of a two-rank run: the figures' tests with rank 0 alone stand for one rank's
+ * part of it (a one-rank run exchanges nothing: test_one_rank_run). */
 static np_trace *new_trace(void) {
     np_trace *tr = NULL;
     np_error e = {{0}};
     assert_int_equal(np_trace_create(&tr, &e), NP_OK);
+    np_trace_set_info(tr, "ranks", "2");
     return tr;
 }
 

@@ -123,9 +123,10 @@ static void group(const item *it, size_t n, unsigned flags, const span *dense, s
     *exposed_us = *union_us - overlap(tmp, m, dense, nd);
 }
 
-/* Fills rs and the rank's worker rows (appended at ws[*nw]) from its items [it, it+n). */
-static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_rank_stats *rs,
-                         np_trace_worker_stats *ws, int *nw) {
+/* Fills rs and the rank's worker rows (appended at ws[*nw]) from its items [it, it+n); tr
+ * says whether it is a window's trace (whose span is the window) and the run's ranks. */
+static void analyze_rank(const np_trace *tr, item *it, size_t n, span *dense, span *tmp,
+                         np_trace_rank_stats *rs, np_trace_worker_stats *ws, int *nw) {
     memset(rs, 0, sizeof *rs);
     rs->rank = it[0].rank;
     double first = it[0].t.s, last = it[0].t.e;
@@ -133,6 +134,7 @@ static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_ra
         if (it[i].t.s < first) first = it[i].t.s;
         if (it[i].t.e > last) last = it[i].t.e;
     }
+    int windowed = np_trace_get_window(tr, &first, &last);
     rs->span_us = last - first;
 
     /* items are sorted by kind, then start */
@@ -180,10 +182,30 @@ static void analyze_rank(item *it, size_t n, span *dense, span *tmp, np_trace_ra
         rs->idle_us += w->idle_us;
     }
 
-    qsort(it, n, sizeof *it, cmp_batch);
-    for (size_t i = 0; i < n; i++)
-        rs->batches += i == 0 || it[i].batch != it[i - 1].batch;
-    rs->step_us = rs->span_us / (double)rs->batches;
+    if (windowed) { /* the batches that completed inside the window */
+        rs->batches = np_trace_window_batches(tr, rs->rank);
+    } else {
+        qsort(it, n, sizeof *it, cmp_batch);
+        for (size_t i = 0; i < n; i++)
+            rs->batches += i == 0 || it[i].batch != it[i - 1].batch;
+    }
+    rs->step_us = rs->batches ? rs->span_us / (double)rs->batches : NAN;
+}
+
+/* The ranks of the run: its "ranks" fact, else those in the trace. */
+static int run_ranks(const np_trace *tr, int in_trace) {
+    const char *v = np_trace_info(tr, "ranks");
+    char *end = NULL;
+    long r = v ? strtol(v, &end, 10) : 0;
+    return v && end != v && !*end && r > 0 && r < 1 << 20 ? (int)r : in_trace;
+}
+
+/* One rank exchanges nothing: its exchange and collective tasks copy within the process
+ * (their time stays in the kind rows), so they are no exchange and wait for no peer. */
+static void no_exchange(np_trace_rank_stats *r) {
+    r->exchange_us = r->exchange_exposed_us = 0;
+    r->exchange_exposed_ratio = NAN;
+    r->collective_us = r->peer_wait_us = 0;
 }
 
 static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {
@@ -202,7 +224,7 @@ static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {
     o->peer_wait_us += r->peer_wait_us;
     if (r->batches > o->batches) o->batches = r->batches;
     if (r->span_us > o->span_us) o->span_us = r->span_us;
-    if (r->step_us > o->step_us) o->step_us = r->step_us;
+    if (r->step_us > o->step_us || isnan(o->step_us)) o->step_us = r->step_us;
 }
 
 /* The per-layer rows of out from all items (any order; sorted here by node). */
@@ -280,8 +302,11 @@ static int cmp_collective(const void *pa, const void *pb) {
 
 int np_trace_peer_wait(const np_trace *tr, double *wait) {
     size_t n = np_trace_count(tr), m = 0;
-    for (size_t i = 0; i < n; i++)
-        wait[i] = 0;
+    double w0, w1;
+    int windowed = np_trace_get_window(tr, &w0, &w1);
+    for (size_t i = 0; i < n; i++) /* a window's: found in the whole trace, cut to it */
+        wait[i] = windowed ? np_trace_get(tr, i)->wait_us : 0;
+    if (windowed) return 0;
     coll *ix = malloc((n ? n : 1) * sizeof *ix);
     if (!ix) return -1;
     int ranks = 0, seen[64] = {0}; /* ranks of the trace (a job has at most 64) */
@@ -365,13 +390,18 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
             goto done;
         }
     }
+    out->windowed = np_trace_get_window(tr, &out->window_from_us, &out->window_to_us);
+    out->one_rank = run_ranks(tr, n_ranks) == 1;
+    out->overall.step_us = NAN;
     for (size_t a = 0, b; a < n; a = b) {
         for (b = a; b < n && it[b].rank == it[a].rank; b++)
             ;
         np_trace_rank_stats *rs = &out->ranks[out->n_ranks++];
-        analyze_rank(it + a, b - a, dense, tmp, rs, out->workers, &out->n_workers);
+        analyze_rank(tr, it + a, b - a, dense, tmp, rs, out->workers, &out->n_workers);
+        if (out->one_rank) no_exchange(rs);
         add_overall(&out->overall, rs);
     }
+    if (!n_ranks) out->overall.step_us = 0;
     if (out->overall.exchange_us > 0)
         out->overall.exchange_exposed_ratio =
             out->overall.exchange_exposed_us / out->overall.exchange_us;
@@ -410,8 +440,12 @@ static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_rep
     int nw = 0; /* the workers the idle time is summed over */
     for (int i = 0; i < rep->n_workers; i++)
         nw += r->rank < 0 || rep->workers[i].rank == r->rank;
-    fprintf(f, "  step %.3f ms  (%ld batches in %.3f ms)  idle %.3f ms summed over %d worker%s\n",
-            r->step_us / 1e3, r->batches, r->span_us / 1e3, r->idle_us / 1e3, nw,
+    if (isnan(r->step_us))
+        fprintf(f, "  step -  (no batch ended in these %.3f ms)", r->span_us / 1e3);
+    else
+        fprintf(f, "  step %.3f ms  (%ld batches %s %.3f ms)", r->step_us / 1e3, r->batches,
+                rep->windowed ? "ended in the" : "in", r->span_us / 1e3);
+    fprintf(f, "  idle %.3f ms summed over %d worker%s\n", r->idle_us / 1e3, nw,
             nw == 1 ? "" : "s");
     if (r->rank >= 0) {
         fprintf(f, "  %-14s %8s %11s %11s\n", "worker", "", "busy ms", "idle ms");
@@ -435,9 +469,15 @@ static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_rep
         else
             fprintf(f, " %9s\n", "-");
     }
-    fprintf(f, "  exchange %.3f ms, exposed %.3f ms, exposed ratio ", r->exchange_us / 1e3,
-            r->exchange_exposed_us / 1e3);
-    if (isnan(r->exchange_exposed_ratio))
+    if (rep->one_rank)
+        fprintf(f, "  exchange none: one rank (its exchange tasks copy in memory; their time is "
+                   "in the kinds above)\n");
+    else
+        fprintf(f, "  exchange %.3f ms, exposed %.3f ms, exposed ratio ", r->exchange_us / 1e3,
+                r->exchange_exposed_us / 1e3);
+    if (rep->one_rank)
+        ;
+    else if (isnan(r->exchange_exposed_ratio))
         fprintf(f, "- (no exchange)\n");
     else
         fprintf(f, "%.3f\n", r->exchange_exposed_ratio);
@@ -552,6 +592,17 @@ np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags, np
             ranks = NULL; /* "o" stole it, even when the pack failed */
         }
         json_decref(ranks);
+        if (root && r->windowed &&
+            json_object_set_new(root, "window",
+                                json_pack("{s:o, s:o}", "from_us", num(r->window_from_us),
+                                          "to_us", num(r->window_to_us)))) {
+            json_decref(root);
+            root = NULL;
+        }
+        if (root && json_object_set_new(root, "one_rank", json_boolean(r->one_rank))) {
+            json_decref(root);
+            root = NULL;
+        }
         if (root && (flags & NP_TRACE_PRINT_LAYERS) &&
             (json_object_set_new(root, "compute_us", num(r->compute_us)) ||
              json_object_set_new(root, "layers", layers_json(r)))) {
@@ -565,6 +616,10 @@ np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags, np
             return np_err(err, NP_STATUS_IO, "trace report: cannot write the JSON report");
         return NP_OK;
     }
+    if (r->windowed)
+        fprintf(f, "window %.3f to %.3f ms of the trace: every task that ran in it, clipped to "
+                   "it\n",
+                r->window_from_us / 1e3, r->window_to_us / 1e3);
     for (int i = 0; i < r->n_ranks; i++)
         print_rank(f, &r->ranks[i], r, r->n_ranks);
     if (r->n_ranks != 1) print_rank(f, &r->overall, r, r->n_ranks); /* one rank: the same */

@@ -77,7 +77,7 @@ static void put_lane_label(FILE *f, const np_trace *tr, int worker, double y) {
 /* Batch starts on one rank: a dashed line through its rows for every batch, and a label on
  * its title line: bN, or bA-bB for batches that start too close together to label apart,
  * so every batch is marked on every rank and no two labels overlap. For a readable picture
- * of a long run, draw a few batches (--from-batch, --to-batch). */
+ * of a long run, draw a window (--from-batch/--to-batch, --from-ms/--to-ms). */
 static void put_batches(FILE *f, const np_svg_picture *p, size_t i0, size_t i1, double y_head,
                         double y_end) {
     size_t k = np_svg_rank_batches(p, i0, i1);

@@ -34,6 +34,12 @@ struct np_trace {
         int64_t id;
     } *writers;
     size_t n_writers, cap_writers;
+    /* a window's trace (np_trace_window): its bounds and, by rank, the batches whose last
+     * task ended inside it */
+    int windowed;
+    double win_from, win_to;
+    np_trace_batch_end *win_ends; /* (n_win_ends) */
+    size_t n_win_ends;
 };
 
 /* The accessors take a const trace but must still lock: the mutex is the one member that
@@ -74,6 +80,7 @@ void np_trace_free(np_trace *tr) {
         free(tr->info_val[i]);
     }
     free(tr->writers);
+    free(tr->win_ends);
     free(tr->ev);
     pthread_mutex_destroy(&tr->mu);
     free(tr);
@@ -525,42 +532,47 @@ const char *np_trace_node_name(const np_trace *tr, int node) {
     return name;
 }
 
-np_status np_trace_batches(const np_trace *tr, long from, long to, np_trace **out,
-                           np_error *err) {
-    *out = NULL;
-    np_trace *t = NULL;
-    np_status st = np_trace_create(&t, err);
-    if (st) return st;
-    np_trace_copy_names(t, tr);
-    long lo = 0, hi = 0;
-    pthread_mutex_lock(lock_of(tr));
-    for (size_t i = 0; i < tr->n && !st; i++) {
-        long b = tr->ev[i].batch;
-        if (i == 0 || b < lo) lo = b;
-        if (i == 0 || b > hi) hi = b;
-        if (b >= from && (to < 0 || b <= to) && np_trace_record(t, &tr->ev[i]))
-            st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory selecting batches");
-    }
-    size_t kept = t->n;
-    pthread_mutex_unlock(lock_of(tr));
-    if (!st && kept == 0 && tr->n > 0) {
-        char range[48];
-        if (to < 0)
-            snprintf(range, sizeof range, "%ld on", from);
-        else
-            snprintf(range, sizeof range, "%ld to %ld", from, to);
-        st = np_err(err, NP_STATUS_BAD_INPUT,
-                    "trace: no task of batches %s; the trace holds batches %ld to %ld", range, lo,
-                    hi);
-    }
-    if (st) {
-        np_trace_free(t);
-        return st;
-    }
-    *out = t;
-    return NP_OK;
+int np_trace_set_window(np_trace *tr, double from_us, double to_us,
+                        const np_trace_batch_end *ends, size_t n) {
+    np_trace_batch_end *copy = malloc((n ? n : 1) * sizeof *copy);
+    if (!copy) return -1;
+    if (n) memcpy(copy, ends, n * sizeof *copy);
+    pthread_mutex_lock(&tr->mu);
+    free(tr->win_ends);
+    tr->win_ends = copy;
+    tr->n_win_ends = n;
+    tr->win_from = from_us;
+    tr->win_to = to_us;
+    tr->windowed = 1;
+    pthread_mutex_unlock(&tr->mu);
+    return 0;
 }
 
-np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out, np_error *err) {
-    return np_trace_batches(tr, from, -1, out, err);
+int np_trace_get_window(const np_trace *tr, double *from_us, double *to_us) {
+    pthread_mutex_lock(lock_of(tr));
+    int w = tr->windowed;
+    if (w) {
+        *from_us = tr->win_from;
+        *to_us = tr->win_to;
+    }
+    pthread_mutex_unlock(lock_of(tr));
+    return w;
+}
+
+/* Set once, on a new trace, before anyone reads it. */
+const np_trace_batch_end *np_trace_window_ends(const np_trace *tr, size_t *n) {
+    pthread_mutex_lock(lock_of(tr));
+    const np_trace_batch_end *e = tr->windowed ? tr->win_ends : NULL;
+    *n = tr->windowed ? tr->n_win_ends : 0;
+    pthread_mutex_unlock(lock_of(tr));
+    return e;
+}
+
+long np_trace_window_batches(const np_trace *tr, int rank) {
+    size_t n = 0;
+    const np_trace_batch_end *e = np_trace_window_ends(tr, &n);
+    long done = 0;
+    for (size_t i = 0; i < n; i++)
+        done += e[i].rank == rank && e[i].end_us > tr->win_from && e[i].end_us <= tr->win_to;
+    return done;
 }

@@ -37,6 +37,9 @@ typedef struct np_trace_event {
     /* the duration the scheduler predicted from the task's perf model (StarPU's
      * task->predicted: dm, dmda, dmdas), in microseconds; 0 when it predicted none */
     double pred_us;
+    /* in a window's trace only: the part of the task's (clipped) time spent waiting for a
+     * peer, as np_trace_peer_wait found it in the whole trace, cut to the window */
+    double wait_us;
 } np_trace_event;
 
 typedef struct np_trace np_trace;
@@ -82,6 +85,27 @@ const char *np_trace_info_at(const np_trace *tr, int i, const char **value);
 /* Copies src's worker and node names (and its facts) (a merged or filtered trace of the same run);
  * names dst already has for the same id are replaced. No-op when dst == src. */
 void np_trace_copy_names(np_trace *dst, const np_trace *src);
+
+/* The last end of a batch's tasks on a rank. */
+typedef struct np_trace_batch_end {
+    int rank;
+    long batch;
+    double end_us;
+} np_trace_batch_end;
+/* Makes tr a window's trace (np_trace_window, trace/window.c): its bounds in microseconds
+ * and the batch ends of the whole trace it was cut from (copied), so that a window of it
+ * still knows which batches really ended where. The analysis takes the window as each
+ * rank's span and the batches that ended inside it as its steps, and np_trace_peer_wait
+ * the events' wait_us. -1: out of memory. */
+int np_trace_set_window(np_trace *tr, double from_us, double to_us,
+                        const np_trace_batch_end *ends, size_t n);
+/* 1 and the bounds when tr is a window's trace, else 0. */
+int np_trace_get_window(const np_trace *tr, double *from_us, double *to_us);
+/* A window's trace: the batch ends of the whole trace (*n of them), valid while tr lives;
+ * NULL otherwise. */
+const np_trace_batch_end *np_trace_window_ends(const np_trace *tr, size_t *n);
+/* The batches that ended inside the window on `rank` (0 when tr is no window's). */
+long np_trace_window_batches(const np_trace *tr, int rank);
 
 size_t np_trace_count(const np_trace *tr);
 /* Event i in record order, NULL when i >= count. The pointer is valid until the next
@@ -173,6 +197,11 @@ typedef struct np_trace_report {
     double compute_us;              /* sum of the durations of all dense compute tasks */
     int n_layers;
     np_trace_layer_stats *layers; /* (n_layers) by node id, the node -1 row (if any) last */
+    int windowed;                 /* a window's trace (np_trace_window): its bounds */
+    double window_from_us, window_to_us;
+    /* the run had one rank (its "ranks" fact, else the trace's): no exchange, no peer, so
+     * the exchange and collective figures are 0 (the copies stay in the kind rows) */
+    int one_rank;
 } np_trace_report;
 
 /* For each event i of tr, wait[i] = the part of its time spent waiting for a peer: for a

@@ -42,15 +42,27 @@ NP_API void np_trainer_trace_data(np_trainer_t *tr, long batch, double start_us,
  * --trace`) into *out; free it with np_trace_free. A file of another kind or a malformed
  * one is NP_STATUS_BAD_INPUT naming the path and what is wrong. */
 NP_NODISCARD NP_API np_status np_trace_read_chrome(const char *path, np_trace_t **out, np_error *err);
-/* A new trace (*out) with only the tasks of batches >= from: steady-state figures without
- * the warm-up. tr is unchanged. */
-NP_NODISCARD NP_API np_status np_trace_from_batch(const np_trace_t *tr, long from, np_trace_t **out,
-                                           np_error *err);
-/* The same for batches from .. to (inclusive; to < 0: no end), for pictures of a few
- * batches of a long run. Selecting no task is NP_STATUS_BAD_INPUT, naming the batches the
- * trace holds (np_trace_from_batch too). */
+/* A new trace (*out) of the time window [from_us, to_us) of tr (microseconds from the
+ * trace's origin; -INFINITY and INFINITY are its ends; a window past them is cut to them):
+ * every task that overlaps
+ * it, whatever its batch, clipped to it. Its report is tr's restricted to the window: each
+ * rank's span is the window, its steps the batches whose last task ended inside it, the
+ * peer waits those of tr cut to the window (docs/tracing.md "Part of a run"). An empty or
+ * inverted window, or one with no task, is NP_STATUS_BAD_INPUT naming the trace's extent.
+ * tr is unchanged. Added in 0.6. */
+NP_NODISCARD NP_API np_status np_trace_window(const np_trace_t *tr, double from_us, double to_us,
+                                              np_trace_t **out, np_error *err);
+/* The window of batches from .. to (inclusive; to < 0: to the end): from the end of the
+ * last task of batches before `from` (the trace's start for its first batch) to the end of
+ * the last task of batches up to `to`, each the latest over the ranks, so exactly batches
+ * from .. to complete inside it. Before 0.6 this kept the tasks of those batches only,
+ * which under dbp and nestpipe dropped the tasks that overlap them. A range with no task is
+ * NP_STATUS_BAD_INPUT naming the batches the trace holds. */
 NP_NODISCARD NP_API np_status np_trace_batches(const np_trace_t *tr, long from, long to,
                                                np_trace_t **out, np_error *err);
+/* np_trace_batches(tr, from, -1, ...): steady-state figures without the warm-up. */
+NP_NODISCARD NP_API np_status np_trace_from_batch(const np_trace_t *tr, long from, np_trace_t **out,
+                                           np_error *err);
 /* A fact about the run that made the trace: "sched" (the StarPU policy that ran),
  * "sched_from" (where it came from: "default", "--sched", "FILE:LINE", "STARPU_SCHED..."),
  * "pipeline", "windows", "chunks", "ranks", "workers", "priorities" (when critical-path
