@@ -1,7 +1,9 @@
 /* `nestpipe generate`: writes the synthetic data of a config to a binary data file, so that
  * a run can read its batches instead of generating them (a benchmark that leaves data
- * generation out, or another framework fed the very same records). */
+ * generation out, or another framework fed the very same records), or to a Criteo TSV
+ * sample to try the file commands on. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 static const char *generate_help =
     "usage: nestpipe generate OUT.bin --samples N [--config FILE] [data and model flags]\n"
+    "       nestpipe generate OUT.txt --format tsv --samples N [flags]\n"
     "\n"
     "Writes records 0..N-1 of the synthetic data the same flags would train on (--seed,\n"
     "--tables, --rows, --zipf, --hot, --groups, and the dense feature count, the first\n"
@@ -17,7 +20,58 @@ static const char *generate_help =
     "order. `nestpipe train --data bin:OUT.bin` with the same flags then trains on the very\n"
     "batches --data synthetic gives, and holds out the same records, bit for bit, for as\n"
     "long as the file lasts. The file is written beside OUT.bin and renamed at the end: a\n"
-    "failed run leaves no file.\n";
+    "failed run leaves no file.\n"
+    "\n"
+    "--format tsv (the default for a name ending in .txt or .tsv) writes the first N\n"
+    "training records instead as a Criteo TSV that `--data criteo:OUT.txt` reads: the\n"
+    "label, 13 integers (a dense value x as round(e^x - 1), the inverse of the reader's\n"
+    "log(1 + v), so the values read back are close but not bit-identical) and 26 hex\n"
+    "categories. It needs Criteo's layout: 13 dense features (--bottom 13-...), 26 tables\n"
+    "and one key per bag (--hot 1), the defaults. A sample file to try the commands on.\n"
+    "--format bin forces the binary format.\n";
+
+/* Records of cfg's synthetic training stream as Criteo TSV lines, `count` of them. */
+static np_status write_tsv(const np_config *cfg, long count, const char *out, np_error *err) {
+    if (np_config_dense(cfg) != 13 || cfg->tables != 26 || cfg->hot > 1)
+        return np_error_set(err, NP_STATUS_BAD_INPUT,
+                            "generate --format tsv writes Criteo's layout (13 dense features, 26 "
+                            "tables, one key per bag); this config has %d, %d and hot %d: use "
+                            "--format bin",
+                            np_config_dense(cfg), cfg->tables, cfg->hot);
+    np_source_t *src = NULL;
+    np_batch b = {0};
+    np_outfile o = {0};
+    np_status st = np_source_open(cfg, NP_SPLIT_TRAIN, &src, err);
+    if (!st) st = np_outfile_open(&o, out, "generate", err);
+    int failed = 0;
+    for (long done = 0; !st && !failed && done < count;) {
+        long n = count - done < 4096 ? count - done : 4096;
+        if ((st = np_source_next_batch(src, n, &b, err))) break;
+        for (long r = 0; r < n && !failed; r++) {
+            failed |= fprintf(o.f, "%d", b.label[r] > 0.5f) < 0;
+            for (int j = 0; j < 13; j++) {
+                double x = b.dense[(size_t)r * 13 + (size_t)j];
+                failed |= fprintf(o.f, "\t%lld", x > 0 ? llround(expm1(x)) : 0LL) < 0;
+            }
+            for (int t = 0; t < 26; t++) {
+                const uint32_t *off = b.offsets + (size_t)t * (size_t)(b.n + 1) + (size_t)r;
+                if (off[1] > off[0])
+                    failed |= fprintf(o.f, "\t%llx", (unsigned long long)b.keys[off[0]]) < 0;
+                else
+                    failed |= fputc('\t', o.f) == EOF; /* an empty bag: a missing value */
+            }
+            failed |= fputc('\n', o.f) == EOF;
+        }
+        done += n;
+    }
+    if (o.f) {
+        np_status cst = np_outfile_commit(&o, st || failed, err);
+        if (!st) st = cst;
+    }
+    np_batch_free(&b);
+    np_source_free(src);
+    return st;
+}
 
 static int usage_error_generate(const char *what, const char *arg) {
     fprintf(stderr, "nestpipe: generate %s%s%s (see nestpipe generate --help)\n", what,
@@ -26,7 +80,8 @@ static int usage_error_generate(const char *what, const char *arg) {
 }
 
 int np_cmd_generate(np_dist_t *dist, int argc, char **argv) {
-    const char *out = argc > 0 && argv[0][0] != '-' ? argv[0] : NULL, *samples = NULL;
+    const char *out = argc > 0 && argv[0][0] != '-' ? argv[0] : NULL, *samples = NULL,
+               *format = NULL;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest) return 1;
     int n = 0, rc = 0;
@@ -39,6 +94,12 @@ int np_cmd_generate(np_dist_t *dist, int argc, char **argv) {
         }
         if (!strncmp(a, "--samples=", 10))
             samples = a + 10;
+        else if (!strncmp(a, "--format=", 9))
+            format = a + 9;
+        else if (!strcmp(a, "--format") && i + 1 < argc)
+            format = argv[++i];
+        else if (!strcmp(a, "--format"))
+            rc = usage_error_generate("--format needs a value: bin or tsv", NULL);
         else if (strcmp(a, "--samples"))
             rest[n++] = argv[i]; /* train's flags */
         else if (i + 1 >= argc)
@@ -76,7 +137,13 @@ int np_cmd_generate(np_dist_t *dist, int argc, char **argv) {
                            &err);
     /* only the data's rules apply (np_generate_synthetic checks them): a model too big for
      * this machine, or --steps 0, is no reason to refuse its data */
-    np_status st = np_generate_synthetic(&cfg, count, out, &err);
+    size_t len = strlen(out);
+    int tsv = format ? !strcmp(format, "tsv")
+                     : len > 4 && (!strcmp(out + len - 4, ".txt") || !strcmp(out + len - 4, ".tsv"));
+    if (format && strcmp(format, "tsv") && strcmp(format, "bin"))
+        return usage_error_generate("--format: bin or tsv, got", format);
+    np_status st = tsv ? write_tsv(&cfg, count, out, &err)
+                       : np_generate_synthetic(&cfg, count, out, &err);
     if (st) return np_cli_fail(st, &err);
     printf("generated %ld records to %s\n", count, out);
     return 0;

@@ -106,12 +106,15 @@ static const char *main_help =
     "commands:\n"
     "  train [flags]                        train a model (nestpipe train --help)\n"
     "  convert IN.tsv OUT.bin [--skip-bad-lines]   Criteo TSV to nestpipe binary data\n"
-    "  generate OUT.bin --samples N [flags] synthetic data to a binary file (generate --help)\n"
+    "  generate OUT.bin|OUT.txt --samples N [flags]   synthetic data to a binary file or a\n"
+    "                                       Criteo TSV sample (generate --help)\n"
     "  predict --params P --data SPEC --out FILE   score records (nestpipe predict --help)\n"
     "  export MODEL.params OUT.npz          a --dump-params file as a NumPy archive\n"
     "  compare A B [--rtol 1e-4] [--atol 1e-5]    compare two --dump-params files\n"
-    "  trace report FILE [--json]           overlap report of a --trace file\n"
-    "  trace svg FILE OUT.svg | trace paje FILE OUT.paje   timeline picture, Paje export\n"
+    "  trace report FILE [--json] [--by-layer] [WINDOW]   overlap report of a --trace file\n"
+    "  trace svg FILE OUT.svg | trace paje FILE OUT.paje [WINDOW]   timeline, Paje export\n"
+    "                                       WINDOW: --from-batch/--to-batch N or\n"
+    "                                       --from-ms/--to-ms T (trace --help)\n"
     "  check-layer --kind K --in W1,W2 [flags]   a layer kind's gradients (check-layer --help)\n"
     "  tune [flags] [train flags]           rank scheduling policies, workers, chunks and\n"
     "                                       windows by measured step time (tune --help)\n"
@@ -170,7 +173,12 @@ int np_cli_parse_train_args(int argc, char **argv, np_config *cfg, int *want_hel
             key[klen] = 0;
             const char *value;
             int sw = is_switch(key);
-            if (sw < 0) return usage_error("unknown flag", a); /* before taking its value */
+            if (sw < 0) { /* before taking its value */
+                const char *near = np_config_closest_key(key);
+                if (!near) return usage_error("unknown flag", a);
+                fprintf(stderr, "nestpipe: unknown flag '%s' (did you mean --%s? see nestpipe train --help)\n", a, near);
+                return EXIT_BAD_INPUT;
+            }
             if (eq) {
                 value = eq + 1;
             } else if (sw) {
@@ -271,17 +279,28 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
     return res.stopped ? 128 + res.stopped : 0;
 }
 
+static const char *convert_help =
+    "usage: nestpipe convert IN.tsv OUT.bin [--skip-bad-lines]\n"
+    "\n"
+    "Converts a Criteo TSV file (label, 13 integers, 26 hex categories a line) to nestpipe's\n"
+    "binary format (docs/data.md), which `--data bin:OUT.bin` reads several times faster and\n"
+    "whose header gives the record count. A malformed line stops it with FILE:LINE:COLUMN;\n"
+    "--skip-bad-lines skips such lines and counts them. The file is written beside OUT.bin\n"
+    "and renamed at the end: a failed convert leaves no file.\n";
+
 static int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int skip = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(main_help, stdout);
+            fputs(convert_help, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--skip-bad-lines")) {
             skip = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("unknown flag", argv[i]);
+            fprintf(stderr, "nestpipe: convert: unknown flag '%s' (see nestpipe convert --help)\n",
+                    argv[i]);
+            return EXIT_BAD_INPUT;
         } else if (!in) {
             in = argv[i];
         } else if (!out) {
@@ -359,6 +378,14 @@ static int run(np_dist_t *dist, int argc, char **argv) {
     if (!strcmp(argv[1], "compare")) return np_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "trace")) return np_cmd_trace(argc - 2, argv + 2);
     if (!strcmp(argv[1], "check-layer")) return np_cmd_check_layer(argc - 2, argv + 2);
-    fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);
+    static const char *const commands[] = {"train",   "convert", "generate", "predict",
+                                           "export",  "compare", "trace",    "check-layer",
+                                           "tune"};
+    const char *near = np_closest_word(argv[1], commands, sizeof commands / sizeof *commands);
+    if (near)
+        fprintf(stderr, "nestpipe: unknown command '%s' (did you mean '%s'? try nestpipe --help)\n",
+                argv[1], near);
+    else
+        fprintf(stderr, "nestpipe: unknown command '%s' (try nestpipe --help)\n", argv[1]);
     return EXIT_BAD_INPUT;
 }

@@ -312,13 +312,24 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
                         np_error *err) {
     if (!value) return np_err(err, NP_STATUS_BAD_INPUT, "%s: %s needs a value", where, key);
     const key_def *d = np_cfg_find_key(key);
-    if (!d)
-        return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (see nestpipe train --help)",
-                      where, np_escape(key, strlen(key), (char[128]){0}, 128));
+    if (!d) {
+        const char *near = np_config_closest_key(key);
+        return np_err(err, NP_STATUS_BAD_INPUT, "%s: unknown key '%s' (%s%s%ssee nestpipe train --help)",
+                      where, np_escape(key, strlen(key), (char[128]){0}, 128),
+                      near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    }
     np_config c = *cfg; /* work on a copy so cfg is unchanged on failure */
     if (set_value(&c, d, value)) {
         char expect[256];
         expect_of(d, expect, sizeof expect);
+        /* a path without its kind: say which kind it likely is */
+        size_t len = strlen(value);
+        if ((d->parse == np_cfg_parse_data || d->parse == np_cfg_parse_eval_data) &&
+            !strchr(value, ':') && len && len < 200) {
+            int bin = len > 4 && !strcmp(value + len - 4, ".bin");
+            snprintf(expect + strlen(expect), sizeof expect - strlen(expect),
+                     " (did you mean %s:%s?)", bin ? "bin" : "criteo", value);
+        }
         return np_cfg_bad(err, where, key, value, expect);
     }
     if (!strcmp(d->k.name, "sched")) /* the policy's origin, reported with it */
@@ -414,4 +425,12 @@ void np_config_defaults(np_config *cfg) {
     cfg->ranks = 1;
     cfg->local_rank = 0;
     cfg->local_ranks = cfg->nodes = 1;
+}
+
+const char *np_config_closest_key(const char *typed) {
+    const char *names[160];
+    size_t n = 0;
+    for (int i = 0; np_config_key_at(i) && n < sizeof names / sizeof *names; i++)
+        names[n++] = np_config_key_at(i)->name;
+    return np_closest_word(typed, names, n);
 }

@@ -107,3 +107,41 @@ char *np_escape(const char *s, size_t len, char *out, size_t cap) {
     out[k] = 0;
     return out;
 }
+
+/* The optimal-string-alignment distance between a and b, or 3 once it must exceed 2 (the
+ * most np_closest_word accepts) or a word is longer than 63 bytes. */
+static int edit_distance(const char *a, const char *b) {
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63 || (n > m ? n - m : m - n) > 2) return 3;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m] < 3 ? d[n][m] : 3;
+}
+
+const char *np_closest_word(const char *typed, const char *const *words, size_t n) {
+    const char *best = NULL;
+    int best_d = strlen(typed) <= 5 ? 2 : 3; /* accept below this */
+    for (size_t i = 0; typed && i < n; i++) {
+        if (!words[i]) continue;
+        int d = edit_distance(typed, words[i]);
+        if (d == 0) return NULL;
+        if (d < best_d) {
+            best = words[i];
+            best_d = d;
+        }
+    }
+    return best;
+}

@@ -38,14 +38,20 @@ expect_ok "help" "$NP" --help
 expect_ok "train help" "$NP" train --help
 grep -q -- "--sparse-optim" "$W/out" && ok "train help lists flags" || bad "train help lists flags"
 expect_fail "no command" 2 "usage" -- "$NP"
-expect_fail "unknown command" 2 "unknown command 'trian'" -- "$NP" trian
-expect_fail "unknown flag" 2 "unknown flag '--bogus'" -- "$NP" train --bogus 3
+expect_fail "unknown command" 2 "unknown command 'trian' (did you mean 'train'?" -- "$NP" trian
+expect_fail "unknown flag" 2 "unknown flag '--bogus' (see nestpipe train --help)" -- "$NP" train --bogus 3
+expect_fail "a misspelt flag: did you mean" 2 "unknown flag '--setps' (did you mean --steps?" -- "$NP" train --setps 3
+expect_fail "a data path without its kind" 2 "(did you mean criteo:train.txt?)" -- "$NP" train --data train.txt
+expect_fail "a binary path without its kind" 2 "(did you mean bin:x.bin?)" -- "$NP" train --eval-data x.bin
+expect_ok "convert help" "$NP" convert --help
+grep -q "usage: nestpipe convert IN.tsv OUT.bin" "$W/out" && ok "convert --help is convert's" || bad "convert --help: $(head -n 2 "$W/out")"
+expect_fail "convert: an unknown flag" 2 "see nestpipe convert --help" -- "$NP" convert a b --bogus
 expect_fail "flag without value" 2 "--steps needs a value" -- "$NP" train --steps
 expect_fail "bad value" 2 "--batch: bad value 'zero' for batch" -- "$NP" train --batch zero
 expect_fail "sizes disagree" 2 "must equal dim 8" -- "$NP" train --dim 8
 expect_fail "missing config" 2 "cannot open config file $W/none.ini" -- "$NP" train --config "$W/none.ini"
 printf 'steps = 3\nstpes = 4\n' >"$W/typo.ini"
-expect_fail "config typo" 2 "$W/typo.ini:2: unknown key 'stpes'" -- "$NP" train --config "$W/typo.ini"
+expect_fail "config typo" 2 "$W/typo.ini:2: unknown key 'stpes' (did you mean 'steps'?" -- "$NP" train --config "$W/typo.ini"
 expect_fail "missing data" 2 "$W/nope.tsv" -- "$NP" train --data "criteo:$W/nope.tsv"
 expect_fail "criteo needs 26 tables" 2 "26 categorical" -- "$NP" train --data "criteo:$W/good.tsv" --tables 8
 head -c 100 /dev/urandom >"$W/junk.bin"
@@ -157,6 +163,15 @@ GF0=(--tables 3 --rows 500,9000,40 --bottom 5-16-8 --top 16-1 --dim 8 --batch 64
 # only the data's rules apply: a model too big for this machine or --steps 0 is no reason
 expect_ok "generate ignores the model's memory" "$NP" generate "$W/big.bin" --samples 3 \
   --tables 2 --rows 1000000000 --zipf 0 --dim 64 --bottom 13-64 --steps 0
+# a Criteo TSV sample: 40 fields a line, which the Criteo reader reads whole
+expect_ok "generate a TSV sample" "$NP" generate "$W/sample.txt" --samples 300
+awk -F'\t' 'NF != 40 || $1 !~ /^[01]$/ { bad++ } END { exit bad || NR != 300 }' "$W/sample.txt" &&
+  ok "generate .txt: 300 Criteo lines of 40 fields" || bad "generate .txt: $(head -n 1 "$W/sample.txt")"
+expect_ok "the TSV sample converts" "$NP" convert "$W/sample.txt" "$W/sample.bin"
+grep -q "converted 300 records" "$W/out" && ok "every generated line is a valid Criteo record" || bad "convert sample: $(cat "$W/out")"
+expect_fail "generate --format tsv needs Criteo's layout" 2 "writes Criteo's layout (13 dense features, 26 tables" \
+  -- "$NP" generate "$W/s4.txt" --samples 5 --tables 4
+expect_fail "generate --format csv" 2 "--format: bin or tsv, got csv" -- "$NP" generate "$W/s.csv" --samples 5 --format csv
 expect_fail "generate without OUT" 2 "generate needs OUT.bin" -- "$NP" generate --samples 5
 expect_fail "generate without --samples" 2 "needs --samples N" -- "$NP" generate "$W/g.bin"
 expect_fail "generate --samples 0" 2 "--samples: need a whole number >= 1, got 0" -- "$NP" generate "$W/g.bin" --samples 0

@@ -304,6 +304,22 @@ static void test_agree_local(void **state) {
                         "ranks disagree on data: 'bin:/dev/null' on rank 0; 'synthetic' on ranks 1-2");
 }
 
+/* "did you mean": one edit for short words, two beyond, a swap is one edit; an exact word
+ * or a far one gets no suggestion. */
+static void test_closest_word(void **state) {
+    (void)state;
+    const char *const w[] = {"train", "trace", NULL, "compare", "tune"};
+    assert_string_equal(np_closest_word("trian", w, 5), "train"); /* a swap */
+    assert_string_equal(np_closest_word("trae", w, 5), "trace");  /* a deletion */
+    assert_string_equal(np_closest_word("compeer", w, 5), "compare"); /* two edits, 7 bytes */
+    assert_null(np_closest_word("tnu", w, 5));   /* two edits in a short word */
+    assert_null(np_closest_word("train", w, 5)); /* itself */
+    assert_null(np_closest_word("export", w, 5));
+    assert_string_equal(np_config_closest_key("setps"), "steps");
+    assert_string_equal(np_config_closest_key("sparse-optm"), "sparse-optim");
+    assert_null(np_config_closest_key("bogus"));
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/np_cfg_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
@@ -311,7 +327,7 @@ int main(void) {
         cmocka_unit_test(test_defaults_valid), cmocka_unit_test(test_key_table), cmocka_unit_test(test_set_good_values),
         cmocka_unit_test(test_set_bad_values), cmocka_unit_test(test_check_cross_fields),
         cmocka_unit_test(test_load_file),      cmocka_unit_test(test_load_errors),
-        cmocka_unit_test(test_agree_local),
+        cmocka_unit_test(test_agree_local),    cmocka_unit_test(test_closest_word),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

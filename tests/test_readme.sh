@@ -1,29 +1,22 @@
 #!/usr/bin/env bash
 # The README's "Using it" commands and those of docs/ (fenced sh blocks) run as written:
-# each line is run in order,
-# in a scratch folder that holds links to the build and models/ and small Criteo files train.txt and
-# test.txt,
+# each line is run in order, in a scratch folder that holds links to the build and models/,
 # with small sizes appended to `train` commands (later flags override earlier ones).
 # A command passes when it exits 0 (compare: 0 or 1, "same" or "differ"; bf16: 0, or 2 with
-# the one-line refusal on a CPU without avx512_bf16).
+# the one-line refusal on a CPU without avx512_bf16). Then every file they left must be one
+# the repository's .gitignore covers.
 # usage: test_readme.sh PATH/TO/build
 set -u
 BUILD=$(cd "$1" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-W=$(mktemp -d /tmp/np_readme_XXXXXX)
-trap 'rm -rf "$W"' EXIT
+W=$(mktemp -d /tmp/np_readme_XXXXXX) L=$(mktemp -d /tmp/np_readme_log_XXXXXX)
+trap 'rm -rf "$W" "$L"' EXIT
 pass=0 failed=0
 ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 cd "$W" || exit 1
 ln -s "$BUILD" build
 ln -s "$ROOT/models" models
-# a small Criteo TSV: label, 13 integers, 26 hex categories; a few malformed lines
-awk 'BEGIN { srand(7); for (i = 0; i < 1200; i++) { l = int(rand() * 2);
-  for (j = 0; j < 13; j++) l = l "\t" int(rand() * 50);
-  for (j = 0; j < 26; j++) l = l "\t" sprintf("%08x", int(rand() * 4000)); print l }
-  print "garbage line" }' >train.txt
-head -n 300 train.txt >test.txt
 # the line up to its comment: a '#' after whitespace, outside single or double quotes
 strip_comment() {
   local s=$1 out="" q="" c prev=" " i
@@ -68,17 +61,24 @@ for line in "${CMDS[@]}"; do
   [[ $cmd == *"nestpipe predict"* ]] && run+=" --rows 2000" # the shape train got above
   [[ $cmd == *"nestpipe tune"* ]] && run+=" --steps 6 --repeats 1 --rows 2000 --batch 64 --eval-samples 64"
   [[ $cmd == mpirun* ]] && run=${run/mpirun /mpirun --mca btl self,vader }
-  timeout 300 bash -c "$run" >out 2>err
+  timeout 300 bash -c "$run" >"$L/out" 2>"$L/err"
   rc=$?
   if [[ $rc == 0 ]]; then
     ok "$cmd"
   elif [[ $rc == 1 && $cmd == *"nestpipe compare"* ]]; then
     ok "$cmd (exit 1: the models differ, as expected)"
-  elif [[ $rc == 2 && $cmd == *"--precision bf16"* ]] && grep -q "bf16 needs a CPU with avx512_bf16" err; then
+  elif [[ $rc == 2 && $cmd == *"--precision bf16"* ]] && grep -q "bf16 needs a CPU with avx512_bf16" "$L/err"; then
     ok "$cmd (refused: no avx512_bf16 here)"
   else
-    bad "$cmd: exit $rc: $(tail -n 2 err)"
+    bad "$cmd: exit $rc: $(tail -n 2 "$L/err")"
   fi
 done
+# what the commands left, as paths in the repository: each must be ignored
+left=()
+while IFS= read -r f; do
+  git -C "$ROOT" check-ignore -q --no-index -- "${f#./}" || left+=("${f#./}")
+done < <(find . \( -path ./build -o -path ./models \) -prune -o -type f -print)
+((${#left[@]} == 0)) && ok "the commands leave no file outside .gitignore" ||
+  bad "files outside .gitignore: ${left[*]}"
 echo "$pass passed, $failed failed"
 ((failed == 0))

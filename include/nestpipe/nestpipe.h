@@ -136,6 +136,12 @@ NP_NODISCARD NP_API np_status np_output_not_input(const char *out, const char *o
  * files goes through it before it reaches an error message. Returns out. */
 NP_API char *np_escape(const char *s, size_t len, char *out, size_t cap);
 
+/* For "did you mean": the word of words[0 .. n) nearest to typed, when it is near enough
+ * to be a slip (at most one edit for words up to 5 bytes, two beyond; an edit inserts,
+ * deletes or changes a byte or swaps two neighbours); NULL otherwise, or for typed itself.
+ * NULL entries are skipped. Added in 0.6. */
+NP_API const char *np_closest_word(const char *typed, const char *const *words, size_t n);
+
 /* ---------------------------------------------------------------- configuration */
 
 #define NP_MAX_LAYERS 16
@@ -341,6 +347,9 @@ typedef struct np_config_key {
 } np_config_key;
 /* Key i in the help's order, or NULL past the last. */
 NP_API const np_config_key *np_config_key_at(int i);
+/* The key nearest to a misspelt one (np_closest_word over the keys), NULL when none is near:
+ * "unknown key 'setps' (did you mean 'steps'?)". Added in 0.6. */
+NP_API const char *np_config_closest_key(const char *typed);
 /* The value of `key` in cfg as text that np_config_set reads back to the same value.
  * Returns -1 for an unknown key or a buffer too small. */
 NP_API int np_config_get(const np_config *cfg, const char *key, char *buf, size_t n);
