@@ -38,6 +38,10 @@ struct np_bin_reader {
     size_t keys_cap;
 };
 
+uint64_t np_bin_records(const np_bin_reader *r) {
+    return r->n_records;
+}
+
 void np_bin_close(np_bin_reader *r) {
     if (!r) return;
     if (r->f) fclose(r->f);

@@ -106,6 +106,15 @@ NP_NODISCARD np_status np_bin_open(const char *path, int n_dense, int n_tables, 
  * call). NP_STATUS_END_OF_DATA after the header's n_records records. */
 NP_NODISCARD np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *count,
                                    const uint64_t **keys, np_error *err);
+/* The records the header says the file holds. */
+uint64_t np_bin_records(const np_bin_reader *r);
 void np_bin_close(np_bin_reader *r);
+
+/* How many training records one pass over the source's file holds (train split of file
+ * data; held-out records not counted): exact for the binary format (its header's count),
+ * estimated for a Criteo TSV larger than 1 MiB from its size and the mean length of its
+ * first MiB of lines (*estimated = 1), counted exactly below that (bad lines included).
+ * 0 for synthetic data or an unreadable file (the reads then say why). data/source.c */
+uint64_t np_source_records_per_pass(const np_source_t *src, int *estimated);
 
 #endif

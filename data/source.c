@@ -2,6 +2,8 @@
  * cuts records into table-major CSR batches. Not here: parsing (criteo.c, binfmt.c) or the
  * generator (synthetic.c). Split and end-of-data rules: docs/data.md "Splits". */
 #include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,4 +542,36 @@ np_status np_source_seek(np_source_t *src, long g, const np_data_pos *pos, np_er
                       (long long)pos->skipped, (unsigned long long)src->delivered,
                       (unsigned long long)src->next_index, src->skipped);
     return st;
+}
+
+uint64_t np_source_records_per_pass(const np_source_t *s, int *estimated) {
+    *estimated = 0;
+    uint64_t n = 0;
+    if (s->bin) {
+        n = np_bin_records(s->bin);
+    } else if (s->tsv) {
+        FILE *f = fopen(s->path, "rb");
+        struct stat sb;
+        if (!f) return 0;
+        if (fstat(fileno(f), &sb) || sb.st_size <= 0) {
+            fclose(f);
+            return 0;
+        }
+        enum { SAMPLE = 1 << 20 };
+        char *buf = malloc(SAMPLE);
+        size_t got = buf ? fread(buf, 1, SAMPLE, f) : 0, lines = 0, upto = 0;
+        fclose(f);
+        for (size_t i = 0; i < got; i++)
+            if (buf[i] == '\n') lines++, upto = i + 1;
+        free(buf);
+        if ((off_t)got == sb.st_size) { /* the whole file: its lines, a last one unended too */
+            n = lines + (got > upto);
+        } else {
+            if (!lines) return 0;
+            *estimated = 1;
+            n = (uint64_t)((double)sb.st_size / ((double)upto / (double)lines) + 0.5);
+        }
+    }
+    uint64_t held = s->every > 0 ? n / (uint64_t)s->every : 0;
+    return n - held;
 }

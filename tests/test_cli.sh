@@ -247,6 +247,13 @@ if [[ $? -eq 0 ]] && grep -q "skipped 2 malformed lines" "$W/out"; then ok "skip
 expect_ok "convert" "$NP" convert "$W/good.tsv" "$W/good.bin"
 expect_ok "bin trains" "$NP" train --data "bin:$W/good.bin" --steps 0 "${SMALL[@]}" --dump-params "$W/bin.params"
 cmp -s "$W/tsv.params" "$W/bin.params" && ok "bin == tsv params" || bad "bin and tsv params differ"
+# --steps 0 over two passes: the total from the header (630 training records a pass, 19
+# steps of 64), the epoch, and no word about the data ending, which was asked for
+"$NP" train --data "bin:$W/good.bin" --steps 0 --epochs 2 --rows 1000 --bottom 13-16-16 \
+  --top 16-1 --batch 64 --log-every 5 >"$W/out" 2>"$W/err"
+grep -q "^step 10/19  epoch 2/2 " "$W/out" && grep -q "^step 19/19  epoch 2/2  train_loss" "$W/out" &&
+  ! grep -q "ended" "$W/err" && ok "file data: step/total and epoch e/E, no data-ended line" ||
+  bad "file progress: $(grep '^step' "$W/out" | head -n 3) $(cat "$W/err")"
 expect_fail "convert malformed" 2 "$W/bad.tsv:5:3:" -- "$NP" convert "$W/bad.tsv" "$W/bad.bin"
 [[ ! -e "$W/bad.bin" ]] && ok "failed convert leaves no file" || bad "failed convert left $W/bad.bin"
 

@@ -20,23 +20,28 @@ void np_run_progress(const np_run *u, long step, double loss, double sps, double
                      int final) {
     const np_config *cfg = &u->cfg;
     if (cfg->quiet) return;
-    long total = cfg->steps;
-    /* step/total (no total with --steps 0), the loss (at the end: the summary's train_loss),
-     * samples/s, and the time left, or at the end the time taken */
-    char tot[32] = "", eta[48] = "";
-    if (total > 0) snprintf(tot, sizeof tot, "/%ld", total);
+    long total = u->total_steps;
+    /* step/total (~total: from a TSV's size; none for --steps 0 on synthetic data), the
+     * epoch on file data of several passes, the loss (at the end: the summary's
+     * train_loss), samples/s, and the time left, or at the end the time taken */
+    char tot[32] = "", eta[48] = "", ep[48] = "";
+    if (total > 0) snprintf(tot, sizeof tot, "/%s%ld", u->total_est ? "~" : "", total);
+    if (cfg->epochs > 1 && u->per_pass > 0) {
+        long e = (long)((uint64_t)step * (uint64_t)cfg->batch / u->per_pass) + 1;
+        snprintf(ep, sizeof ep, "  epoch %ld/%d", e < cfg->epochs ? e : cfg->epochs, cfg->epochs);
+    }
     if (final)
         snprintf(eta, sizeof eta, "  took %.1fs", elapsed);
-    else if (total > 0 && step > 0 && sps > 0) /* from the rate: a resumed run started late */
+    else if (total > step && step > 0 && sps > 0) /* from the rate: a resumed run started late */
         snprintf(eta, sizeof eta, "  ETA %.0fs", (double)(total - step) * (double)cfg->batch / sps);
     if (u->tty) {
-        fprintf(stderr, "\rstep %ld%s  %s %.5f  %.0f samples/s%s   ", step, tot,
+        fprintf(stderr, "\rstep %ld%s%s  %s %.5f  %.0f samples/s%s   ", step, tot, ep,
                 final ? "train_loss" : "loss", loss, sps, eta);
         if (final) fputc('\n', stderr);
         fflush(stderr);
     } else if (final || step % cfg->log_every == 0) {
-        printf("step %ld%s  %s %.5f  samples/s %.0f%s\n", step, tot, final ? "train_loss" : "loss",
-               loss, sps, eta);
+        printf("step %ld%s%s  %s %.5f  samples/s %.0f%s\n", step, tot, ep,
+               final ? "train_loss" : "loss", loss, sps, eta);
         fflush(stdout);
     }
 }

@@ -235,11 +235,11 @@ static np_status finish(np_run *u, np_run_fail *how, np_error *err) {
         if (u->lead) np_run_progress(u, r->steps, r->train_loss, r->samples_per_s, r->seconds, 1);
     }
     /* fewer steps than asked is worth a warning even under --quiet (metrics: data_ended);
-     * --steps 0 asks for exactly this */
-    if (r->data_ended && u->lead && (cfg->steps || !cfg->quiet))
-        fprintf(stderr, "nestpipe: %sthe training data ended after %ld steps of %ld samples%s\n",
-                cfg->steps ? "warning: " : "", r->steps, cfg->batch,
-                cfg->steps ? " (before --steps)" : "");
+     * --steps 0 asks for exactly this: the last progress line has said so */
+    if (r->data_ended && u->lead && cfg->steps)
+        fprintf(stderr, "nestpipe: warning: the training data ended after %ld steps of %ld "
+                        "samples (before --steps)\n",
+                r->steps, cfg->batch);
     if (r->steps == 0) {
         *how = NP_RUN_SETUP;
         r->err_quiet = !u->lead;

@@ -56,6 +56,9 @@ typedef struct np_run {
     long s0; /* the first step this process runs (resumed: the checkpoint's) */
     np_reader rd;
     /* progress */
+    long total_steps;  /* --steps, or with --steps 0 on file data the steps its passes hold */
+    uint64_t per_pass; /* file data: training records a pass holds (0: not known) */
+    int total_est;     /* total_steps is an estimate (a Criteo TSV's size) */
     int tty;
     double t0, last_print, recent;
     long recent_n;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "data/data.h"
 #include "train/agree.h"
 #include "train/run_impl.h"
 
@@ -159,6 +160,12 @@ static np_status open_inputs(np_run *u, const np_graph_t *graph, np_error *err) 
         st = np_error_set(err, NP_STATUS_IO, "--log-json %s: cannot create it: %s", cfg->log_json,
                           strerror(errno));
     if (!st) st = np_source_open(cfg, NP_SPLIT_TRAIN, &u->train, err);
+    /* the progress line's total: --steps, or what the file's passes hold */
+    u->total_steps = cfg->steps;
+    if (!st && cfg->data != NP_DATA_SYNTHETIC) {
+        u->per_pass = np_source_records_per_pass(u->train, &u->total_est);
+        if (!cfg->steps) u->total_steps = (long)(u->per_pass * (uint64_t)cfg->epochs / (uint64_t)cfg->batch);
+    }
     if (!st && u->lead) st = np_source_open(cfg, NP_SPLIT_EVAL, &u->eval, err);
     if (!st)
         st = graph ? np_model_create_graph(cfg, graph, &u->model, err)
