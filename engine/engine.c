@@ -366,6 +366,8 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     np_trace_set_info(e->trace, "ranks", n);
     snprintf(n, sizeof n, "%u", starpu_worker_get_count());
     np_trace_set_info(e->trace, "workers", n);
+    static const char *const data[] = {"synthetic", "criteo", "bin"};
+    np_trace_set_info(e->trace, "data", (unsigned)cfg->data < 3 ? data[cfg->data] : "?");
     return NP_OK;
 }
 

@@ -177,6 +177,9 @@ static void analyze_rank(const np_trace *tr, item *it, size_t n, span *dense, sp
         np_trace_worker_stats *w = &ws[(*nw)++];
         w->rank = rs->rank;
         w->worker = it[a].worker;
+        w->driver = 1;
+        for (size_t i = a; i < b; i++)
+            w->driver &= np_node_kind_is(it[i].kind, NP_KIND_DRIVER);
         w->busy_us = measure(tmp, merge(tmp, m));
         w->idle_us = rs->span_us - w->busy_us;
         rs->idle_us += w->idle_us;
@@ -406,6 +409,7 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
         out->overall.exchange_exposed_ratio =
             out->overall.exchange_exposed_us / out->overall.exchange_us;
     st = analyze_layers(tr, it, n, out, err);
+    if (!st) out->n_advice = np_trace_advise(tr, out, out->advice, NP_TRACE_MAX_ADVICE);
 
 done:
     free(it);
@@ -512,6 +516,18 @@ static void print_layers(FILE *f, const np_trace_report *r) {
     if (!r->n_layers) fprintf(f, "  (no layer tasks in this trace)\n");
 }
 
+static void print_advice(FILE *f, const np_trace_report *r) {
+    fprintf(f, "what to try (a rank's figure a step; docs/tracing.md \"What to try\")\n");
+    for (int i = 0; i < r->n_advice; i++) {
+        const np_trace_advice *a = &r->advice[i];
+        fprintf(f, "  %d. %s: %.3f ms, %.0f%% of the step. %s.\n     try: %s\n", i + 1, a->rule,
+                a->figure_us / 1e3, 100 * a->share, a->cause, a->knob);
+    }
+    if (!r->n_advice)
+        fprintf(f, "  nothing stands out: no rule of the table is met (exposed exchange, lookup "
+                   "and input each under a tenth of the step, workers idle under 30%%)\n");
+}
+
 /* JSON has no NaN or infinity: such a figure (a ratio without exchanges) is null. */
 static json_t *num(double x) {
     return isfinite(x) ? json_real(x) : json_null();
@@ -603,6 +619,21 @@ np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags, np
             json_decref(root);
             root = NULL;
         }
+        json_t *adv = root ? json_array() : NULL;
+        for (int i = 0; adv && i < r->n_advice; i++) {
+            const np_trace_advice *a = &r->advice[i];
+            if (json_array_append_new(adv, json_pack("{s:s, s:o, s:o, s:s, s:s}", "rule", a->rule,
+                                                     "figure_us", num(a->figure_us), "share",
+                                                     num(a->share), "cause", a->cause, "try",
+                                                     a->knob))) {
+                json_decref(adv);
+                adv = NULL;
+            }
+        }
+        if (root && (!adv || json_object_set_new(root, "advice", adv))) {
+            json_decref(root);
+            root = NULL;
+        }
         if (root && (flags & NP_TRACE_PRINT_LAYERS) &&
             (json_object_set_new(root, "compute_us", num(r->compute_us)) ||
              json_object_set_new(root, "layers", layers_json(r)))) {
@@ -624,6 +655,7 @@ np_status np_trace_report_print(const np_trace_report *r, FILE *f, int flags, np
         print_rank(f, &r->ranks[i], r, r->n_ranks);
     if (r->n_ranks != 1) print_rank(f, &r->overall, r, r->n_ranks); /* one rank: the same */
     if (flags & NP_TRACE_PRINT_LAYERS) print_layers(f, r);
+    if (r->n_ranks) print_advice(f, r);
     if (fflush(f) != 0 || ferror(f))
         return np_err(err, NP_STATUS_IO, "trace report: cannot write the report");
     return NP_OK;

@@ -155,10 +155,22 @@ typedef struct np_trace_kind_stats {
     double exposed_us; /* part of the union with no dense compute running on the rank */
 } np_trace_kind_stats;
 
+/* A rule of the report's "what to try" that the figures meet (trace/advice.c; the table is
+ * docs/tracing.md "What to try"): its id, the figure it is about (microseconds per rank
+ * and step) and that figure's share of the step, the likely cause and the knob to turn.
+ * The strings are the table's. */
+typedef struct np_trace_advice {
+    const char *rule;
+    double figure_us, share;
+    const char *cause, *knob;
+} np_trace_advice;
+#define NP_TRACE_MAX_ADVICE 16
+
 typedef struct np_trace_worker_stats {
     int rank, worker;
     double busy_us; /* measure of the union of its tasks' intervals */
     double idle_us; /* rank span - busy */
+    int driver;     /* the driver's row (only driver tasks: reading the data), no worker */
 } np_trace_worker_stats;
 
 typedef struct np_trace_rank_stats {
@@ -202,6 +214,9 @@ typedef struct np_trace_report {
     /* the run had one rank (its "ranks" fact, else the trace's): no exchange, no peer, so
      * the exchange and collective figures are 0 (the copies stay in the kind rows) */
     int one_rank;
+    /* what to try (np_trace_advise), the largest figure first */
+    int n_advice;
+    np_trace_advice advice[NP_TRACE_MAX_ADVICE];
 } np_trace_report;
 
 /* For each event i of tr, wait[i] = the part of its time spent waiting for a peer: for a
@@ -214,6 +229,11 @@ typedef struct np_trace_report {
 int np_trace_peer_wait(const np_trace *tr, double *wait);
 
 NP_NODISCARD np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *err);
+/* The rules of the table that r (tr's report) meets, at most max, into out, the largest
+ * figure first; returns how many. np_trace_analyze fills r->advice with them. */
+int np_trace_advise(const np_trace *tr, const np_trace_report *r, np_trace_advice *out, int max);
+/* The table's rules. */
+int np_trace_rule_count(void);
 void np_trace_report_free(np_trace_report *r);
 
 /* np_trace_report_print flags; 0 = the text report. */
