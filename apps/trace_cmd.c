@@ -141,5 +141,7 @@ int np_cmd_trace(int argc, char **argv) {
         st = np_trace_write_paje(tr, out, &err);
     }
     np_trace_free(tr);
-    return st ? fail(st, &err) : 0;
+    if (st) return fail(st, &err);
+    if (!report) printf("wrote %s\n", out);
+    return 0;
 }

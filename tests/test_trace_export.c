@@ -409,20 +409,36 @@ static void test_svg_layers(void **state) {
                              .start_us = evs[i].start,
                              .end_us = evs[i].end,
                              .node = evs[i].node,
-                             .chunk = evs[i].chunk};
+                             .chunk = evs[i].chunk,
+                             .id = (int64_t)i + 1,
+                             .n_deps = i == 1 || i == 2,
+                             .dep = {(int64_t)i}};
         assert_int_equal(np_trace_record(tr, &ev), 0);
     }
     np_error e = {{0}};
     const char *path = tmp_path("layers.svg");
     assert_int_equal(np_trace_write_svg(tr, path, &e), NP_OK);
     char *svg = read_all(path);
-    /* node 0 keeps the kind's colour (fwd #1f77b4); node 1 is 35% lighter, node 2 30% darker */
-    assert_non_null(strstr(svg, "fill=\"#1f77b4\"><title>linear_fwd (fwd) layer bottom.0 (node 0) "
+    /* a layer's fwd and bwd tasks take its colour: hues a golden angle apart from blue
+     * (node 0 #5ca3e6, 1 #e65c7b, 2 #5ce665), bwd darker (node 0 #3d6d99) */
+    assert_non_null(strstr(svg, "fill=\"#5ca3e6\"><title>linear_fwd (fwd) layer bottom.0 (node 0) "
                                 "batch 0 window 0 chunk 1, 0.100-0.200 ms (0.100 ms)</title>"));
-    assert_non_null(strstr(svg, "fill=\"#6da7ce\"><title>dot_fwd (fwd) layer dot &lt;&amp;&gt; "
+    assert_non_null(strstr(svg, "fill=\"#e65c7b\"><title>dot_fwd (fwd) layer dot &lt;&amp;&gt; "
                                 "(node 1) batch 0 window 0 chunk 0,"));
-    assert_non_null(strstr(svg, "fill=\"#16537e\"><title>cross_fwd (fwd) node 2 batch 0 window 0 "
-                                "chunk 5,"));
+    /* the task that ends last, outlined: the critical path (it reads nothing drawn) */
+    assert_non_null(strstr(svg, "fill=\"#5ce665\" stroke=\"#000\" stroke-width=\"1.5\"><title>"
+                                "cross_fwd (fwd) node 2 batch 0 window 0 chunk 5,"));
+    assert_int_equal(count_of(svg, "; on the critical path"), 1);
+    assert_non_null(strstr(svg, "fill=\"#3d6d99\"><title>linear_bwd (bwd) layer bottom.0"));
+    /* the layer legend: a fwd and a bwd swatch per layer node */
+    assert_int_equal(count_of(svg, "class=\"layer-legend\""), 6);
+    /* the dense compute lane: the layers and the loss follow each other from 0 to 520 us:
+     * one block, all of the span */
+    assert_int_equal(count_of(svg, "class=\"busy\""), 1);
+    assert_non_null(strstr(svg, ">100% busy</text>"));
+    /* dependencies: linear_fwd chunk 1 (id 2) reads chunk 0's output (id 1), dot_fwd (id 3)
+     * reads id 2: arrows, and the critical path back from the task that ends last */
+    assert_int_equal(count_of(svg, "<line class=\"dep"), 2);
     assert_non_null(strstr(svg, "<title>bce_fwd (loss_fwd) batch 0 window 0, "));
     assert_non_null(strstr(svg, "<title>allreduce (allreduce) layer bottom.0 (node 0) batch 0 "
                                 "window 0, "));
@@ -525,10 +541,53 @@ static int teardown(void **state) {
     return getenv("NP_KEEP_PNG") ? 0 : rmdir(tmpdir);
 }
 
+/* A run of more batches than a timeline shows: one batch three fifths in, drawn in detail
+ * (the window in which it ended: its fwd and the exchange of the next batch under it), and a
+ * summary bar for every batch. Batch b: fwd [100b, 100b + 60) and the exchange of batch b
+ * during its fwd [100b - 90, 100b - 70) (exposed for batch 0 only), a dense update ending
+ * the batch at 100b + 100. */
+static void test_svg_long(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    for (long b = 0; b < 20; b++) {
+        double t = 100.0 * (double)b;
+        np_trace_event evs[] = {
+            {.name = "linear_fwd", .kind = NP_NODE_FWD, .batch = b, .window = -1, .start_us = t,
+             .end_us = t + 60, .node = 0, .chunk = -1},
+            {.name = "exchange_rows", .kind = NP_NODE_EXCHANGE_EMB, .batch = b + 1, .window = -1,
+             .worker = 1, .start_us = t + 10, .end_us = t + 30, .node = -1, .chunk = -1},
+            {.name = "dense_sgd", .kind = NP_NODE_DENSE_UPDATE, .batch = b, .window = -1,
+             .start_us = t + 99, .end_us = t + 100, .node = 0, .chunk = -1},
+        };
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(np_trace_record(tr, &evs[k]), 0);
+    }
+    np_error e = {{0}};
+    const char *path = tmp_path("long.svg");
+    assert_int_equal(np_trace_write_svg(tr, path, &e), NP_OK);
+    char *svg = read_all(path);
+    /* batches 0..20 (the last exchange is batch 20's): batch 12 in detail, [1200, 1300) */
+    assert_non_null(strstr(svg, "21 batches: batch 12 in detail"));
+    assert_int_equal(count_of(svg, "class=\"task\""), 3);
+    assert_non_null(strstr(svg, "<title>linear_fwd (fwd) node 0 batch 12,"));
+    /* every batch that has a window gets a bar: 0..19 (batch 20 has no task ending after
+     * batch 19's end) */
+    assert_int_equal(count_of(svg, "<title>batch "), 20);
+    assert_non_null(strstr(svg, "<title>batch 12: step 0.100 ms, exposed exchange 0.000"));
+    if (have_tool("xmllint")) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+        assert_int_equal(run(cmd), 0);
+    }
+    free(svg);
+    remove(path);
+    np_trace_free(tr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paje),  cmocka_unit_test(test_paje_odd_times),
-        cmocka_unit_test(test_svg),   cmocka_unit_test(test_svg_layers),
+        cmocka_unit_test(test_svg),   cmocka_unit_test(test_svg_layers), cmocka_unit_test(test_svg_long),
         cmocka_unit_test(test_empty), cmocka_unit_test(test_unwritable),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

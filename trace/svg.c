@@ -102,6 +102,7 @@ static void put_task(FILE *f, const np_svg_picture *p, const np_svg_task *t, dou
     fprintf(f, "<rect class=\"task\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"",
             b.x, y, b.w, NP_SVG_ROW_H);
     put_shade(f, t->kind, t->node);
+    if (t->critical) fputs("\" stroke=\"#000\" stroke-width=\"1.5", f);
     fputs("\"><title>", f);
     put_xml(f, t->name ? t->name : np_node_kind_name(t->kind));
     fprintf(f, " (%s)", np_node_kind_name(t->kind));
@@ -120,6 +121,7 @@ static void put_task(FILE *f, const np_svg_picture *p, const np_svg_task *t, dou
             (t->end - t->start) / 1000);
     if (t->bytes) fprintf(f, ", %llu bytes", (unsigned long long)t->bytes);
     if (t->wait > 0) fprintf(f, ", of which %.3f ms waiting for peers", t->wait / 1000);
+    if (t->critical) fputs("; on the critical path", f);
     fputs("</title></rect>\n", f);
     if (b.wait_w > 0)
         fprintf(f,
@@ -187,7 +189,7 @@ static void put_legend(FILE *f, double y) {
             "stroke-width=\"1\" stroke-dasharray=\"3,2\"/>\n<text x=\"%d\" y=\"%.1f\" "
             "font-size=\"12\">bN: the start of batch N on that rank (its first task); b0-b2,b4: "
             "batches that start too close together to label apart; bN wW on a task: batch N, "
-            "window W</text>\n",
+            "window W; a layer's fwd and bwd tasks take the layer's colour</text>\n",
             NP_SVG_LABEL_W, y + 6, NP_SVG_LABEL_W + 20, y + 6, NP_SVG_LABEL_W + 26, y + 10);
     y += 18;
     fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"20\" height=\"12\" fill=\"", NP_SVG_LABEL_W, y);
@@ -302,6 +304,163 @@ static void put_layer_bars(FILE *f, const np_svg_picture *p, double y) {
     }
 }
 
+/* The rank's dense compute as one lane: the union of its compute tasks' intervals, so idle
+ * time shows as a gap at any zoom. ts[i0, i1) are the rank's tasks. */
+static void put_busy_lane(FILE *f, const np_svg_picture *p, size_t i0, size_t i1, double y) {
+    fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#fff\" "
+               "stroke=\"#bbb\" stroke-width=\"0.5\"/>\n",
+            NP_SVG_LABEL_W, y, NP_SVG_PLOT_W, NP_SVG_ROW_H);
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\" "
+               "font-style=\"italic\">dense compute</text>\n",
+            NP_SVG_LABEL_W - 8, y + NP_SVG_ROW_H / 2.0 + 4);
+    double *v = malloc(2 * (i1 - i0 + 1) * sizeof *v); /* cosmetic: none without memory */
+    if (!v) return;
+    size_t m = 0;
+    for (size_t i = i0; i < i1; i++)
+        if (np_node_kind_is(p->ts[i].kind, NP_KIND_COMPUTE)) {
+            v[2 * m] = p->ts[i].start;
+            v[2 * m + 1] = p->ts[i].end;
+            m++;
+        }
+    /* by start (insertion into a sorted run: the tasks are sorted per worker) */
+    for (size_t i = 1; i < m; i++)
+        for (size_t j = i; j > 0 && v[2 * j] < v[2 * j - 2]; j--) {
+            double s0 = v[2 * j], e0 = v[2 * j + 1];
+            v[2 * j] = v[2 * j - 2];
+            v[2 * j + 1] = v[2 * j - 1];
+            v[2 * j - 2] = s0;
+            v[2 * j - 1] = e0;
+        }
+    double busy = 0;
+    for (size_t a = 0; a < m;) {
+        double s0 = v[2 * a], e0 = v[2 * a + 1];
+        size_t b = a + 1;
+        for (; b < m && v[2 * b] <= e0; b++)
+            if (v[2 * b + 1] > e0) e0 = v[2 * b + 1];
+        double x0 = np_svg_x(p, s0), w = np_svg_x(p, e0) - x0;
+        fprintf(f, "<rect class=\"busy\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+                   "fill=\"#444\"/>\n",
+                x0, y + 3, w < 0.5 ? 0.5 : w, NP_SVG_ROW_H - 6);
+        busy += e0 - s0;
+        a = b;
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.0f%% "
+               "busy</text>\n",
+            NP_SVG_LABEL_W - 8, y + NP_SVG_ROW_H + 8, 100 * busy / p->span);
+    free(v);
+}
+
+/* Dependency arrows (a producer's end to its consumer's start, on one rank), the critical
+ * path's in red; ys[i] is the top of task i's row. */
+static void put_arrows(FILE *f, const np_svg_picture *p, const double *ys) {
+    np_svg_key *keys = np_svg_by_id(p);
+    if (!keys) return; /* cosmetic */
+    fputs("<g class=\"deps\" fill=\"none\">\n", f);
+    for (size_t i = 0; i < p->n; i++) {
+        const np_svg_task *t = &p->ts[i];
+        for (int d = 0; d < t->n_deps; d++) {
+            long k = np_svg_find(p, keys, t->rank, t->dep[d]);
+            if (k < 0) continue;
+            const np_svg_task *u = &p->ts[k];
+            int crit = t->critical && u->critical;
+            fprintf(f,
+                    "<line class=\"dep%s\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" "
+                    "stroke=\"%s\" stroke-width=\"%s\" stroke-opacity=\"%s\" "
+                    "marker-end=\"url(#%s)\"/>\n",
+                    crit ? " critical" : "", np_svg_x(p, u->end), ys[k] + NP_SVG_ROW_H / 2.0,
+                    np_svg_x(p, t->start), ys[i] + NP_SVG_ROW_H / 2.0, crit ? "#d00" : "#555",
+                    crit ? "1.5" : "0.6", crit ? "1" : "0.5", crit ? "arrow-crit" : "arrow");
+        }
+    }
+    fputs("</g>\n", f);
+    free(keys);
+}
+
+static void put_layer_legend(FILE *f, const np_svg_picture *p, double y) {
+    if (!p->n_named) return;
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\">layers (fwd | "
+               "bwd)</text>\n",
+            NP_SVG_LABEL_W - 8, y + 10);
+    int k = 0;
+    for (int i = 0; i < p->n_layers; i++) {
+        const np_trace_layer_stats *l = &p->rep.layers[i];
+        if (l->node < 0) continue;
+        double x, yy;
+        np_svg_legend_at(k++, y, &x, &yy);
+        for (int bwd = 0; bwd < 2; bwd++) {
+            unsigned char c[3];
+            np_svg_layer_colour(l->node, bwd, c);
+            fprintf(f,
+                    "<rect class=\"layer-legend\" x=\"%.1f\" y=\"%.1f\" width=\"7\" "
+                    "height=\"12\" fill=\"#%02x%02x%02x\"/>\n",
+                    x + 7 * bwd, yy, c[0], c[1], c[2]);
+        }
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">", x + 18, yy + 10);
+        if (l->name)
+            put_xml(f, l->name);
+        else
+            fprintf(f, "node %d", l->node);
+        fputs("</text>\n", f);
+    }
+}
+
+/* A long run's batches, a stacked bar each: the step (the window in which the batch
+ * ended), of which exposed exchange, exposed lookup and exposed input (a rank's average;
+ * they may overlap each other, so "the rest" is the step less their sum, at least 0). */
+static void put_summary(FILE *f, const np_svg_picture *p, double y) {
+    fprintf(f,
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">Every batch: its "
+            "step and what of it was exposed</text>\n",
+            NP_SVG_LABEL_W, y);
+    fprintf(f,
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">a bar a batch: the time from the end "
+            "of the batch before it to its own end (the timeline above is batch %ld's); red: "
+            "exposed exchange, cyan: exposed lookup, grey: exposed input, blue: the rest "
+            "(compute and what it hid); a rank's average</text>\n",
+            NP_SVG_LABEL_W, y + 16, p->detail);
+    /* the scale: the largest step, or three times the median when a few steps (start-up,
+     * a stall) are larger; those bars are cut at the top and say their step */
+    double top = y + 30, h = NP_SVG_SUMMARY_H, max = 0, med = np_svg_median_step(p);
+    for (int i = 0; i < p->n_summary; i++)
+        if (p->summary[i].step > max) max = p->summary[i].step;
+    if (max > 3 * med && med > 0) max = 3 * med;
+    if (!(max > 0)) return;
+    double bw = (double)NP_SVG_PLOT_W / p->n_summary;
+    static const char *const colour[4] = {"#d62728", "#17becf", "#9e9e9e", "#1f77b4"};
+    for (int i = 0; i < p->n_summary; i++) {
+        const np_svg_summary *b = &p->summary[i];
+        double part[4] = {b->exchange, b->lookup, b->input, 0};
+        double rest = b->step - part[0] - part[1] - part[2];
+        part[3] = rest > 0 ? rest : 0;
+        double x = NP_SVG_LABEL_W + i * bw, base = top + h;
+        for (int k = 0; k < 4; k++) {
+            double ph = part[k] / max * h;
+            if (ph > base - top) ph = base - top; /* cut at the top */
+            if (ph <= 0) continue;
+            base -= ph;
+            fprintf(f,
+                    "<rect class=\"summary\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                    "height=\"%.2f\" fill=\"%s\"%s><title>batch %ld: step %.3f ms, exposed "
+                    "exchange %.3f, lookup %.3f, input %.3f ms</title></rect>\n",
+                    x, base, bw > 2 ? bw - 1 : bw, ph, colour[k],
+                    b->batch == p->detail ? " stroke=\"#000\"" : "", b->batch, b->step / 1e3,
+                    b->exchange / 1e3, b->lookup / 1e3, b->input / 1e3);
+        }
+        if (b->step > max)
+            fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"9\">%.1f ms</text>\n", x + 1,
+                    top - 2, b->step / 1e3);
+        if (p->n_summary <= 60 || b->batch % 10 == 0)
+            fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%ld</text>\n",
+                    x + bw / 2, top + h + 12, b->batch);
+    }
+    fprintf(f,
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.1f ms</text>\n"
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">0</text>\n"
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">batch</text>\n",
+            NP_SVG_LABEL_W - 8, top + 10, max / 1e3, NP_SVG_LABEL_W - 8, top + h,
+            NP_SVG_LABEL_W, top + h + 26);
+}
+
 /* The whole document; p->n > 0. */
 static void emit(FILE *f, const np_svg_picture *p) {
     const np_svg_task *ts = p->ts;
@@ -312,6 +471,13 @@ static void emit(FILE *f, const np_svg_picture *p) {
             "height=\"%.0f\" viewBox=\"0 0 %d %.0f\" font-family=\"sans-serif\">\n"
             "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#fff\"/>\n",
             NP_SVG_WIDTH, height, NP_SVG_WIDTH, height, NP_SVG_WIDTH, height);
+    if (p->arrows)
+        fputs("<defs><marker id=\"arrow\" markerWidth=\"6\" markerHeight=\"6\" refX=\"6\" "
+              "refY=\"3\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#555\"/></marker>"
+              "<marker id=\"arrow-crit\" markerWidth=\"6\" markerHeight=\"6\" refX=\"6\" "
+              "refY=\"3\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#d00\"/></marker>"
+              "</defs>\n",
+              f);
     fprintf(f,
             "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">nestpipe task "
             "trace</text>\n<text x=\"%d\" y=\"44\" font-size=\"12\">%zu tasks on %d rank%s, %d "
@@ -319,7 +485,15 @@ static void emit(FILE *f, const np_svg_picture *p) {
             NP_SVG_LABEL_W, NP_SVG_LABEL_W, p->n, p->n_ranks, p->n_ranks == 1 ? "" : "s",
             p->n_lanes, p->span / 1000);
     if (p->n_layers)
-        fputs("; shades of a kind's colour tell layers apart, tooltips name layer and chunk", f);
+        fputs("; a layer's fwd and bwd tasks have its colour (legend below), tooltips name "
+              "layer and chunk", f);
+    fprintf(f, "</text>\n<text x=\"%d\" y=\"60\" font-size=\"12\">", NP_SVG_LABEL_W);
+    if (p->n_summary)
+        fprintf(f, "%ld batches: batch %ld in detail (the window in which it ended), all of "
+                   "them summarized below; ",
+                p->batches, p->detail);
+    fputs("dense compute: a rank's union of it", f);
+    if (p->arrows) fputs("; arrows: dependencies, red: the critical path", f);
     size_t dropped = np_trace_dropped(p->tr);
     if (dropped) fprintf(f, "; %zu events dropped (out of memory)", dropped);
     fputs("</text>\n", f);
@@ -327,6 +501,7 @@ static void emit(FILE *f, const np_svg_picture *p) {
     put_axis(f, p, p->y_axis, p->y_end);
 
     double y = p->y_rows;
+    double *ys = p->arrows ? malloc((p->n ? p->n : 1) * sizeof *ys) : NULL;
     for (size_t i0 = 0; i0 < p->n;) {
         size_t i1 = i0;
         while (i1 < p->n && ts[i1].rank == ts[i0].rank)
@@ -344,16 +519,24 @@ static void emit(FILE *f, const np_svg_picture *p) {
             fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#f4f4f4\"/>\n",
                     NP_SVG_LABEL_W, y, NP_SVG_PLOT_W, NP_SVG_ROW_H);
             put_lane_label(f, p->tr, ts[j].worker, y);
-            for (size_t t = j; t < j1; t++)
+            for (size_t t = j; t < j1; t++) {
                 put_task(f, p, &ts[t], y);
+                if (ys) ys[t] = y;
+            }
             y += NP_SVG_ROW_H + NP_SVG_ROW_GAP;
             j = j1;
         }
+        put_busy_lane(f, p, i0, i1, y);
+        y += NP_SVG_ROW_H + NP_SVG_ROW_GAP;
         put_batches(f, p, i0, i1, y_head, y - NP_SVG_ROW_GAP);
         y += NP_SVG_RANK_GAP;
         i0 = i1;
     }
+    if (ys) put_arrows(f, p, ys);
+    free(ys);
     put_legend(f, p->y_legend);
+    put_layer_legend(f, p, p->y_layer_legend);
+    if (p->n_summary) put_summary(f, p, p->y_summary);
     put_bars(f, p, p->y_bars);
     if (p->n_layers) put_layer_bars(f, p, p->y_layers);
     fputs("</svg>\n", f);
@@ -371,8 +554,20 @@ static void emit_empty(FILE *f) {
 
 np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err) {
     np_svg_picture p;
-    np_status st = np_svg_picture_make(&p, tr, err);
+    /* a long run: one steady-state batch in detail, every batch in the summary */
+    np_trace *detail = NULL;
+    np_svg_summary *summary = NULL;
+    int n_summary = 0;
+    long batch = -1, batches = 0;
+    np_status st = np_svg_long_run(tr, &detail, &summary, &n_summary, &batch, &batches, err);
+    if (st) return st;
+    st = np_svg_picture_make(&p, detail ? detail : tr, err);
+    p.summary = summary; /* freed with p */
+    p.n_summary = n_summary;
+    p.detail = batch;
+    p.batches = batches;
     if (st) goto out;
+    np_svg_place(&p);
     /* Through a unique temporary and rename, so a viewer never opens half a picture. */
     np_outfile o;
     if ((st = np_outfile_open(&o, path, "trace svg", err))) goto out;
@@ -384,5 +579,6 @@ np_status np_trace_write_svg(const np_trace *tr, const char *path, np_error *err
     st = np_outfile_commit(&o, 0, err);
 out:
     np_svg_picture_free(&p);
+    np_trace_free(detail);
     return st;
 }

@@ -30,25 +30,36 @@ static int cmp_batch_time(const void *pa, const void *pb) {
     return (a->batch > b->batch) - (a->batch < b->batch);
 }
 
-/* Where the parts of the document go, top to bottom: title, axis, the ranks' rows, the
- * legend, the kind chart, the layer chart. */
+/* Where the parts of the document go, top to bottom: title, axis, the ranks' rows (each
+ * rank's workers and its dense-compute lane), the legends (kinds, layers), the summary of a
+ * long run's batches, the kind chart, the layer chart. */
 static void place_parts(np_svg_picture *p) {
     p->n_bars = 1; /* or the line saying why there is no chart */
     for (int k = 0; k < NP_NODE_KIND_COUNT && p->analyzed; k++)
         p->n_bars += p->rep.overall.kind[k].count > 0;
     int legend_lines = (NP_NODE_KIND_COUNT + NP_SVG_LEGEND_PER_LINE - 1) / NP_SVG_LEGEND_PER_LINE;
-    p->y_axis = 80;
-    p->y_rows = p->y_axis + 8;
-    p->y_end = p->y_rows + p->n_ranks * (NP_SVG_RANK_HEAD + NP_SVG_RANK_GAP) +
-               p->n_lanes * (NP_SVG_ROW_H + NP_SVG_ROW_GAP);
-    p->y_legend = p->y_end + 16;
-    p->y_bars = p->y_legend + (legend_lines + 2) * 18 + 30;
-    p->y_layers = p->y_bars + 26 + p->n_bars * (NP_SVG_BAR_H + NP_SVG_BAR_GAP) + 24;
     /* no chart without layer tasks (rows are by node, the no-layer row last) */
     p->n_layers =
         p->analyzed && p->rep.n_layers && p->rep.layers[0].node >= 0 ? p->rep.n_layers : 0;
+    p->n_named = 0;
+    for (int i = 0; i < p->n_layers; i++)
+        p->n_named += p->rep.layers[i].node >= 0;
+    int layer_lines = (p->n_named + NP_SVG_LEGEND_PER_LINE - 1) / NP_SVG_LEGEND_PER_LINE;
+    p->y_axis = 80;
+    p->y_rows = p->y_axis + 8;
+    p->y_end = p->y_rows + p->n_ranks * (NP_SVG_RANK_HEAD + NP_SVG_RANK_GAP) +
+               (p->n_lanes + p->n_ranks) * (NP_SVG_ROW_H + NP_SVG_ROW_GAP);
+    p->y_legend = p->y_end + 16;
+    p->y_layer_legend = p->y_legend + (legend_lines + 2) * 18 + 12;
+    p->y_summary = p->y_layer_legend + (layer_lines ? layer_lines * 18 + 24 : 0) + 12;
+    p->y_bars = p->y_summary + (p->n_summary ? NP_SVG_SUMMARY_H + 80 : 0) + 18;
+    p->y_layers = p->y_bars + 26 + p->n_bars * (NP_SVG_BAR_H + NP_SVG_BAR_GAP) + 24;
     p->height = p->n_layers ? p->y_layers + 26 + p->n_layers * (NP_SVG_BAR_H + NP_SVG_BAR_GAP) + 20
                             : p->y_layers - 4;
+}
+
+void np_svg_place(np_svg_picture *p) {
+    place_parts(p);
 }
 
 np_status np_svg_picture_make(np_svg_picture *p, const np_trace *tr, np_error *err) {
@@ -80,7 +91,12 @@ np_status np_svg_picture_make(np_svg_picture *p, const np_trace *tr, np_error *e
                               .start = e->start_us,
                               .end = e->end_us,
                               .bytes = e->bytes,
-                              .seq = i};
+                              .seq = i,
+                              .id = e->id,
+                              .n_deps = e->n_deps > 0 && e->n_deps <= NP_TRACE_MAX_DEPS
+                                            ? e->n_deps
+                                            : 0};
+        memcpy(ts[i].dep, e->dep, sizeof ts[i].dep);
         if (isfinite(e->start_us) && e->start_us < t0) t0 = e->start_us;
     }
     p->n = n;
@@ -115,7 +131,130 @@ np_status np_svg_picture_make(np_svg_picture *p, const np_trace *tr, np_error *e
             return st;
         }
     }
+    p->arrows = n <= NP_SVG_ARROW_TASKS;
+    if (p->arrows) np_svg_critical_path(p);
     place_parts(p);
+    return NP_OK;
+}
+
+static int cmp_key(const void *pa, const void *pb) {
+    const np_svg_key *a = pa, *b = pb;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+np_svg_key *np_svg_by_id(const np_svg_picture *p) {
+    np_svg_key *k = malloc((p->n ? p->n : 1) * sizeof *k);
+    if (!k) return NULL;
+    for (size_t i = 0; i < p->n; i++)
+        k[i] = (np_svg_key){p->ts[i].rank, p->ts[i].id, i};
+    qsort(k, p->n, sizeof *k, cmp_key);
+    return k;
+}
+
+long np_svg_find(const np_svg_picture *p, const np_svg_key *keys, int rank, int64_t id) {
+    np_svg_key want = {rank, id, 0};
+    const np_svg_key *k = id > 0 ? bsearch(&want, keys, p->n, sizeof *keys, cmp_key) : NULL;
+    return k ? (long)k->i : -1;
+}
+
+void np_svg_critical_path(np_svg_picture *p) {
+    np_svg_key *order = np_svg_by_id(p);
+    if (!order) return; /* cosmetic */
+    for (size_t i0 = 0; i0 < p->n;) {
+        size_t i1 = i0, last = i0;
+        for (; i1 < p->n && p->ts[i1].rank == p->ts[i0].rank; i1++)
+            if (p->ts[i1].end > p->ts[last].end && p->ts[i1].id > 0) last = i1;
+        /* back through the producer that finished last; ids only grow along edges, so
+         * the walk ends */
+        for (long t = p->ts[last].id > 0 ? (long)last : -1; t >= 0;) {
+            np_svg_task *x = &p->ts[t];
+            x->critical = 1;
+            long next = -1;
+            for (int d = 0; d < x->n_deps; d++) {
+                long k = np_svg_find(p, order, x->rank, x->dep[d]);
+                if (k >= 0 && p->ts[k].id < x->id && (next < 0 || p->ts[k].end > p->ts[next].end))
+                    next = k;
+            }
+            t = next;
+        }
+        i0 = i1;
+    }
+    free(order);
+}
+
+/* The batches of tr and each rank's last end of each: by rank then batch. */
+typedef struct rank_batch {
+    int rank;
+    long batch;
+} rank_batch;
+
+static int cmp_rank_batch(const void *pa, const void *pb) {
+    const rank_batch *a = pa, *b = pb;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return (a->batch > b->batch) - (a->batch < b->batch);
+}
+
+np_status np_svg_long_run(const np_trace *tr, np_trace **detail, np_svg_summary **summary,
+                          int *n_summary, long *batch, long *batches, np_error *err) {
+    *detail = NULL;
+    *summary = NULL;
+    *n_summary = 0;
+    size_t n = np_trace_count(tr), m = 0;
+    rank_batch *rb = np_alloc(n ? n : 1, sizeof *rb, "svg batches", err);
+    if (!rb) return NP_STATUS_NO_MEMORY;
+    long lo = 0, hi = -1, most = 0;
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(tr, i);
+        rb[i] = (rank_batch){e->rank, e->batch};
+        if (i == 0 || e->batch < lo) lo = e->batch;
+        if (i == 0 || e->batch > hi) hi = e->batch;
+    }
+    qsort(rb, n, sizeof *rb, cmp_rank_batch);
+    for (size_t i = 0; i < n; i++) { /* the most batches of any rank */
+        m = i == 0 || rb[i].rank != rb[i - 1].rank ? 1 : m + (rb[i].batch != rb[i - 1].batch);
+        if ((long)m > most) most = (long)m;
+    }
+    free(rb);
+    *batches = most;
+    if (most <= NP_SVG_MAX_BATCHES) return NP_OK;
+    np_svg_summary *s = np_zalloc((size_t)(hi - lo + 1), sizeof *s, "svg summary", err);
+    if (!s) return NP_STATUS_NO_MEMORY;
+    np_status st = NP_OK;
+    for (long b = lo; b <= hi && !st; b++) {
+        np_trace *w = NULL;
+        np_trace_report r;
+        np_error e2 = {{0}};
+        if (np_trace_batches(tr, b, b, &w, &e2)) { /* a batch with no window of its own */
+            np_trace_free(w);
+            continue;
+        }
+        st = np_trace_analyze(w, &r, err);
+        if (!st) {
+            const np_trace_rank_stats *o = &r.overall;
+            double per = r.n_ranks > 0 ? (double)r.n_ranks : 1;
+            s[*n_summary] = (np_svg_summary){
+                .batch = b,
+                .step = o->span_us,
+                .exchange = o->exchange_exposed_us / per,
+                .lookup = o->lookup_exposed_us / per,
+                .input = (o->kind[NP_NODE_PREFETCH].exposed_us + o->kind[NP_NODE_DATA].exposed_us) /
+                         per};
+            (*n_summary)++;
+            np_trace_report_free(&r);
+        }
+        np_trace_free(w);
+    }
+    if (!st) {
+        *batch = lo + (hi - lo) * 3 / 5;
+        st = np_trace_batches(tr, *batch, *batch, detail, err);
+    }
+    if (st) {
+        free(s);
+        *n_summary = 0;
+        return st;
+    }
+    *summary = s;
     return NP_OK;
 }
 
@@ -123,8 +262,10 @@ void np_svg_picture_free(np_svg_picture *p) {
     np_trace_report_free(&p->rep); /* zeroed when analyze did not run */
     free(p->ts);
     free(p->bs);
+    free(p->summary);
     p->ts = NULL;
     p->bs = NULL;
+    p->summary = NULL;
 }
 
 double np_svg_x(const np_svg_picture *p, double t) {
@@ -219,8 +360,23 @@ static const unsigned char *colour_of(np_node_kind k) {
     return d ? d->rgb : other_colour;
 }
 
-/* node % 4 = 0 plain, 1 lighter, 2 darker, 3 lightest. */
+void np_svg_layer_colour(int node, int bwd, unsigned char out[3]) {
+    double h = fmod(0.58 + 0.381966 * (double)node, 1.0) * 6, s = 0.6, v = bwd ? 0.6 : 0.9;
+    int i = (int)h % 6;
+    double f = h - floor(h), a = v * (1 - s), b = v * (1 - s * f), c = v * (1 - s * (1 - f));
+    double rgb[6][3] = {{v, c, a}, {b, v, a}, {a, v, c}, {a, b, v}, {c, a, v}, {v, a, b}};
+    for (int k = 0; k < 3; k++)
+        out[k] = (unsigned char)lround(255 * rgb[i][k]);
+}
+
+/* A layer's fwd and bwd tasks: its colour (np_svg_layer_colour); its other tasks (the
+ * all-reduce, the dense update) their kind's, node % 4 = 0 plain, 1 lighter, 2 darker,
+ * 3 lightest. */
 void np_svg_shade(np_node_kind k, int node, unsigned char out[3]) {
+    if (node >= 0 && (k == NP_NODE_FWD || k == NP_NODE_BWD)) {
+        np_svg_layer_colour(node, k == NP_NODE_BWD, out);
+        return;
+    }
     static const double mix[4] = {0, 0.35, -0.3, 0.6}; /* > 0 towards white, < 0 black */
     const unsigned char *c = colour_of(k);
     double m = node >= 0 ? mix[node % 4] : 0;
@@ -241,4 +397,23 @@ void np_svg_legend_at(int k, double y, double *x, double *yy) {
 
 double np_svg_bar_w(double v, double max) {
     return max > 0 ? v / max * NP_SVG_BAR_W : 0;
+}
+
+static int cmp_double(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+double np_svg_median_step(const np_svg_picture *p) {
+    double *v = malloc((p->n_summary ? (size_t)p->n_summary : 1) * sizeof *v);
+    if (!v || !p->n_summary) {
+        free(v);
+        return 0;
+    }
+    for (int i = 0; i < p->n_summary; i++)
+        v[i] = p->summary[i].step;
+    qsort(v, (size_t)p->n_summary, sizeof *v, cmp_double);
+    double m = v[p->n_summary / 2];
+    free(v);
+    return m;
 }

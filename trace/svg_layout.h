@@ -24,6 +24,7 @@ enum {
     NP_SVG_BAR_H = 16,
     NP_SVG_BAR_GAP = 6,
     NP_SVG_BAR_W = 900, /* the longest bar (largest union) */
+    NP_SVG_SUMMARY_H = 160, /* the per-batch summary chart's plot */
 };
 
 typedef struct np_svg_task {
@@ -35,7 +36,18 @@ typedef struct np_svg_task {
     uint64_t bytes;
     size_t seq;
     double wait; /* of a collective: the time waiting for the last peer (np_trace_peer_wait) */
+    int64_t id;  /* the task's number on its rank (0: none) and its producers' */
+    int n_deps;
+    int64_t dep[NP_TRACE_MAX_DEPS];
+    int critical; /* on its rank's critical path (np_svg_critical_path) */
 } np_svg_task;
+
+/* One batch of a long run in the summary chart: its window's length (the step) and, per
+ * rank on average, what of it was exposed exchange, exposed lookup and exposed input. */
+typedef struct np_svg_summary {
+    long batch;
+    double step, exchange, lookup, input;
+} np_svg_summary;
 
 typedef struct np_svg_batch {
     long batch;
@@ -55,8 +67,20 @@ typedef struct np_svg_picture {
     int n_lanes, n_ranks;
     int n_bars;   /* kinds with tasks in the bar chart, or 1 for the line saying why not */
     int n_layers; /* rows of the per-layer chart, 0: no chart (no layer tasks) */
-    double y_axis, y_rows, y_end, y_legend, y_bars, y_layers, height;
+    int n_named;  /* layers in the layer legend (those with a node id) */
+    /* a long run: the timeline is the window of batch `detail` out of `batches`, and
+     * summary[n_summary] has every batch */
+    long detail, batches;
+    np_svg_summary *summary;
+    int n_summary;
+    int arrows; /* draw the dependencies (a short picture) */
+    double y_axis, y_rows, y_end, y_legend, y_layer_legend, y_bars, y_layers, y_summary, height;
 } np_svg_picture;
+
+/* Timelines of more batches than this are drawn as one batch in detail and a summary bar
+ * a batch; dependency arrows are drawn for at most NP_SVG_ARROW_TASKS tasks. */
+#define NP_SVG_MAX_BATCHES 12
+#define NP_SVG_ARROW_TASKS 4000
 
 /* Reads tr into p: times from the earliest start (a non-finite time at 0, a task ending
  * before it starts empty), each collective's wait, the rows, the analysis and the layout.
@@ -64,7 +88,31 @@ typedef struct np_svg_picture {
  * still gets its timeline. NP_STATUS_NO_MEMORY otherwise; free with np_svg_picture_free
  * either way. */
 NP_NODISCARD np_status np_svg_picture_make(np_svg_picture *p, const np_trace *tr, np_error *err);
+/* For a trace of more than NP_SVG_MAX_BATCHES batches: *detail = the window of a batch
+ * three fifths into the run (steady state) and p's summary of every batch, which the
+ * caller frees with np_svg_picture_free; *detail NULL for a shorter trace. */
+NP_NODISCARD np_status np_svg_long_run(const np_trace *tr, np_trace **detail,
+                                       np_svg_summary **summary, int *n, long *batch,
+                                       long *batches, np_error *err);
+/* Marks the tasks of each rank's critical path: from the task that ends last, back through
+ * the producer that finished last, while the producers are in the picture. */
+void np_svg_critical_path(np_svg_picture *p);
+/* A task's rank and id and its index in p->ts, for finding producers. */
+typedef struct np_svg_key {
+    int rank;
+    int64_t id;
+    size_t i;
+} np_svg_key;
+/* p->n keys sorted by (rank, id), for np_svg_find; NULL without memory. */
+np_svg_key *np_svg_by_id(const np_svg_picture *p);
+/* The index in p->ts of the task `id` of `rank`, or -1 (id 0 is no task). */
+long np_svg_find(const np_svg_picture *p, const np_svg_key *keys, int rank, int64_t id);
 void np_svg_picture_free(np_svg_picture *p);
+
+/* The median step of p's summary (0 without one). */
+double np_svg_median_step(const np_svg_picture *p);
+/* Places the parts again (after the summary of a long run was attached). */
+void np_svg_place(np_svg_picture *p);
 
 /* x of time t (microseconds since the earliest start). */
 double np_svg_x(const np_svg_picture *p, double t);
@@ -95,6 +143,10 @@ void np_svg_task_box(const np_svg_picture *p, const np_svg_task *t, np_svg_box *
 void np_svg_shade(np_node_kind k, int node, unsigned char out[3]);
 /* Dark text on light colours, white on dark ones. */
 const char *np_svg_text_on(np_node_kind k, int node);
+
+/* A layer's colour (fwd and bwd tasks of a node): hues a golden angle apart, so any number
+ * of layers differ and neighbours most; bwd darker than fwd. */
+void np_svg_layer_colour(int node, int bwd, unsigned char out[3]);
 
 /* Legend item k's top left corner, for a legend starting at y. */
 void np_svg_legend_at(int k, double y, double *x, double *yy);
