@@ -188,8 +188,8 @@ static void put_legend(FILE *f, double y) {
             "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
             "stroke-width=\"1\" stroke-dasharray=\"3,2\"/>\n<text x=\"%d\" y=\"%.1f\" "
             "font-size=\"12\">bN: the start of batch N on that rank (its first task); b0-b2,b4: "
-            "batches that start too close together to label apart; bN wW on a task: batch N, "
-            "window W; a layer's fwd and bwd tasks take the layer's colour</text>\n",
+            "batches that start too close together to label apart; bN wW cC on a task: batch N, "
+            "window W, chunk C; a layer's fwd and bwd tasks take the layer's colour</text>\n",
             NP_SVG_LABEL_W, y + 6, NP_SVG_LABEL_W + 20, y + 6, NP_SVG_LABEL_W + 26, y + 10);
     y += 18;
     fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"20\" height=\"12\" fill=\"", NP_SVG_LABEL_W, y);

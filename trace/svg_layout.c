@@ -346,10 +346,17 @@ void np_svg_task_box(const np_svg_picture *p, const np_svg_task *t, np_svg_box *
     /* inside the rectangle: the layer's name where it fits (batches are labelled on the
      * rank's title line), else bN */
     const char *layer = t->node >= 0 ? np_trace_node_name(p->tr, t->node) : NULL;
-    int len = t->window >= 0 ? snprintf(b->label, sizeof b->label, "b%ld w%d", t->batch, t->window)
-                             : snprintf(b->label, sizeof b->label, "b%ld", t->batch);
     b->layer = layer && b->w >= 6.0 * (double)strlen(layer) + 6 ? layer : NULL;
-    if (b->layer || !(b->w >= 6.0 * len + 6)) b->label[0] = 0;
+    /* bN wW cC, or bN wW, or bN: the longest that fits */
+    for (int parts = 3; parts >= 1; parts--) {
+        int len = snprintf(b->label, sizeof b->label, "b%ld", t->batch);
+        if (parts >= 2 && t->window >= 0)
+            len += snprintf(b->label + len, sizeof b->label - (size_t)len, " w%d", t->window);
+        if (parts >= 3 && t->chunk >= 0)
+            len += snprintf(b->label + len, sizeof b->label - (size_t)len, " c%d", t->chunk);
+        if (!b->layer && b->w >= 6.0 * len + 6) return;
+    }
+    b->label[0] = 0;
 }
 
 /* A kind outside the enum (a newer or corrupt trace) is dark grey, as in the Paje file. */
