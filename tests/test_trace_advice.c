@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "trace/trace.h"
+#include "traceutil.h"
 
 typedef struct task {
     np_node_kind kind;
@@ -29,21 +30,6 @@ typedef struct setup {
     int n;
 } setup;
 
-static void add(np_trace *tr, int rank, int worker, np_node_kind kind, long batch, double s,
-                double e) {
-    np_trace_event ev = {.name = np_node_kind_name(kind),
-                         .kind = kind,
-                         .batch = batch,
-                         .window = -1,
-                         .rank = rank,
-                         .worker = worker,
-                         .start_us = s,
-                         .end_us = e,
-                         .node = -1,
-                         .chunk = -1};
-    assert_int_equal(np_trace_record(tr, &ev), 0);
-}
-
 /* The report of s's trace; *fired = whether rule `id` is among its advice. */
 static np_trace_report report(const setup *s, const char *id, int *fired) {
     np_trace *tr = NULL;
@@ -58,12 +44,12 @@ static np_trace_report report(const setup *s, const char *id, int *fired) {
     for (int r = 0; r < s->ranks; r++)
         for (long b = 0; b < 2; b++) {
             double t0 = 100.0 * (double)b;
-            add(tr, r, 0, NP_NODE_FWD, b, t0, t0 + (s->busy ? 100 : 60));
+            tu_trace_add(tr, r, 0, NP_NODE_FWD, b, t0, t0 + (s->busy ? 100 : 60));
             for (int i = 0; i < s->n; i++)
-                add(tr, r, s->t[i].worker, s->t[i].kind, b, t0 + s->t[i].s + r * s->t[i].shift1,
+                tu_trace_add(tr, r, s->t[i].worker, s->t[i].kind, b, t0 + s->t[i].s + r * s->t[i].shift1,
                     t0 + s->t[i].e);
             if (!s->n || s->t[0].e < 100) /* the batch ends at 100 */
-                add(tr, r, 0, NP_NODE_DENSE_UPDATE, b, t0 + 99, t0 + 100);
+                tu_trace_add(tr, r, 0, NP_NODE_DENSE_UPDATE, b, t0 + 99, t0 + 100);
         }
     np_trace_report rep;
     assert_int_equal(np_trace_analyze(tr, &rep, &e), NP_OK);

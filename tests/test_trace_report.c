@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "trace/trace.h"
+#include "traceutil.h"
 
 /* Times in the hand-made traces are small integers, so every union, difference and ratio
  * is exact in double: figures are compared with ==. A trace read back carries ts + dur
@@ -41,21 +42,6 @@ static np_trace *new_trace(void) {
     assert_int_equal(np_trace_create(&tr, &e), NP_OK);
     np_trace_set_info(tr, "ranks", "2");
     return tr;
-}
-
-static void add(np_trace *tr, int rank, int worker, np_node_kind kind, long batch, double s,
-                double e) {
-    np_trace_event ev = {.name = np_node_kind_name(kind),
-                         .kind = kind,
-                         .batch = batch,
-                         .window = -1,
-                         .rank = rank,
-                         .worker = worker,
-                         .start_us = s,
-                         .end_us = e,
-                         .node = -1,
-                         .chunk = -1};
-    assert_int_equal(np_trace_record(tr, &ev), 0);
 }
 
 static np_trace_report analyze(const np_trace *tr) {
@@ -109,10 +95,10 @@ static json_t *report_json(const np_trace_report *r) {
 static void test_one_rank(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
-    add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
-    add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
-    add(tr, 0, 1, NP_NODE_ROUTE, 1, 300, 320);
+    tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    tu_trace_add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
+    tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
+    tu_trace_add(tr, 0, 1, NP_NODE_ROUTE, 1, 300, 320);
     np_trace_report r = analyze(tr);
     assert_int_equal(r.n_ranks, 1);
     const np_trace_rank_stats *k = &r.ranks[0];
@@ -160,10 +146,10 @@ static void test_one_rank(void **state) {
 static void test_two_ranks(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 1, 0, NP_NODE_FWD, 1, 200, 300); /* record order is not rank order */
-    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
-    add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 0, 100);
-    add(tr, 1, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 150);
+    tu_trace_add(tr, 1, 0, NP_NODE_FWD, 1, 200, 300); /* record order is not rank order */
+    tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 0, 100);
+    tu_trace_add(tr, 1, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 150);
     np_trace_report r = analyze(tr);
     assert_int_equal(r.n_ranks, 2);
     assert_int_equal(r.ranks[0].rank, 0);
@@ -203,12 +189,12 @@ static void test_two_ranks(void **state) {
 static void test_same_kind_overlap(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 0, 0, NP_NODE_RETRIEVE, 0, 0, 100);
-    add(tr, 0, 1, NP_NODE_RETRIEVE, 0, 50, 150);
-    add(tr, 0, 2, NP_NODE_BWD, 0, 120, 200);
-    add(tr, 0, 2, NP_NODE_SYNC, 0, 10, 20);
-    add(tr, 0, 0, NP_NODE_RETRIEVE, 0, 60, 60); /* zero length: counted, measures nothing */
-    add(tr, 0, 0, NP_NODE_PREFETCH, 0, 90, 80); /* ends before it starts: zero length */
+    tu_trace_add(tr, 0, 0, NP_NODE_RETRIEVE, 0, 0, 100);
+    tu_trace_add(tr, 0, 1, NP_NODE_RETRIEVE, 0, 50, 150);
+    tu_trace_add(tr, 0, 2, NP_NODE_BWD, 0, 120, 200);
+    tu_trace_add(tr, 0, 2, NP_NODE_SYNC, 0, 10, 20);
+    tu_trace_add(tr, 0, 0, NP_NODE_RETRIEVE, 0, 60, 60); /* zero length: counted, measures nothing */
+    tu_trace_add(tr, 0, 0, NP_NODE_PREFETCH, 0, 90, 80); /* ends before it starts: zero length */
     np_trace_report r = analyze(tr);
     const np_trace_rank_stats *k = &r.ranks[0];
     kind_is(k, NP_NODE_RETRIEVE, 3, 200, 150, 120);
@@ -252,9 +238,9 @@ static void test_empty(void **state) {
 static void test_only_exchange(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 0, 3, NP_NODE_EXCHANGE_EMB, 0, 0, 10);
-    add(tr, 0, 3, NP_NODE_EXCHANGE_GRAD, 0, 5, 20);
-    add(tr, 0, 3, NP_NODE_ALLREDUCE, 0, 30, 40);
+    tu_trace_add(tr, 0, 3, NP_NODE_EXCHANGE_EMB, 0, 0, 10);
+    tu_trace_add(tr, 0, 3, NP_NODE_EXCHANGE_GRAD, 0, 5, 20);
+    tu_trace_add(tr, 0, 3, NP_NODE_ALLREDUCE, 0, 30, 40);
     np_trace_report r = analyze(tr);
     assert_true(r.ranks[0].exchange_us == 30);
     assert_true(r.ranks[0].exchange_exposed_us == 30);
@@ -269,8 +255,8 @@ static void test_only_exchange(void **state) {
 static void test_no_exchange(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 10);
-    add(tr, 0, 0, NP_NODE_DENSE_UPDATE, 0, 10, 12);
+    tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 10);
+    tu_trace_add(tr, 0, 0, NP_NODE_DENSE_UPDATE, 0, 10, 12);
     np_trace_report r = analyze(tr);
     assert_true(r.ranks[0].exchange_us == 0);
     assert_true(isnan(r.ranks[0].exchange_exposed_ratio));
@@ -298,14 +284,14 @@ static void test_no_exchange(void **state) {
 static void test_split_kinds(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 0, 0, NP_NODE_POOL_FWD, 0, 0, 10);
-    add(tr, 0, 0, NP_NODE_LOSS_FWD, 0, 10, 20);
-    add(tr, 0, 0, NP_NODE_LOSS_BWD, 0, 20, 30);
-    add(tr, 0, 0, NP_NODE_POOL_BWD, 0, 30, 40);
-    add(tr, 0, 0, NP_NODE_ROUTE, 0, 50, 60);
-    add(tr, 0, 0, NP_NODE_ROUTE_OWNER, 0, 60, 70);
-    add(tr, 0, 1, NP_NODE_EXCHANGE_KEYS, 0, 5, 50);
-    add(tr, 0, 2, NP_NODE_EXCHANGE_EMB, 0, 35, 45);
+    tu_trace_add(tr, 0, 0, NP_NODE_POOL_FWD, 0, 0, 10);
+    tu_trace_add(tr, 0, 0, NP_NODE_LOSS_FWD, 0, 10, 20);
+    tu_trace_add(tr, 0, 0, NP_NODE_LOSS_BWD, 0, 20, 30);
+    tu_trace_add(tr, 0, 0, NP_NODE_POOL_BWD, 0, 30, 40);
+    tu_trace_add(tr, 0, 0, NP_NODE_ROUTE, 0, 50, 60);
+    tu_trace_add(tr, 0, 0, NP_NODE_ROUTE_OWNER, 0, 60, 70);
+    tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_KEYS, 0, 5, 50);
+    tu_trace_add(tr, 0, 2, NP_NODE_EXCHANGE_EMB, 0, 35, 45);
     np_trace_report r = analyze(tr);
     const np_trace_rank_stats *k = &r.ranks[0];
     kind_is(k, NP_NODE_POOL_FWD, 1, 10, 10, 10); /* dense compute: exposed = union */
@@ -336,7 +322,7 @@ static void test_large(void **state) {
     enum { N = 100000 };
     np_trace *tr = new_trace();
     for (long i = 0; i < N; i++)
-        add(tr, 0, (int)(i % 4), i % 2 ? NP_NODE_BWD : NP_NODE_EXCHANGE_GRAD, i / 100, (double)i,
+        tu_trace_add(tr, 0, (int)(i % 4), i % 2 ? NP_NODE_BWD : NP_NODE_EXCHANGE_GRAD, i / 100, (double)i,
             i + 1.0);
     np_trace_report r = analyze(tr);
     assert_int_equal(r.ranks[0].batches, N / 100);
@@ -444,7 +430,7 @@ static void test_by_layer(void **state) {
 
     /* a trace without layer tasks: no rows, and the shares of nothing are not a number */
     np_trace *plain = new_trace();
-    add(plain, 0, 0, NP_NODE_ROUTE, 0, 0, 10);
+    tu_trace_add(plain, 0, 0, NP_NODE_ROUTE, 0, 0, 10);
     r = analyze(plain);
     assert_int_equal(r.n_layers, 0);
     assert_true(r.compute_us == 0);
@@ -487,10 +473,10 @@ static void check_rank_object(json_t *o) {
 static void test_json_report(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
-    add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
-    add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
-    add(tr, 1, 0, NP_NODE_ROUTE, 0, 300, 320);
+    tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    tu_trace_add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
+    tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
+    tu_trace_add(tr, 1, 0, NP_NODE_ROUTE, 0, 300, 320);
     np_trace_report r = analyze(tr);
     json_t *j = report_json(&r);
     json_t *ranks = json_object_get(j, "ranks"), *o = json_object_get(j, "overall");
@@ -643,13 +629,13 @@ static int teardown(void **state) {
 static void test_peer_wait(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 0, 0, 100);   /* waits 30 for rank 1 */
-    add(tr, 1, 0, NP_NODE_EXCHANGE_EMB, 0, 30, 100);  /* the last to arrive: 0 */
-    add(tr, 0, 0, NP_NODE_ALLREDUCE, 0, 200, 210);    /* waits 10, capped at its 10 */
-    add(tr, 1, 0, NP_NODE_ALLREDUCE, 0, 250, 260);
-    add(tr, 0, 0, NP_NODE_EXCHANGE_GRAD, 1, 300, 400); /* rank 1 lacks it: 0 */
-    add(tr, 0, 1, NP_NODE_FWD, 0, 0, 500);             /* not a collective */
-    add(tr, 1, 1, NP_NODE_FWD, 0, 100, 500);
+    tu_trace_add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 0, 0, 100);   /* waits 30 for rank 1 */
+    tu_trace_add(tr, 1, 0, NP_NODE_EXCHANGE_EMB, 0, 30, 100);  /* the last to arrive: 0 */
+    tu_trace_add(tr, 0, 0, NP_NODE_ALLREDUCE, 0, 200, 210);    /* waits 10, capped at its 10 */
+    tu_trace_add(tr, 1, 0, NP_NODE_ALLREDUCE, 0, 250, 260);
+    tu_trace_add(tr, 0, 0, NP_NODE_EXCHANGE_GRAD, 1, 300, 400); /* rank 1 lacks it: 0 */
+    tu_trace_add(tr, 0, 1, NP_NODE_FWD, 0, 0, 500);             /* not a collective */
+    tu_trace_add(tr, 1, 1, NP_NODE_FWD, 0, 100, 500);
     double wait[7];
     assert_int_equal(np_trace_peer_wait(tr, wait), 0);
     const double want[7] = {30, 0, 10, 0, 0, 0, 0};
@@ -665,8 +651,8 @@ static void test_peer_wait(void **state) {
     np_trace_free(tr);
 
     tr = new_trace(); /* one rank: nobody to wait for */
-    add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 0, 0, 100);
-    add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 1, 200, 300);
+    tu_trace_add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 0, 0, 100);
+    tu_trace_add(tr, 0, 0, NP_NODE_EXCHANGE_EMB, 1, 200, 300);
     assert_int_equal(np_trace_peer_wait(tr, wait), 0);
     assert_true(wait[0] == 0 && wait[1] == 0);
     np_trace_free(tr);

@@ -13,21 +13,7 @@
 #include <string.h>
 
 #include "trace/trace.h"
-
-static void add(np_trace *tr, int rank, int worker, np_node_kind kind, long batch, double s,
-                double e) {
-    np_trace_event ev = {.name = np_node_kind_name(kind),
-                         .kind = kind,
-                         .batch = batch,
-                         .window = -1,
-                         .rank = rank,
-                         .worker = worker,
-                         .start_us = s,
-                         .end_us = e,
-                         .node = -1,
-                         .chunk = -1};
-    assert_int_equal(np_trace_record(tr, &ev), 0);
-}
+#include "traceutil.h"
 
 /* Two ranks, batches 0..4, as dbp runs them: batch b's fwd [100 + 100b, 160 + 100b) and bwd
  * [160 + 100b, 200 + 100b) on worker 0 (it ends at 200 + 100b), and its row exchange on
@@ -40,9 +26,9 @@ static np_trace *pipelined(void) {
     for (int r = 0; r < 2; r++)
         for (long b = 0; b < 5; b++) {
             double t = 100.0 * (double)b;
-            add(tr, r, 0, NP_NODE_FWD, b, 100 + t, 160 + t);
-            add(tr, r, 0, NP_NODE_BWD, b, 160 + t, 200 + t);
-            add(tr, r, 1, NP_NODE_EXCHANGE_EMB, b, 10 + 5 * r + t, 50 + t);
+            tu_trace_add(tr, r, 0, NP_NODE_FWD, b, 100 + t, 160 + t);
+            tu_trace_add(tr, r, 0, NP_NODE_BWD, b, 160 + t, 200 + t);
+            tu_trace_add(tr, r, 1, NP_NODE_EXCHANGE_EMB, b, 10 + 5 * r + t, 50 + t);
         }
     return tr;
 }
@@ -178,9 +164,9 @@ static void test_one_rank_run(void **state) {
         np_error e = {{0}};
         assert_int_equal(np_trace_create(&tr, &e), NP_OK);
         if (fact) np_trace_set_info(tr, "ranks", fact == 1 ? "1" : "2");
-        add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
-        add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 150);
-        add(tr, 0, 1, NP_NODE_EXCHANGE_KEYS, 0, 150, 160);
+        tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+        tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 150);
+        tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_KEYS, 0, 150, 160);
         np_trace_report r = analyze(tr);
         const np_trace_rank_stats *s = &r.ranks[0];
         int one = fact < 2; /* "ranks" 2: rank 0's part of a two-rank run */
