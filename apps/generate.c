@@ -24,10 +24,11 @@ static const char *generate_help =
     "\n"
     "--format tsv (the default for a name ending in .txt or .tsv) writes the first N\n"
     "training records instead as a Criteo TSV that `--data criteo:OUT.txt` reads: the\n"
-    "label, 13 integers (a dense value x as round(e^x - 1), the inverse of the reader's\n"
-    "log(1 + v), so the values read back are close but not bit-identical) and 26 hex\n"
-    "categories. It needs Criteo's layout: 13 dense features (--bottom 13-...), 26 tables\n"
-    "and one key per bag (--hot 1), the defaults. A sample file to try the commands on.\n"
+    "label, 13 integers and 26 hex categories. Criteo's integers are counts, read as\n"
+    "log(1 + v): a dense value x > 0 is written as round(e^x - 1) and x <= 0 as 0, so the\n"
+    "dense features read back differ from the synthetic ones (most become 0); the labels\n"
+    "and keys are the same. It needs Criteo's layout: 13 dense features (--bottom 13-...),\n"
+    "26 tables and one key per bag (--hot 1), the defaults. A sample to try the commands on.\n"
     "--format bin forces the binary format.\n";
 
 /* Records of cfg's synthetic training stream as Criteo TSV lines, `count` of them. */
@@ -64,8 +65,9 @@ static np_status write_tsv(const np_config *cfg, long count, const char *out, np
         }
         done += n;
     }
-    if (o.f) {
-        np_status cst = np_outfile_commit(&o, st || failed, err);
+    if (o.f) { /* on a read failure, its message, not the commit's */
+        np_error scratch = {{0}};
+        np_status cst = np_outfile_commit(&o, st || failed, st ? &scratch : err);
         if (!st) st = cst;
     }
     np_batch_free(&b);

@@ -322,13 +322,18 @@ np_status np_config_set(np_config *cfg, const char *key, const char *value, cons
     if (set_value(&c, d, value)) {
         char expect[256];
         expect_of(d, expect, sizeof expect);
-        /* a path without its kind: say which kind it likely is */
+        /* a path without its kind: say which kind it likely is; a misspelt word, which */
         size_t len = strlen(value);
-        if ((d->parse == np_cfg_parse_data || d->parse == np_cfg_parse_eval_data) &&
-            !strchr(value, ':') && len && len < 200) {
+        int data = d->parse == np_cfg_parse_data, eval = d->parse == np_cfg_parse_eval_data;
+        const char *word = data ? "synthetic" : "none";
+        if ((data || eval) && !strchr(value, ':') && len && len < 200) {
             int bin = len > 4 && !strcmp(value + len - 4, ".bin");
-            snprintf(expect + strlen(expect), sizeof expect - strlen(expect),
-                     " (did you mean %s:%s?)", bin ? "bin" : "criteo", value);
+            if (strchr(value, '/') || strchr(value, '.'))
+                snprintf(expect + strlen(expect), sizeof expect - strlen(expect),
+                         " (did you mean %s:%s?)", bin ? "bin" : "criteo", value);
+            else if (np_closest_word(value, &word, 1))
+                snprintf(expect + strlen(expect), sizeof expect - strlen(expect),
+                         " (did you mean %s?)", word);
         }
         return np_cfg_bad(err, where, key, value, expect);
     }

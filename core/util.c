@@ -133,8 +133,9 @@ static int edit_distance(const char *a, const char *b) {
 
 const char *np_closest_word(const char *typed, const char *const *words, size_t n) {
     const char *best = NULL;
+    if (!typed) return NULL;
     int best_d = strlen(typed) <= 5 ? 2 : 3; /* accept below this */
-    for (size_t i = 0; typed && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (!words[i]) continue;
         int d = edit_distance(typed, words[i]);
         if (d == 0) return NULL;

@@ -43,6 +43,8 @@ expect_fail "unknown flag" 2 "unknown flag '--bogus' (see nestpipe train --help)
 expect_fail "a misspelt flag: did you mean" 2 "unknown flag '--setps' (did you mean --steps?" -- "$NP" train --setps 3
 expect_fail "a data path without its kind" 2 "(did you mean criteo:train.txt?)" -- "$NP" train --data train.txt
 expect_fail "a binary path without its kind" 2 "(did you mean bin:x.bin?)" -- "$NP" train --eval-data x.bin
+expect_fail "a misspelt data word" 2 "(did you mean synthetic?)" -- "$NP" train --data synthtic
+expect_fail "a misspelt eval-data word" 2 "(did you mean none?)" -- "$NP" train --eval-data non
 expect_ok "convert help" "$NP" convert --help
 grep -q "usage: nestpipe convert IN.tsv OUT.bin" "$W/out" && ok "convert --help is convert's" || bad "convert --help: $(head -n 2 "$W/out")"
 expect_fail "convert: an unknown flag" 2 "see nestpipe convert --help" -- "$NP" convert a b --bogus
@@ -254,6 +256,11 @@ cmp -s "$W/tsv.params" "$W/bin.params" && ok "bin == tsv params" || bad "bin and
 grep -q "^step 10/19  epoch 2/2 " "$W/out" && grep -q "^step 19/19  epoch 2/2  train_loss" "$W/out" &&
   ! grep -q "ended" "$W/err" && ok "file data: step/total and epoch e/E, no data-ended line" ||
   bad "file progress: $(grep '^step' "$W/out" | head -n 3) $(cat "$W/err")"
+# batches of 63: a pass is exactly 10 steps, and step 10 still belongs to the first
+"$NP" train --data "bin:$W/good.bin" --steps 0 --epochs 2 --rows 1000 --bottom 13-16-16 \
+  --top 16-1 --batch 63 --log-every 10 >"$W/out" 2>"$W/err"
+grep -q "^step 10/20  epoch 1/2 " "$W/out" && grep -q "^step 20/20  epoch 2/2  train_loss" "$W/out" &&
+  ok "file data: the step that ends a pass is in it" || bad "epoch boundary: $(grep '^step' "$W/out")"
 expect_fail "convert malformed" 2 "$W/bad.tsv:5:3:" -- "$NP" convert "$W/bad.tsv" "$W/bad.bin"
 [[ ! -e "$W/bad.bin" ]] && ok "failed convert leaves no file" || bad "failed convert left $W/bad.bin"
 

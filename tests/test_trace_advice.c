@@ -98,6 +98,11 @@ static void test_exchange_by_pipeline(void **state) {
     check("exchange-dbp", &dbp, &hidden, 40);
     check("exchange-windows", &nest, &small, 40); /* 5 us: under a tenth of the step */
     check("exchange-sequential", &seq, &dbp, 40);
+    /* async, or a trace that does not name its pipeline: the generic rule */
+    setup async = {2, "async", NULL, NULL, 0, {GAP(NP_NODE_EXCHANGE_EMB, 1)}, 1};
+    setup unnamed = {2, NULL, NULL, NULL, 0, {GAP(NP_NODE_EXCHANGE_GRAD, 1)}, 1};
+    check("exchange-other", &async, &nest, 40);
+    check("exchange-other", &unnamed, &small, 40);
 }
 
 static void test_lookup(void **state) {
@@ -120,6 +125,10 @@ static void test_input(void **state) {
     check("input-file", &file, &syn, 40);
     check("input-synthetic", &syn, &file, 40);
     check("input-file", &file, &hidden, 40);
+    /* a trace that does not say what it read is not told about files */
+    setup unsaid = {1, "dbp", NULL, NULL, 0, {GAP(NP_NODE_PREFETCH, 1)}, 1};
+    check("input", &unsaid, &file, 40);
+    check("input-file", &file, &unsaid, 40);
 }
 
 static void test_allreduce(void **state) {
@@ -140,6 +149,27 @@ static void test_idle(void **state) {
     check("idle-many-chunks", &many, &few, 39);
 }
 
+/* A window in which no batch ended has no step (NaN): no rule gives a share of it. */
+static void test_no_step(void **state) {
+    (void)state;
+    setup few = {1, "dbp", NULL, "2", 0, {{NP_NODE_DATA, 9, 0, 5, 0}}, 1};
+    np_trace *tr = NULL, *w = NULL;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_create(&tr, &e), NP_OK);
+    np_trace_set_info(tr, "ranks", "1");
+    np_trace_set_info(tr, "chunks", few.chunks);
+    tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 60);
+    tu_trace_add(tr, 0, 0, NP_NODE_DENSE_UPDATE, 0, 99, 100);
+    assert_int_equal(np_trace_window(tr, 50, 90, &w, &e), NP_OK);
+    np_trace_report r;
+    assert_int_equal(np_trace_analyze(w, &r, &e), NP_OK);
+    assert_true(isnan(r.overall.step_us));
+    assert_int_equal(r.n_advice, 0);
+    np_trace_report_free(&r);
+    np_trace_free(w);
+    np_trace_free(tr);
+}
+
 /* With no rule met, the report says so; every rule above has its own test. */
 static void test_nothing(void **state) {
     (void)state;
@@ -157,7 +187,7 @@ static void test_nothing(void **state) {
     assert_non_null(strstr(buf, "nothing stands out"));
     free(buf);
     np_trace_report_free(&r);
-    assert_int_equal(np_trace_rule_count(), 11);
+    assert_int_equal(np_trace_rule_count(), 13);
 }
 
 int main(void) {
@@ -165,7 +195,7 @@ int main(void) {
         cmocka_unit_test(test_exchange_waits), cmocka_unit_test(test_exchange_by_pipeline),
         cmocka_unit_test(test_lookup),         cmocka_unit_test(test_input),
         cmocka_unit_test(test_allreduce),      cmocka_unit_test(test_idle),
-        cmocka_unit_test(test_nothing),
+        cmocka_unit_test(test_nothing),        cmocka_unit_test(test_no_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

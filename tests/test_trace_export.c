@@ -574,6 +574,15 @@ static void test_svg_long(void **state) {
      * batch 19's end) */
     assert_int_equal(count_of(svg, "<title>batch "), 20);
     assert_non_null(strstr(svg, "<title>batch 12: step 0.100 ms, exposed exchange 0.000"));
+    free(svg);
+    /* a window of batches 2..17 draws those: 16 bars, batch 2 + 15 * 3 / 5 = 11 in detail */
+    np_trace *part = NULL;
+    assert_int_equal(np_trace_batches(tr, 2, 17, &part, &e), NP_OK);
+    assert_int_equal(np_trace_write_svg(part, path, &e), NP_OK);
+    np_trace_free(part);
+    svg = read_all(path);
+    assert_non_null(strstr(svg, "16 batches: batch 11 in detail"));
+    assert_int_equal(count_of(svg, "<title>batch "), 16);
     if (have_tool("xmllint")) {
         char cmd[512];
         snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);

@@ -128,8 +128,41 @@ static void test_time_window(void **state) {
                                   "from 0.010 to 0.600 ms"));
     assert_int_equal(np_trace_window(tr, 50, 50, &w, &e), NP_STATUS_BAD_INPUT);
     assert_non_null(strstr(e.msg, "is empty"));
+    /* [60, 90): rank 0's first exchange has ended, rank 1's too, the first fwd is to come */
+    assert_int_equal(np_trace_window(tr, 60, 90, &w, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "no task between 0.060 and 0.090 ms"));
+    assert_int_equal(np_trace_window(tr, -INFINITY, 5, &w, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "no task between the start and 0.005 ms"));
+    /* batches of a window's trace: within that window (batch 3 ended at 500 inside b) */
+    np_trace *bb = NULL;
+    assert_int_equal(np_trace_batches(b, 3, -1, &bb, &e), NP_OK);
+    r = analyze(bb);
+    assert_true(r.window_from_us == 400 && r.window_to_us == 500 && r.ranks[0].batches == 1);
+    np_trace_report_free(&r);
+    np_trace_free(bb);
+    assert_int_equal(np_trace_batches(b, 4, -1, &bb, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "no task of batches 4 on; the trace holds batches 2 to 3"));
     np_trace_free(ww);
     np_trace_free(b);
+    np_trace_free(tr);
+}
+
+/* A task of no duration counts at either edge of a window. */
+static void test_zero_length(void **state) {
+    (void)state;
+    np_trace *tr = NULL, *w = NULL;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_create(&tr, &e), NP_OK);
+    np_trace_set_info(tr, "ranks", "1");
+    tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
+    tu_trace_add(tr, 0, 1, NP_NODE_SYNC, 0, 100, 100); /* at the end: batch 0's last */
+    tu_trace_add(tr, 0, 1, NP_NODE_ROUTE, 1, 50, 50);
+    assert_int_equal(np_trace_window(tr, 50, 100, &w, &e), NP_OK);
+    assert_int_equal(np_trace_count(w), 3);
+    np_trace_report r = analyze(w);
+    assert_int_equal(r.ranks[0].batches, 1); /* batch 0 ended at 100, inside */
+    np_trace_report_free(&r);
+    np_trace_free(w);
     np_trace_free(tr);
 }
 
@@ -194,6 +227,7 @@ int main(void) {
         cmocka_unit_test(test_batch_window),
         cmocka_unit_test(test_time_window),
         cmocka_unit_test(test_no_step),
+        cmocka_unit_test(test_zero_length),
         cmocka_unit_test(test_one_rank_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,10 +62,13 @@ def main():
     def near(a, b, what):
         assert abs(a - b) <= 1e-3 + 1e-9 * abs(b), "%s: report %r, reference %r" % (what, a, b)
 
+    ranks = sorted({r for (r, w, k, b, s, e) in tasks
+                    if e > w0 and s < w1 or (e == s and w0 <= s <= w1)})
+    assert [rr["rank"] for rr in report["ranks"]] == ranks, (report["ranks"], ranks)
     for rr in report["ranks"]:
         rank = rr["rank"]
         mine = [(w, k, max(s, w0), min(e, w1)) for (r, w, k, b, s, e) in tasks
-                if r == rank and (e > w0 and s < w1 or (e == s and w0 <= s < w1))]
+                if r == rank and (e > w0 and s < w1 or (e == s and w0 <= s <= w1))]
         dense = union([(s, e) for _, k, s, e in mine if k in COMPUTE])
         done = sum(1 for (r, b), e in ends.items() if r == rank and w0 < e <= w1)
         assert rr["batches"] == done, (rank, rr["batches"], done)

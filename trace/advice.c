@@ -75,7 +75,21 @@ static double lookup_cpu(const facts *f) {
 }
 
 static double input_file(const facts *f) {
-    return is_data(f, "synthetic") ? -1 : over(f, f->input_exposed, 0.10);
+    return is_data(f, "criteo") || is_data(f, "bin") ? over(f, f->input_exposed, 0.10) : -1;
+}
+
+/* exposed input of a trace that does not say what it read (before 0.6) */
+static double input_unknown(const facts *f) {
+    return f->data[0] ? -1 : over(f, f->input_exposed, 0.10);
+}
+
+/* on the wire under a pipeline the rules above do not name (async, or a trace without
+ * the fact) */
+static double exchange_other(const facts *f) {
+    if (f->one_rank || f->wait >= f->wire || is(f, "sequential") || is(f, "dbp") ||
+        is(f, "fwp") || is(f, "nestpipe"))
+        return -1;
+    return over(f, f->exch_exposed, 0.10);
 }
 
 static double input_synthetic(const facts *f) {
@@ -86,12 +100,15 @@ static double allreduce(const facts *f) {
     return f->one_rank ? -1 : over(f, f->allreduce_exposed, 0.10);
 }
 
+/* (a window in which no batch ended has no step: no rule can say how much of it) */
 static double idle_few_chunks(const facts *f) {
-    return f->idle_share >= 0.30 && f->chunks > 0 && f->chunks < 4 ? f->idle_share * f->step : -1;
+    return f->step > 0 && f->idle_share >= 0.30 && f->chunks > 0 && f->chunks < 4
+               ? f->idle_share * f->step
+               : -1;
 }
 
 static double idle_many_chunks(const facts *f) {
-    return f->idle_share >= 0.30 && f->chunks >= 4 ? f->idle_share * f->step : -1;
+    return f->step > 0 && f->idle_share >= 0.30 && f->chunks >= 4 ? f->idle_share * f->step : -1;
 }
 
 /* The table: docs/tracing.md "What to try" is the same, row for row. */
@@ -113,6 +130,9 @@ static const rule rules[] = {
      "the exchange is on the wire longer than the compute that could hide it",
      "--windows higher (smaller micro-batches overlap more); --exchange auto (pooled sums, "
      "fewer bytes); else the link is the limit"},
+    {"exchange-other", exchange_other,
+     "the exchange is on the wire with too little compute to hide it",
+     "--pipeline nestpipe with more --windows; --exchange auto (fewer bytes); else the link"},
     {"lookup-not-ahead", lookup_not_ahead,
      "the lookup (route, keys, retrieve) is on the critical path: this pipeline does not "
      "prefetch it",
@@ -124,6 +144,9 @@ static const rule rules[] = {
     {"input-file", input_file,
      "reading or copying the batch is exposed: the driver cannot keep up with the file",
      "binary data (nestpipe convert) reads several times faster than TSV; a larger --batch"},
+    {"input", input_unknown,
+     "reading, generating or copying the batch is exposed: the driver cannot keep up",
+     "a larger --batch; for file data, the binary format (nestpipe convert)"},
     {"input-synthetic", input_synthetic,
      "generating or copying the batch is exposed: the driver cannot keep up",
      "a larger --batch; or the same data as a file (nestpipe generate, --data bin:FILE), if "

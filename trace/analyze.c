@@ -524,8 +524,8 @@ static void print_advice(FILE *f, const np_trace_report *r) {
                 a->figure_us / 1e3, 100 * a->share, a->cause, a->knob);
     }
     if (!r->n_advice)
-        fprintf(f, "  nothing stands out: no rule of the table is met (exposed exchange, lookup "
-                   "and input each under a tenth of the step, workers idle under 30%%)\n");
+        fprintf(f, "  nothing stands out: no rule of the table applies (docs/tracing.md \"What "
+                   "to try\" gives each rule's limit)\n");
 }
 
 /* JSON has no NaN or infinity: such a figure (a ratio without exchanges) is null. */

@@ -304,6 +304,15 @@ static void put_layer_bars(FILE *f, const np_svg_picture *p, double y) {
     }
 }
 
+typedef struct np_svg_span {
+    double s, e;
+} np_svg_span;
+
+static int cmp_span(const void *pa, const void *pb) {
+    const np_svg_span *a = pa, *b = pb;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
 /* The rank's dense compute as one lane: the union of its compute tasks' intervals, so idle
  * time shows as a gap at any zoom. ts[i0, i1) are the rank's tasks. */
 static void put_busy_lane(FILE *f, const np_svg_picture *p, size_t i0, size_t i1, double y) {
@@ -313,30 +322,19 @@ static void put_busy_lane(FILE *f, const np_svg_picture *p, size_t i0, size_t i1
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\" "
                "font-style=\"italic\">dense compute</text>\n",
             NP_SVG_LABEL_W - 8, y + NP_SVG_ROW_H / 2.0 + 4);
-    double *v = malloc(2 * (i1 - i0 + 1) * sizeof *v); /* cosmetic: none without memory */
+    np_svg_span *v = malloc((i1 - i0 + 1) * sizeof *v); /* cosmetic: none without memory */
     if (!v) return;
     size_t m = 0;
     for (size_t i = i0; i < i1; i++)
-        if (np_node_kind_is(p->ts[i].kind, NP_KIND_COMPUTE)) {
-            v[2 * m] = p->ts[i].start;
-            v[2 * m + 1] = p->ts[i].end;
-            m++;
-        }
-    /* by start (insertion into a sorted run: the tasks are sorted per worker) */
-    for (size_t i = 1; i < m; i++)
-        for (size_t j = i; j > 0 && v[2 * j] < v[2 * j - 2]; j--) {
-            double s0 = v[2 * j], e0 = v[2 * j + 1];
-            v[2 * j] = v[2 * j - 2];
-            v[2 * j + 1] = v[2 * j - 1];
-            v[2 * j - 2] = s0;
-            v[2 * j - 1] = e0;
-        }
+        if (np_node_kind_is(p->ts[i].kind, NP_KIND_COMPUTE))
+            v[m++] = (np_svg_span){p->ts[i].start, p->ts[i].end};
+    qsort(v, m, sizeof *v, cmp_span);
     double busy = 0;
     for (size_t a = 0; a < m;) {
-        double s0 = v[2 * a], e0 = v[2 * a + 1];
+        double s0 = v[a].s, e0 = v[a].e;
         size_t b = a + 1;
-        for (; b < m && v[2 * b] <= e0; b++)
-            if (v[2 * b + 1] > e0) e0 = v[2 * b + 1];
+        for (; b < m && v[b].s <= e0; b++)
+            if (v[b].e > e0) e0 = v[b].e;
         double x0 = np_svg_x(p, s0), w = np_svg_x(p, e0) - x0;
         fprintf(f, "<rect class=\"busy\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
                    "fill=\"#444\"/>\n",
@@ -440,11 +438,15 @@ static void put_summary(FILE *f, const np_svg_picture *p, double y) {
             base -= ph;
             fprintf(f,
                     "<rect class=\"summary\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-                    "height=\"%.2f\" fill=\"%s\"%s><title>batch %ld: step %.3f ms, exposed "
-                    "exchange %.3f, lookup %.3f, input %.3f ms</title></rect>\n",
+                    "height=\"%.2f\" fill=\"%s\"%s><title>batch %ld",
                     x, base, bw > 2 ? bw - 1 : bw, ph, colour[k],
-                    b->batch == p->detail ? " stroke=\"#000\"" : "", b->batch, b->step / 1e3,
-                    b->exchange / 1e3, b->lookup / 1e3, b->input / 1e3);
+                    b->batch <= p->detail && p->detail < b->batch + b->count ? " stroke=\"#000\""
+                                                                               : "",
+                    b->batch);
+            if (b->count > 1) fprintf(f, "-%ld (their mean)", b->batch + b->count - 1);
+            fprintf(f, ": step %.3f ms, exposed exchange %.3f, lookup %.3f, input %.3f "
+                       "ms</title></rect>\n",
+                    b->step / 1e3, b->exchange / 1e3, b->lookup / 1e3, b->input / 1e3);
         }
         if (b->step > max)
             fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"9\">%.1f ms</text>\n", x + 1,

@@ -3,6 +3,7 @@
  * task rectangles and colours. Not here: the XML (trace/svg.c). */
 #include "trace/svg_layout.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,12 +163,16 @@ void np_svg_critical_path(np_svg_picture *p) {
     np_svg_key *order = np_svg_by_id(p);
     if (!order) return; /* cosmetic */
     for (size_t i0 = 0; i0 < p->n;) {
-        size_t i1 = i0, last = i0;
+        size_t i1 = i0, last = p->n; /* the task with an id that ends last */
         for (; i1 < p->n && p->ts[i1].rank == p->ts[i0].rank; i1++)
-            if (p->ts[i1].end > p->ts[last].end && p->ts[i1].id > 0) last = i1;
+            if (p->ts[i1].id > 0 && (last == p->n || p->ts[i1].end > p->ts[last].end)) last = i1;
+        if (last == p->n) { /* no task with an id: no edges to follow */
+            i0 = i1;
+            continue;
+        }
         /* back through the producer that finished last; ids only grow along edges, so
          * the walk ends */
-        for (long t = p->ts[last].id > 0 ? (long)last : -1; t >= 0;) {
+        for (long t = (long)last; t >= 0;) {
             np_svg_task *x = &p->ts[t];
             x->critical = 1;
             long next = -1;
@@ -183,67 +188,65 @@ void np_svg_critical_path(np_svg_picture *p) {
     free(order);
 }
 
-/* The batches of tr and each rank's last end of each: by rank then batch. */
-typedef struct rank_batch {
-    int rank;
-    long batch;
-} rank_batch;
-
-static int cmp_rank_batch(const void *pa, const void *pb) {
-    const rank_batch *a = pa, *b = pb;
-    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
-    return (a->batch > b->batch) - (a->batch < b->batch);
-}
-
 np_status np_svg_long_run(const np_trace *tr, np_trace **detail, np_svg_summary **summary,
                           int *n_summary, long *batch, long *batches, np_error *err) {
     *detail = NULL;
     *summary = NULL;
     *n_summary = 0;
-    size_t n = np_trace_count(tr), m = 0;
-    rank_batch *rb = np_alloc(n ? n : 1, sizeof *rb, "svg batches", err);
-    if (!rb) return NP_STATUS_NO_MEMORY;
-    long lo = 0, hi = -1, most = 0;
+    *batches = 0;
+    if (!np_trace_count(tr)) return NP_OK;
+    /* the batches that end in the trace (in its window, for a window's trace), by rank
+     * then batch */
+    np_trace_batch_end *ends = NULL;
+    size_t n = 0, m = 0;
+    np_status st = np_trace_batch_ends(tr, &ends, &n, err);
+    if (st) return st;
+    double win0 = -INFINITY, win1 = INFINITY;
+    np_trace_get_window(tr, &win0, &win1);
+    long lo = LONG_MAX, hi = LONG_MIN, most = 0, k = 0;
     for (size_t i = 0; i < n; i++) {
-        const np_trace_event *e = np_trace_get(tr, i);
-        rb[i] = (rank_batch){e->rank, e->batch};
-        if (i == 0 || e->batch < lo) lo = e->batch;
-        if (i == 0 || e->batch > hi) hi = e->batch;
+        if (!(ends[i].end_us > win0 && ends[i].end_us <= win1)) continue;
+        if (ends[i].batch < lo) lo = ends[i].batch;
+        if (ends[i].batch > hi) hi = ends[i].batch;
+        k = m && ends[i].rank == ends[m - 1].rank ? k + 1 : 1; /* the rank's batches so far */
+        if (k > most) most = k;
+        ends[m++] = ends[i];
     }
-    qsort(rb, n, sizeof *rb, cmp_rank_batch);
-    for (size_t i = 0; i < n; i++) { /* the most batches of any rank */
-        m = i == 0 || rb[i].rank != rb[i - 1].rank ? 1 : m + (rb[i].batch != rb[i - 1].batch);
-        if ((long)m > most) most = (long)m;
-    }
-    free(rb);
+    free(ends);
     *batches = most;
     if (most <= NP_SVG_MAX_BATCHES) return NP_OK;
-    np_svg_summary *s = np_zalloc((size_t)(hi - lo + 1), sizeof *s, "svg summary", err);
+    /* at most NP_SVG_MAX_BARS bars: consecutive batches share one beyond that */
+    long span = hi - lo + 1, g = (span + NP_SVG_MAX_BARS - 1) / NP_SVG_MAX_BARS;
+    np_svg_summary *s = np_zalloc((size_t)((span + g - 1) / g), sizeof *s, "svg summary", err);
     if (!s) return NP_STATUS_NO_MEMORY;
-    np_status st = NP_OK;
-    for (long b = lo; b <= hi && !st; b++) {
+    for (long b = lo; b <= hi && !st; b += g) {
+        long last = b + g - 1 < hi ? b + g - 1 : hi;
         np_trace *w = NULL;
         np_trace_report r;
         np_error e2 = {{0}};
-        if (np_trace_batches(tr, b, b, &w, &e2)) { /* a batch with no window of its own */
+        if (np_trace_batches(tr, b, last, &w, &e2)) { /* no window of their own */
             np_trace_free(w);
             continue;
         }
         st = np_trace_analyze(w, &r, err);
-        if (!st) {
-            const np_trace_rank_stats *o = &r.overall;
-            double per = r.n_ranks > 0 ? (double)r.n_ranks : 1;
-            s[*n_summary] = (np_svg_summary){
-                .batch = b,
-                .step = o->span_us,
-                .exchange = o->exchange_exposed_us / per,
-                .lookup = o->lookup_exposed_us / per,
-                .input = (o->kind[NP_NODE_PREFETCH].exposed_us + o->kind[NP_NODE_DATA].exposed_us) /
-                         per};
-            (*n_summary)++;
-            np_trace_report_free(&r);
-        }
         np_trace_free(w);
+        if (st == NP_STATUS_BAD_INPUT) { /* a trace the analysis refuses: no summary */
+            free(s);
+            *n_summary = 0;
+            *batches = 0;
+            return NP_OK;
+        }
+        if (st) break;
+        const np_trace_rank_stats *o = &r.overall;
+        double per = (r.n_ranks > 0 ? (double)r.n_ranks : 1) * (double)(last - b + 1);
+        s[(*n_summary)++] = (np_svg_summary){
+            .batch = b,
+            .count = last - b + 1,
+            .step = o->span_us / (double)(last - b + 1),
+            .exchange = o->exchange_exposed_us / per,
+            .lookup = o->lookup_exposed_us / per,
+            .input = (o->kind[NP_NODE_PREFETCH].exposed_us + o->kind[NP_NODE_DATA].exposed_us) / per};
+        np_trace_report_free(&r);
     }
     if (!st) {
         *batch = lo + (hi - lo) * 3 / 5;

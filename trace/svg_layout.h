@@ -45,7 +45,7 @@ typedef struct np_svg_task {
 /* One batch of a long run in the summary chart: its window's length (the step) and, per
  * rank on average, what of it was exposed exchange, exposed lookup and exposed input. */
 typedef struct np_svg_summary {
-    long batch;
+    long batch, count; /* batches batch .. batch + count - 1, averaged (one, up to 400 bars) */
     double step, exchange, lookup, input;
 } np_svg_summary;
 
@@ -80,6 +80,7 @@ typedef struct np_svg_picture {
 /* Timelines of more batches than this are drawn as one batch in detail and a summary bar
  * a batch; dependency arrows are drawn for at most NP_SVG_ARROW_TASKS tasks. */
 #define NP_SVG_MAX_BATCHES 12
+#define NP_SVG_MAX_BARS 400
 #define NP_SVG_ARROW_TASKS 4000
 
 /* Reads tr into p: times from the earliest start (a non-finite time at 0, a task ending

@@ -104,6 +104,10 @@ int np_trace_get_window(const np_trace *tr, double *from_us, double *to_us);
 /* A window's trace: the batch ends of the whole trace (*n of them), valid while tr lives;
  * NULL otherwise. */
 const np_trace_batch_end *np_trace_window_ends(const np_trace *tr, size_t *n);
+/* Every (rank, batch)'s last end, by rank then batch, into *out (free it): a window's trace
+ * gives those of the whole trace it was cut from (trace/window.c). */
+NP_NODISCARD np_status np_trace_batch_ends(const np_trace *tr, np_trace_batch_end **out,
+                                           size_t *n, np_error *err);
 /* The batches that ended inside the window on `rank` (0 when tr is no window's). */
 long np_trace_window_batches(const np_trace *tr, int rank);
 

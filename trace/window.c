@@ -2,15 +2,17 @@
  * of a run (np_trace_window, np_trace_batches; docs/tracing.md "Part of a run").
  *
  * A window keeps every task that overlaps it, clipped to it, whatever its batch: under dbp
- * or nestpipe the tasks that overlap batch t's training are those of batches t-4 .. t+1,
+ * or nestpipe the tasks that overlap batch t's training are those of batches t+1 .. t+4 (prefetched),
  * and leaving them out (as a filter on the batch number did before 0.6) shows their time as
  * idle and the work they hid as exposed. A window of batches `from .. to` runs from the end
  * of batch from-1's last task (the start of the trace for the first batch) to the end of
- * batch to's last task, each the latest over the ranks: exactly batches from .. to complete
- * inside it, so its span over those batches is their steady step, as in the whole trace.
+ * batch to's last task, each the latest over the ranks: on the slowest rank exactly batches
+ * from .. to complete inside it, so its span over those batches is their steady step, as in
+ * the whole trace (each rank counts the batches that ended inside on it).
  * The window's trace remembers the bounds, each rank's completed batches and each task's
  * peer wait cut to the window, so its report is the whole trace's report restricted to the
  * window. Not here: the report itself (analyze.c). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +82,8 @@ static np_status cut(const np_trace *tr, double from, double to, np_trace **out,
     for (size_t i = 0; !st && i < n; i++) {
         np_trace_event x = *np_trace_get(tr, i);
         double s = x.start_us, e = end_of(&x);
-        if (!(e > from && s < to) && !(e == s && s >= from && s < to)) continue;
+        /* a task of no duration belongs where it happened, edges included */
+        if (!(e > from && s < to) && !(e == s && s >= from && s <= to)) continue;
         x.start_us = s > from ? s : from;
         x.end_us = e < to ? e : to;
         /* the wait is the task's first wait[i] microseconds: what of it is in the window */
@@ -89,6 +92,10 @@ static np_status cut(const np_trace *tr, double from, double to, np_trace **out,
         if (np_trace_record(t, &x))
             st = np_err(err, NP_STATUS_NO_MEMORY, "trace window: out of memory");
     }
+    if (!st && !np_trace_count(t)) /* the window falls in a gap between tasks */
+        st = np_err(err, NP_STATUS_BAD_INPUT,
+                    "trace: no task between %.3f and %.3f ms; the trace runs from %.3f to %.3f ms",
+                    from / 1e3, to / 1e3, lo / 1e3, hi / 1e3);
     if (!st && np_trace_set_window(t, from, to, ends, n_ends))
         st = np_err(err, NP_STATUS_NO_MEMORY, "trace window: out of memory");
     free(ends);
@@ -116,12 +123,16 @@ np_status np_trace_window(const np_trace *tr, double from_us, double to_us, np_t
         if (i == 0 || e->start_us < lo) lo = e->start_us;
         if (i == 0 || end_of(e) > hi) hi = end_of(e);
     }
-    if (!n || to_us <= lo || from_us >= hi)
+    if (!n || to_us <= lo || from_us >= hi) {
+        char a[32] = "the start", b[32] = "the end";
+        if (isfinite(from_us)) snprintf(a, sizeof a, "%.3f", from_us / 1e3);
+        if (isfinite(to_us)) snprintf(b, sizeof b, "%.3f", to_us / 1e3);
         return np_err(err, NP_STATUS_BAD_INPUT,
-                      n ? "trace: no task between %.3f and %.3f ms; the trace runs from %.3f to "
+                      n ? "trace: no task between %s and %s ms; the trace runs from %.3f to "
                           "%.3f ms"
-                        : "trace: no task between %.3f and %.3f ms; the trace is empty",
-                      from_us / 1e3, to_us / 1e3, lo / 1e3, hi / 1e3);
+                        : "trace: no task between %s and %s ms; the trace is empty",
+                      a, b, lo / 1e3, hi / 1e3);
+    }
     /* a window past the trace's ends holds no more of the run than its extent */
     return cut(tr, from_us > lo ? from_us : lo, to_us < hi ? to_us : hi, out, err);
 }
@@ -139,22 +150,32 @@ np_status np_trace_batches(const np_trace *tr, long from, long to, np_trace **ou
     double lo = 0, hi = 0;
     np_status st = batch_ends(tr, &ends, &n, &lo, &hi, err);
     if (st) return st;
-    long first = ends[0].batch, last = ends[0].batch;
+    /* a window's trace: its own bounds, and the batches that ended inside it */
+    double win0 = -INFINITY, win1 = INFINITY;
+    np_trace_get_window(tr, &win0, &win1);
+    long first = LONG_MAX, last = LONG_MIN;
     double w0 = lo, w1 = hi; /* the trace's extent unless a batch bound says otherwise */
     int w0_set = 0, w1_set = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ends[i].batch < first) first = ends[i].batch;
-        if (ends[i].batch > last) last = ends[i].batch;
+        int inside = ends[i].end_us > win0 && ends[i].end_us <= win1;
+        if (inside && ends[i].batch < first) first = ends[i].batch;
+        if (inside && ends[i].batch > last) last = ends[i].batch;
         if (ends[i].batch < from && (!w0_set || ends[i].end_us > w0)) w0 = ends[i].end_us, w0_set = 1;
         if (to >= 0 && ends[i].batch <= to && (!w1_set || ends[i].end_us > w1))
             w1 = ends[i].end_us, w1_set = 1;
     }
     free(ends);
+    if (w0 < win0) w0 = win0;
+    if (w1 > win1) w1 = win1;
     char range[48];
     if (to < 0)
         snprintf(range, sizeof range, "%ld on", from);
     else
         snprintf(range, sizeof range, "%ld to %ld", from, to);
+    if (first > last)
+        return np_err(err, NP_STATUS_BAD_INPUT, "trace: no window of batches %s: no batch ends "
+                                                "in this trace's window",
+                      range);
     if (from > last || (to >= 0 && to < first))
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "trace: no task of batches %s; the trace holds batches %ld to %ld", range,
@@ -165,6 +186,14 @@ np_status np_trace_batches(const np_trace *tr, long from, long to, np_trace **ou
                       "before them do (%.3f ms)",
                       range, w1 / 1e3, w0 / 1e3);
     return cut(tr, w0, w1, out, err);
+}
+
+np_status np_trace_batch_ends(const np_trace *tr, np_trace_batch_end **out, size_t *n,
+                              np_error *err) {
+    double lo = 0, hi = 0;
+    *out = NULL;
+    *n = 0;
+    return np_trace_count(tr) ? batch_ends(tr, out, n, &lo, &hi, err) : NP_OK;
 }
 
 np_status np_trace_from_batch(const np_trace *tr, long from, np_trace **out, np_error *err) {

@@ -27,7 +27,9 @@ void np_run_progress(const np_run *u, long step, double loss, double sps, double
     char tot[32] = "", eta[48] = "", ep[48] = "";
     if (total > 0) snprintf(tot, sizeof tot, "/%s%ld", u->total_est ? "~" : "", total);
     if (cfg->epochs > 1 && u->per_pass > 0) {
-        long e = (long)((uint64_t)step * (uint64_t)cfg->batch / u->per_pass) + 1;
+        /* the step that ends a pass still belongs to it */
+        uint64_t done = (uint64_t)step * (uint64_t)cfg->batch;
+        long e = done ? (long)((done - 1) / u->per_pass) + 1 : 1;
         snprintf(ep, sizeof ep, "  epoch %ld/%d", e < cfg->epochs ? e : cfg->epochs, cfg->epochs);
     }
     if (final)

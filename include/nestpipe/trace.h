@@ -47,15 +47,17 @@ NP_NODISCARD NP_API np_status np_trace_read_chrome(const char *path, np_trace_t 
  * every task that overlaps
  * it, whatever its batch, clipped to it. Its report is tr's restricted to the window: each
  * rank's span is the window, its steps the batches whose last task ended inside it, the
- * peer waits those of tr cut to the window (docs/tracing.md "Part of a run"). An empty or
- * inverted window, or one with no task, is NP_STATUS_BAD_INPUT naming the trace's extent.
+ * peer waits those of tr cut to the window (docs/tracing.md "Part of a run"). A task of no
+ * duration counts at either edge. An empty or inverted window, or one with no task (past
+ * the trace's ends or in a gap), is NP_STATUS_BAD_INPUT naming the trace's extent.
  * tr is unchanged. Added in 0.6. */
 NP_NODISCARD NP_API np_status np_trace_window(const np_trace_t *tr, double from_us, double to_us,
                                               np_trace_t **out, np_error *err);
 /* The window of batches from .. to (inclusive; to < 0: to the end): from the end of the
  * last task of batches before `from` (the trace's start for its first batch) to the end of
- * the last task of batches up to `to`, each the latest over the ranks, so exactly batches
- * from .. to complete inside it. Before 0.6 this kept the tasks of those batches only,
+ * the last task of batches up to `to`, each the latest over the ranks, so that on the
+ * slowest rank exactly batches from .. to complete inside it (each rank counts its own).
+ * Of a window's trace: within that window. Before 0.6 this kept the tasks of those batches only,
  * which under dbp and nestpipe dropped the tasks that overlap them. A range with no task is
  * NP_STATUS_BAD_INPUT naming the batches the trace holds. */
 NP_NODISCARD NP_API np_status np_trace_batches(const np_trace_t *tr, long from, long to,
