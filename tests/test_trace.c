@@ -428,34 +428,6 @@ static void test_flows(void **state) {
     remove(path);
 }
 
-/* A route's segments and pooled count (the pooled exchange) go out as args and read back;
- * other tasks carry neither. */
-static void test_route_segments(void **state) {
-    (void)state;
-    np_trace *tr = new_trace();
-    np_error e = {{0}};
-    np_trace_event ev[2] = {
-        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3, 0, 0},
-        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
-    };
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(np_trace_record(tr, &ev[i]), 0);
-    const char *path = tmp_path("segments.json");
-    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
-    np_trace *back = NULL;
-    assert_int_equal(np_trace_read_chrome(path, &back, &e), NP_OK);
-    assert_int_equal(np_trace_count(back), 2);
-    for (size_t k = 0; k < 2; k++) {
-        const np_trace_event *b = np_trace_get(back, k);
-        int route = b->kind == NP_NODE_ROUTE;
-        assert_int_equal(b->segments, route ? 7 : 0);
-        assert_int_equal(b->pooled, route ? 3 : 0);
-    }
-    np_trace_free(back);
-    np_trace_free(tr);
-    remove(path);
-}
-
 static void test_layer_names(void **state) {
     (void)state;
     np_trace *tr = new_trace();
@@ -701,7 +673,6 @@ int main(void) {
         cmocka_unit_test(test_read_names_and_foreign_phases),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_layer_names), cmocka_unit_test(test_flows),
-        cmocka_unit_test(test_route_segments),
         cmocka_unit_test(test_layer_names_from_args),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,7 +1,8 @@
 /* Paje and SVG export tests: a hand-built 2-rank x 2-worker trace written in both formats
  * (and a trace of layer tasks in the SVG), checked by parsing the files here and, where
  * installed, by pj_dump (Paje), xmllint (well-formed XML) and rsvg-convert (the SVG
- * renders). A missing tool skips only its check. */
+ * renders), and a route task's pooled-exchange args through the Chrome file. A missing tool
+ * skips only its check. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -593,10 +594,39 @@ static void test_svg_long(void **state) {
     np_trace_free(tr);
 }
 
+/* A route's segments and pooled count (the pooled exchange) go out as args and read back;
+ * other tasks carry neither. */
+static void test_route_segments(void **state) {
+    (void)state;
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    np_trace_event ev[2] = {
+        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3, 0, 0},
+        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
+    };
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(np_trace_record(tr, &ev[i]), 0);
+    const char *path = tmp_path("segments.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    np_trace *back = NULL;
+    assert_int_equal(np_trace_read_chrome(path, &back, &e), NP_OK);
+    assert_int_equal(np_trace_count(back), 2);
+    for (size_t k = 0; k < 2; k++) {
+        const np_trace_event *b = np_trace_get(back, k);
+        int route = b->kind == NP_NODE_ROUTE;
+        assert_int_equal(b->segments, route ? 7 : 0);
+        assert_int_equal(b->pooled, route ? 3 : 0);
+    }
+    np_trace_free(back);
+    np_trace_free(tr);
+    remove(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paje),  cmocka_unit_test(test_paje_odd_times),
         cmocka_unit_test(test_svg),   cmocka_unit_test(test_svg_layers), cmocka_unit_test(test_svg_long),
+        cmocka_unit_test(test_route_segments),
         cmocka_unit_test(test_empty), cmocka_unit_test(test_unwritable),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
