@@ -84,6 +84,15 @@ static int run(const char *cmd) {
     return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/* xmllint finds the file well-formed XML (where installed). */
+static void check_xml(const char *path) {
+    if (have_tool("xmllint")) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+        assert_int_equal(run(cmd), 0);
+    }
+}
+
 /* ---- the test trace: per batch, worker 0 runs the compute chain and worker 1 ("comm")
  * the collectives, at the offsets below (us); rank 1 is 7 us late. Adjacent tasks share
  * an end/start time and h2d is empty, the cases a Paje writer must order correctly.
@@ -267,11 +276,7 @@ static void test_paje_odd_times(void **state) {
     /* np_trace_analyze refuses non-finite times: the timeline stays, the chart says why */
     assert_non_null(strstr(text, "no bar chart: "));
     assert_non_null(strstr(text, ">odd??&quot;name<"));
-    if (have_tool("xmllint")) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
-        assert_int_equal(run(cmd), 0);
-    }
+    check_xml(path);
     assert_null(strstr(text, "nan"));
     assert_null(strstr(text, "inf"));
     free(text);
@@ -453,11 +458,7 @@ static void test_svg_layers(void **state) {
     assert_non_null(strstr(svg, ">fwd 0.040 ms, bwd 0.000 ms, 7.7% of compute (1 tasks)<"));
     assert_non_null(strstr(svg, ">node 2</text>"));
     assert_null(strstr(svg, "dot <&>"));
-    if (have_tool("xmllint")) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
-        assert_int_equal(run(cmd), 0);
-    }
+    check_xml(path);
     free(svg);
     remove(path);
 
@@ -492,11 +493,7 @@ static void test_empty(void **state) {
     assert_non_null(strstr(text, "</svg>"));
     assert_int_equal(count_of(text, "class=\"task\""), 0);
     free(text);
-    if (have_tool("xmllint")) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
-        assert_int_equal(run(cmd), 0);
-    }
+    check_xml(path);
     remove(path);
     np_trace_free(tr);
 }
@@ -584,11 +581,7 @@ static void test_svg_long(void **state) {
     svg = read_all(path);
     assert_non_null(strstr(svg, "16 batches: batch 11 in detail"));
     assert_int_equal(count_of(svg, "<title>batch "), 16);
-    if (have_tool("xmllint")) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
-        assert_int_equal(run(cmd), 0);
-    }
+    check_xml(path);
     free(svg);
     remove(path);
     np_trace_free(tr);

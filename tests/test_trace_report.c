@@ -44,13 +44,6 @@ static np_trace *new_trace(void) {
     return tr;
 }
 
-static np_trace_report analyze(const np_trace *tr) {
-    np_trace_report r;
-    np_error e = {{0}};
-    assert_int_equal(np_trace_analyze(tr, &r, &e), NP_OK);
-    return r;
-}
-
 static const np_trace_worker_stats *worker(const np_trace_report *r, int rank, int w) {
     for (int i = 0; i < r->n_workers; i++)
         if (r->workers[i].rank == rank && r->workers[i].worker == w) return &r->workers[i];
@@ -99,7 +92,7 @@ static void test_one_rank(void **state) {
     tu_trace_add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
     tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
     tu_trace_add(tr, 0, 1, NP_NODE_ROUTE, 1, 300, 320);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_int_equal(r.n_ranks, 1);
     const np_trace_rank_stats *k = &r.ranks[0];
     assert_int_equal(k->rank, 0);
@@ -150,7 +143,7 @@ static void test_two_ranks(void **state) {
     tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
     tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 0, 100);
     tu_trace_add(tr, 1, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 150);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_int_equal(r.n_ranks, 2);
     assert_int_equal(r.ranks[0].rank, 0);
     assert_int_equal(r.ranks[1].rank, 1);
@@ -195,7 +188,7 @@ static void test_same_kind_overlap(void **state) {
     tu_trace_add(tr, 0, 2, NP_NODE_SYNC, 0, 10, 20);
     tu_trace_add(tr, 0, 0, NP_NODE_RETRIEVE, 0, 60, 60); /* zero length: counted, measures nothing */
     tu_trace_add(tr, 0, 0, NP_NODE_PREFETCH, 0, 90, 80); /* ends before it starts: zero length */
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     const np_trace_rank_stats *k = &r.ranks[0];
     kind_is(k, NP_NODE_RETRIEVE, 3, 200, 150, 120);
     kind_is(k, NP_NODE_SYNC, 1, 10, 10, 10);
@@ -212,7 +205,7 @@ static void test_same_kind_overlap(void **state) {
 static void test_empty(void **state) {
     (void)state;
     np_trace *tr = new_trace();
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_int_equal(r.n_ranks, 0);
     assert_int_equal(r.n_workers, 0);
     assert_int_equal(r.overall.rank, -1);
@@ -241,7 +234,7 @@ static void test_only_exchange(void **state) {
     tu_trace_add(tr, 0, 3, NP_NODE_EXCHANGE_EMB, 0, 0, 10);
     tu_trace_add(tr, 0, 3, NP_NODE_EXCHANGE_GRAD, 0, 5, 20);
     tu_trace_add(tr, 0, 3, NP_NODE_ALLREDUCE, 0, 30, 40);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_true(r.ranks[0].exchange_us == 30);
     assert_true(r.ranks[0].exchange_exposed_us == 30);
     assert_true(r.ranks[0].exchange_exposed_ratio == 1);
@@ -257,7 +250,7 @@ static void test_no_exchange(void **state) {
     np_trace *tr = new_trace();
     tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 10);
     tu_trace_add(tr, 0, 0, NP_NODE_DENSE_UPDATE, 0, 10, 12);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_true(r.ranks[0].exchange_us == 0);
     assert_true(isnan(r.ranks[0].exchange_exposed_ratio));
     assert_true(isnan(r.overall.exchange_exposed_ratio));
@@ -292,7 +285,7 @@ static void test_split_kinds(void **state) {
     tu_trace_add(tr, 0, 0, NP_NODE_ROUTE_OWNER, 0, 60, 70);
     tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_KEYS, 0, 5, 50);
     tu_trace_add(tr, 0, 2, NP_NODE_EXCHANGE_EMB, 0, 35, 45);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     const np_trace_rank_stats *k = &r.ranks[0];
     kind_is(k, NP_NODE_POOL_FWD, 1, 10, 10, 10); /* dense compute: exposed = union */
     kind_is(k, NP_NODE_LOSS_BWD, 1, 10, 10, 10);
@@ -324,7 +317,7 @@ static void test_large(void **state) {
     for (long i = 0; i < N; i++)
         tu_trace_add(tr, 0, (int)(i % 4), i % 2 ? NP_NODE_BWD : NP_NODE_EXCHANGE_GRAD, i / 100, (double)i,
             i + 1.0);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_int_equal(r.ranks[0].batches, N / 100);
     assert_true(r.ranks[0].span_us == N);
     assert_true(r.ranks[0].exchange_us == N / 2);
@@ -384,7 +377,7 @@ static void test_by_layer(void **state) {
     add_layer(tr, 1, 0, NP_NODE_FWD, 1, 0, 30);
     add_layer(tr, 1, 0, NP_NODE_BWD, 0, 30, 90);
     add_layer(tr, 1, 1, NP_NODE_ALLREDUCE, 2, 400, 410);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_true(r.compute_us == 390);
     assert_int_equal(r.n_layers, 4);
     layer_is(&r.layers[0], 0, "bottom.0", 2, 150, 2, 140, 2, 85, 290.0 / 390);
@@ -431,7 +424,7 @@ static void test_by_layer(void **state) {
     /* a trace without layer tasks: no rows, and the shares of nothing are not a number */
     np_trace *plain = new_trace();
     tu_trace_add(plain, 0, 0, NP_NODE_ROUTE, 0, 0, 10);
-    r = analyze(plain);
+    r = tu_analyze(plain);
     assert_int_equal(r.n_layers, 0);
     assert_true(r.compute_us == 0);
     text = print_report(&r, NP_TRACE_PRINT_LAYERS);
@@ -477,7 +470,7 @@ static void test_json_report(void **state) {
     tu_trace_add(tr, 0, 0, NP_NODE_BWD, 0, 150, 250);
     tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 200);
     tu_trace_add(tr, 1, 0, NP_NODE_ROUTE, 0, 300, 320);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     json_t *j = report_json(&r);
     json_t *ranks = json_object_get(j, "ranks"), *o = json_object_get(j, "overall");
     assert_int_equal(json_array_size(ranks), 2);
@@ -574,7 +567,7 @@ static void test_round_trip(void **state) {
     /* names are interned: equal names share one copy, valid after the trace is freed */
     assert_ptr_equal(np_trace_get(back, 0)->name, np_trace_get(back, 4)->name);
 
-    np_trace_report ra = analyze(tr), rb = analyze(back);
+    np_trace_report ra = tu_analyze(tr), rb = tu_analyze(back);
     assert_int_equal(ra.n_ranks, rb.n_ranks);
     assert_int_equal(ra.n_workers, rb.n_workers);
     for (int i = 0; i < ra.n_ranks; i++)
@@ -641,7 +634,7 @@ static void test_peer_wait(void **state) {
     const double want[7] = {30, 0, 10, 0, 0, 0, 0};
     for (int i = 0; i < 7; i++)
         if (wait[i] != want[i]) fail_msg("event %d: wait %g, want %g", i, wait[i], want[i]);
-    np_trace_report r = analyze(tr);
+    np_trace_report r = tu_analyze(tr);
     assert_true(r.ranks[0].peer_wait_us == 40);
     assert_true(r.ranks[0].collective_us == 100 + 10 + 100);
     assert_true(r.ranks[1].peer_wait_us == 0);

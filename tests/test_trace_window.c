@@ -33,13 +33,6 @@ static np_trace *pipelined(void) {
     return tr;
 }
 
-static np_trace_report analyze(const np_trace *tr) {
-    np_trace_report r;
-    np_error e = {{0}};
-    assert_int_equal(np_trace_analyze(tr, &r, &e), NP_OK);
-    return r;
-}
-
 static double busy(const np_trace_report *r, int rank, int w) {
     for (int i = 0; i < r->n_workers; i++)
         if (r->workers[i].rank == rank && r->workers[i].worker == w) return r->workers[i].busy_us;
@@ -57,7 +50,7 @@ static void test_batch_window(void **state) {
     np_trace *tr = pipelined(), *w = NULL;
     np_error e = {{0}};
     assert_int_equal(np_trace_batches(tr, 2, 3, &w, &e), NP_OK);
-    np_trace_report r = analyze(w);
+    np_trace_report r = tu_analyze(w);
     assert_true(r.windowed && r.window_from_us == 300 && r.window_to_us == 500);
     assert_int_equal(r.n_ranks, 2);
     for (int k = 0; k < 2; k++) {
@@ -77,7 +70,7 @@ static void test_batch_window(void **state) {
     /* from the first batch: from the trace's start (10) to batch 1's end (300); the
      * exchange of batch 0 [10, 50) is exposed (no compute before it), 40 us on rank 0 */
     assert_int_equal(np_trace_batches(tr, 0, 1, &w, &e), NP_OK);
-    r = analyze(w);
+    r = tu_analyze(w);
     assert_true(r.window_from_us == 10 && r.window_to_us == 300);
     assert_int_equal(r.ranks[0].batches, 2);
     assert_true(r.ranks[0].exchange_exposed_us == 40 && r.ranks[1].exchange_exposed_us == 35);
@@ -96,7 +89,7 @@ static void test_batch_window(void **state) {
  * and that of batch 4 [410, 450) waits 5; batch 2 alone ends inside (at 400). A window of a
  * window gives the same figures. */
 static void check_time_window(const np_trace *w) {
-    np_trace_report r = analyze(w);
+    np_trace_report r = tu_analyze(w);
     assert_true(r.window_from_us == 312 && r.window_to_us == 455);
     const np_trace_rank_stats *s = &r.ranks[0];
     if (!(s->span_us == 143 && s->batches == 1 && s->step_us == 143)) fail_msg("span %g batches %ld step %g", s->span_us, s->batches, s->step_us);
@@ -119,7 +112,7 @@ static void test_time_window(void **state) {
     /* a window past the ends is cut to them; a window with no task, or empty, is refused */
     np_trace_free(w);
     assert_int_equal(np_trace_window(tr, -INFINITY, INFINITY, &w, &e), NP_OK);
-    np_trace_report r = analyze(w);
+    np_trace_report r = tu_analyze(w);
     assert_true(r.window_from_us == 10 && r.window_to_us == 600 && r.ranks[0].batches == 5);
     np_trace_report_free(&r);
     np_trace_free(w);
@@ -136,7 +129,7 @@ static void test_time_window(void **state) {
     /* batches of a window's trace: within that window (batch 3 ended at 500 inside b) */
     np_trace *bb = NULL;
     assert_int_equal(np_trace_batches(b, 3, -1, &bb, &e), NP_OK);
-    r = analyze(bb);
+    r = tu_analyze(bb);
     assert_true(r.window_from_us == 400 && r.window_to_us == 500 && r.ranks[0].batches == 1);
     np_trace_report_free(&r);
     np_trace_free(bb);
@@ -159,7 +152,7 @@ static void test_zero_length(void **state) {
     tu_trace_add(tr, 0, 1, NP_NODE_ROUTE, 1, 50, 50);
     assert_int_equal(np_trace_window(tr, 50, 100, &w, &e), NP_OK);
     assert_int_equal(np_trace_count(w), 3);
-    np_trace_report r = analyze(w);
+    np_trace_report r = tu_analyze(w);
     assert_int_equal(r.ranks[0].batches, 1); /* batch 0 ended at 100, inside */
     np_trace_report_free(&r);
     np_trace_free(w);
@@ -172,7 +165,7 @@ static void test_no_step(void **state) {
     np_trace *tr = pipelined(), *w = NULL;
     np_error e = {{0}};
     assert_int_equal(np_trace_window(tr, 320, 340, &w, &e), NP_OK);
-    np_trace_report r = analyze(w);
+    np_trace_report r = tu_analyze(w);
     assert_int_equal(r.ranks[0].batches, 0);
     assert_true(isnan(r.ranks[0].step_us) && isnan(r.overall.step_us));
     char *buf = NULL;
@@ -200,7 +193,7 @@ static void test_one_rank_run(void **state) {
         tu_trace_add(tr, 0, 0, NP_NODE_FWD, 0, 0, 100);
         tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_EMB, 0, 50, 150);
         tu_trace_add(tr, 0, 1, NP_NODE_EXCHANGE_KEYS, 0, 150, 160);
-        np_trace_report r = analyze(tr);
+        np_trace_report r = tu_analyze(tr);
         const np_trace_rank_stats *s = &r.ranks[0];
         int one = fact < 2; /* "ranks" 2: rank 0's part of a two-rank run */
         assert_int_equal(r.one_rank, one);

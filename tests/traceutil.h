@@ -22,4 +22,12 @@ static inline void tu_trace_add(np_trace *tr, int rank, int worker, np_node_kind
     assert_int_equal(np_trace_record(tr, &ev), 0);
 }
 
+/* tr's report, which must succeed; free it with np_trace_report_free. */
+static inline np_trace_report tu_analyze(const np_trace *tr) {
+    np_trace_report r;
+    np_error e = {{0}};
+    assert_int_equal(np_trace_analyze(tr, &r, &e), NP_OK);
+    return r;
+}
+
 #endif

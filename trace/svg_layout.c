@@ -34,7 +34,7 @@ static int cmp_batch_time(const void *pa, const void *pb) {
 /* Where the parts of the document go, top to bottom: title, axis, the ranks' rows (each
  * rank's workers and its dense-compute lane), the legends (kinds, layers), the summary of a
  * long run's batches, the kind chart, the layer chart. */
-static void place_parts(np_svg_picture *p) {
+void np_svg_place(np_svg_picture *p) {
     p->n_bars = 1; /* or the line saying why there is no chart */
     for (int k = 0; k < NP_NODE_KIND_COUNT && p->analyzed; k++)
         p->n_bars += p->rep.overall.kind[k].count > 0;
@@ -57,10 +57,6 @@ static void place_parts(np_svg_picture *p) {
     p->y_layers = p->y_bars + 26 + p->n_bars * (NP_SVG_BAR_H + NP_SVG_BAR_GAP) + 24;
     p->height = p->n_layers ? p->y_layers + 26 + p->n_layers * (NP_SVG_BAR_H + NP_SVG_BAR_GAP) + 20
                             : p->y_layers - 4;
-}
-
-void np_svg_place(np_svg_picture *p) {
-    place_parts(p);
 }
 
 np_status np_svg_picture_make(np_svg_picture *p, const np_trace *tr, np_error *err) {
@@ -134,7 +130,7 @@ np_status np_svg_picture_make(np_svg_picture *p, const np_trace *tr, np_error *e
     }
     p->arrows = n <= NP_SVG_ARROW_TASKS;
     if (p->arrows) np_svg_critical_path(p);
-    place_parts(p);
+    np_svg_place(p);
     return NP_OK;
 }
 

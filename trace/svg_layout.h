@@ -112,7 +112,8 @@ void np_svg_picture_free(np_svg_picture *p);
 
 /* The median step of p's summary (0 without one). */
 double np_svg_median_step(const np_svg_picture *p);
-/* Places the parts again (after the summary of a long run was attached). */
+/* Where the parts of the picture go (np_svg_picture_make places them; call it again after
+ * attaching a long run's summary). */
 void np_svg_place(np_svg_picture *p);
 
 /* x of time t (microseconds since the earliest start). */
