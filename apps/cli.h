@@ -39,4 +39,7 @@ int np_cmd_tune(int argc, char **argv);
 /* `nestpipe predict` (apps/predict.c). */
 int np_cmd_predict(np_dist_t *dist, int argc, char **argv);
 
+/* `nestpipe route-stats` (apps/route_stats.c): one process, before MPI starts. */
+int np_cmd_route_stats(int argc, char **argv);
+
 #endif

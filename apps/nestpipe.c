@@ -118,6 +118,8 @@ static const char *main_help =
     "  check-layer --kind K --in W1,W2 [flags]   a layer kind's gradients (check-layer --help)\n"
     "  tune [flags] [train flags]           rank scheduling policies, workers, chunks and\n"
     "                                       windows by measured step time (tune --help)\n"
+    "  route-stats --ranks N [train flags]  the bytes N ranks would exchange, per peer\n"
+    "                                       (route-stats --help; docs/scale.md)\n"
     "  --version                            print the version\n";
 
 static int fail(np_status st, const np_error *err) {
@@ -325,16 +327,23 @@ static int cmd_convert(int argc, char **argv) {
 
 static int run(np_dist_t *dist, int argc, char **argv);
 
+/* rc, or 2 when it is 0 but standard output could not be written (a full disk, a closed
+ * pipe): a report that was lost is a failure, not a silent success. */
+static int stdout_written(int rc) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && !rc) {
+        fprintf(stderr, "nestpipe: cannot write to standard output: %s\n", strerror(errno));
+        rc = EXIT_BAD_INPUT;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv) {
     /* tune starts train runs of its own: not an MPI process itself (a singleton's
      * environment would reach them) */
-    if (argc >= 2 && !strcmp(argv[1], "tune")) {
-        int rc = np_cmd_tune(argc - 2, argv + 2);
-        if ((fflush(stdout) != 0 || ferror(stdout)) && !rc) {
-            fprintf(stderr, "nestpipe: cannot write to standard output: %s\n", strerror(errno));
-            rc = EXIT_BAD_INPUT;
-        }
-        return rc;
+    if (argc >= 2 && !strcmp(argv[1], "tune")) return stdout_written(np_cmd_tune(argc - 2, argv + 2));
+    if (argc >= 2 && !strcmp(argv[1], "route-stats")) { /* one process, any N: no MPI */
+        np_outfile_clean_on_signals();
+        return stdout_written(np_cmd_route_stats(argc - 2, argv + 2));
     }
     np_dist_t *dist = NULL;
     np_error err = {{0}};
@@ -380,7 +389,7 @@ static int run(np_dist_t *dist, int argc, char **argv) {
     if (!strcmp(argv[1], "check-layer")) return np_cmd_check_layer(argc - 2, argv + 2);
     static const char *const commands[] = {"train",   "convert", "generate", "predict",
                                            "export",  "compare", "trace",    "check-layer",
-                                           "tune"};
+                                           "tune",    "route-stats"};
     const char *near = np_closest_word(argv[1], commands, sizeof commands / sizeof *commands);
     if (near)
         fprintf(stderr, "nestpipe: unknown command '%s' (did you mean '%s'? try nestpipe --help)\n",

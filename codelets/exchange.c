@@ -56,16 +56,6 @@ static int x_allgatherv_inplace(np_backend *b, void *buf, const int64_t *counts,
 
 /* ---- route (requester side) */
 
-/* Whether owner o's part of one (window, table) goes pooled: u distinct keys as rows, or
- * n keys in g bags as one row each (docs/pipeline.md "Rows or pooled sums"). auto counts
- * the bytes both ways take, keys (8 bytes) and rows there and their gradients back, and
- * keeps rows on a tie and for this rank's own keys, which cross no wire. */
-static int seg_pooled(np_exchange mode, int o, int me, int64_t u, int64_t n, int64_t g, int d) {
-    if (mode != NP_EXCHANGE_AUTO || !u) return mode == NP_EXCHANGE_POOLED && u;
-    int64_t row = 2 * (int64_t)d * (int64_t)sizeof(float), key = (int64_t)sizeof(int64_t);
-    return o != me && n * key + g * row < u * (key + row);
-}
-
 static void route_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
     const uint32_t *off = NP_BUF(buffers, 0); /* (T, nb+1) */
@@ -135,7 +125,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
         for (int w = 0; w < W; w++)
             for (int t = 0; t < T; t++) {
                 size_t g = SEG(o, w, t);
-                pooled[g] = (uint8_t)seg_pooled(a->exchange, o, me, cu[g], cn[g], cg[g], a->d);
+                pooled[g] = (uint8_t)np_xchg_seg_pooled((int)a->exchange, o, me, cu[g], cn[g], cg[g], a->d);
                 meta[NP_META_SC(T, W, o, w, t)] = pooled[g] ? cn[g] : cu[g];
                 meta[NP_META_SR(T, W, R, o, w, t)] = pooled[g] ? cg[g] : cu[g];
                 if (o != me && cu[g]) {

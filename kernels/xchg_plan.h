@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nestpipe/nestpipe.h" /* np_exchange */
+
 /* The int64 "meta" buffer of a batch: the counts that route, the exchanges and the updates
  * share. Written by route (requester side), a2a_keys and route_owner (owner side). A batch
  * is W windows (micro-batches, FWP); the requester dedups per window, the owner over the
@@ -42,6 +44,18 @@ static inline int64_t np_xchg_key_row(int64_t v) {
 }
 static inline int np_xchg_key_starts(int64_t v) {
     return v < 0;
+}
+
+/* Whether owner o's part of one (window, table) goes pooled: u distinct keys as rows, or
+ * n keys in g bags as one row each (docs/pipeline.md "Rows or pooled sums"). mode is an
+ * np_exchange. auto counts the bytes both ways take, keys (8 bytes) and rows of d floats
+ * there and their gradients back, and keeps rows on a tie and for rank me's own keys,
+ * which cross no wire. The route codelet and np_route_stats both decide by it. */
+static inline int np_xchg_seg_pooled(int mode, int o, int me, int64_t u, int64_t n, int64_t g,
+                                     int d) {
+    if (mode != NP_EXCHANGE_AUTO || !u) return mode == NP_EXCHANGE_POOLED && u;
+    int64_t row = 2 * (int64_t)d * (int64_t)sizeof(float), key = (int64_t)sizeof(int64_t);
+    return o != me && n * key + g * row < u * (key + row);
 }
 
 #ifdef __cplusplus

@@ -1,0 +1,201 @@
+/* Exchange volumes at any rank count (nestpipe/scale.h, docs/scale.md "What N ranks would
+ * exchange"): each rank's slice of each global batch is routed as the route codelet routes
+ * it (codelets/exchange.c), by the same rules: the sharding (core/shard.h), the windows and
+ * their clustering (kernels/cluster.c), the form of each segment (np_xchg_seg_pooled). Only
+ * the counts are kept, so no rank limit applies (the engine's plans hold 64 ranks). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/shard.h"
+#include "core/util.h"
+#include "data/data.h"
+#include "kernels/kernels.h"
+#include "kernels/xchg_plan.h"
+#include "nestpipe/scale.h"
+
+void np_route_stats_free(np_route_stats *s) {
+    if (!s) return;
+    free(s->keys);
+    free(s->rows);
+    free(s->rows_window);
+    memset(s, 0, sizeof *s);
+}
+
+uint64_t np_route_stats_rank(const np_route_stats *s, const uint64_t *m, int r, int recv) {
+    uint64_t sum = 0;
+    for (int q = 0; q < s->ranks; q++)
+        sum += recv ? m[(size_t)q * s->ranks + r] : m[(size_t)r * s->ranks + q];
+    return sum;
+}
+
+/* Scratch of one rank's routing: the counts per owner of one (window, table) and the
+ * owners it touched, the dedup's arrays, the clustered batch. */
+typedef struct scratch {
+    int64_t *cu, *cn, *cg; /* (ranks) distinct keys, keys, bags per owner */
+    int *touched, n_touched;
+    int64_t *uniq, *pos;
+    size_t cap_keys;
+    long *perm;
+    long cap_n;
+    np_batch clustered;
+} scratch;
+
+static void scratch_free(scratch *x) {
+    free(x->cu);
+    free(x->touched);
+    free(x->uniq);
+    free(x->pos);
+    free(x->perm);
+    np_batch_free(&x->clustered);
+}
+
+static void touch(scratch *x, int o) {
+    if (!x->cu[o] && !x->cn[o]) x->touched[x->n_touched++] = o;
+}
+
+/* One (window, table) of rank r: the bags of samples [s0, s1) of b's table t. */
+static np_status route_segment(const np_config *cfg, np_route_stats *st, scratch *x,
+                               const np_batch *b, int r, int w, int t, long s0, long s1,
+                               np_error *err) {
+    int R = st->ranks;
+    const uint32_t *off = b->offsets + (size_t)t * (b->n + 1);
+    size_t n = off[s1] - off[s0];
+    const int64_t *keys = b->keys + off[s0];
+    if (n > x->cap_keys) {
+        size_t cap = n;
+        if (np_grow((void **)&x->uniq, &x->cap_keys, cap, sizeof *x->uniq, "route stats", err))
+            return NP_STATUS_NO_MEMORY;
+        free(x->pos);
+        if (!(x->pos = np_alloc(x->cap_keys, sizeof *x->pos, "route stats", err)))
+            return NP_STATUS_NO_MEMORY;
+    }
+    size_t nu = 0;
+    if (n && np_keys_dedup(keys, n, x->uniq, &nu, x->pos))
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (route stats)");
+    int64_t rows_t = np_config_rows(cfg, t);
+    if (nu && (x->uniq[0] < 0 || x->uniq[nu - 1] >= rows_t))
+        return np_err(err, NP_STATUS_BAD_INPUT, "route stats: a key of table %d is outside its %lld rows",
+                      t, (long long)rows_t);
+    x->n_touched = 0;
+    for (size_t u = 0; u < nu; u++) {
+        int o = np_shard_owner_in(cfg->shard, R, t, x->uniq[u]);
+        touch(x, o);
+        x->cu[o]++;
+    }
+    int may_pool = cfg->exchange == NP_EXCHANGE_POOLED || (cfg->exchange == NP_EXCHANGE_AUTO && R > 1);
+    for (long s = s0; may_pool && s < s1; s++)
+        for (uint32_t k = off[s]; k < off[s + 1]; k++) {
+            int o = np_shard_owner_in(cfg->shard, R, t, b->keys[k]), seen = 0;
+            for (uint32_t j = off[s]; j < k && !seen; j++) /* bags hold a few keys */
+                seen = np_shard_owner_in(cfg->shard, R, t, b->keys[j]) == o;
+            x->cn[o]++;
+            x->cg[o] += !seen;
+        }
+    for (int i = 0; i < x->n_touched; i++) {
+        int o = x->touched[i];
+        int pooled = np_xchg_seg_pooled((int)cfg->exchange, o, r, x->cu[o], x->cn[o], x->cg[o],
+                                        cfg->dim);
+        if (o != r && x->cu[o]) {
+            int64_t sent_keys = pooled ? x->cn[o] : x->cu[o], rows = pooled ? x->cg[o] : x->cu[o];
+            uint64_t row_bytes = (uint64_t)rows * (uint64_t)cfg->dim * sizeof(float);
+            st->keys[(size_t)r * R + o] += (uint64_t)sent_keys * sizeof(int64_t);
+            st->rows[(size_t)o * R + r] += row_bytes;
+            st->rows_window[w] += row_bytes;
+            st->segments++;
+            st->pooled += (uint64_t)pooled;
+        }
+        x->cu[o] = x->cn[o] = x->cg[o] = 0;
+    }
+    return NP_OK;
+}
+
+/* Rank r's slice b of one batch, windows as the prefetch and route codelets form them. */
+static np_status route_slice(const np_config *cfg, np_route_stats *st, scratch *x,
+                             const np_batch *b, int r, np_error *err) {
+    int W = st->windows;
+    const np_batch *src = b;
+    if (cfg->cluster && W > 1) {
+        long bounds[65];
+        if (b->n + 1 > x->cap_n) {
+            free(x->perm);
+            if (!(x->perm = np_alloc((size_t)b->n + 1, sizeof *x->perm, "route stats", err)))
+                return NP_STATUS_NO_MEMORY;
+            x->cap_n = b->n + 1;
+        }
+        np_batch *c = &x->clustered;
+        np_status s = np_batch_reserve(c, b->n, b->n_dense, b->n_tables, err);
+        if (!s) s = np_batch_reserve_keys(c, b->nnz, err);
+        if (s) return s;
+        if (np_cluster_windows(b->offsets, b->keys, b->n, b->n_tables, W, 1, x->perm, bounds))
+            return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (route stats: clustering)");
+        np_permute_samples(b->n, b->n_dense, b->n_tables, x->perm, b->dense, b->label, b->offsets,
+                           b->keys, c->dense, c->label, c->offsets, c->keys);
+        c->nnz = b->nnz;
+        src = c;
+    }
+    for (int w = 0; w < W; w++)
+        for (int t = 0; t < st->tables; t++) {
+            np_status s = route_segment(cfg, st, x, src, r, w, t, src->n * w / W,
+                                        src->n * (w + 1) / W, err);
+            if (s) return s;
+        }
+    return NP_OK;
+}
+
+np_status np_route_stats_compute(const np_config *cfg, int ranks, long steps, np_route_stats *out,
+                                 np_error *err) {
+    memset(out, 0, sizeof *out);
+    if (ranks < 1) return np_err(err, NP_STATUS_BAD_INPUT, "route stats: ranks %d (1 or more)", ranks);
+    if (steps < 1) return np_err(err, NP_STATUS_BAD_INPUT, "route stats: steps %ld (1 or more)", steps);
+    if (cfg->batch % ranks)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "route stats: the global batch %ld is not divisible by %d ranks", cfg->batch,
+                      ranks);
+    long local_n = cfg->batch / ranks;
+    int W = np_config_windows(cfg);
+    if (W > local_n)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "route stats: %d windows of a local batch of %ld samples", W, local_n);
+    np_route_stats st = {.ranks = ranks, .windows = W, .tables = cfg->tables, .dim = cfg->dim,
+                         .steps = steps};
+    size_t nn = (size_t)ranks * (size_t)ranks;
+    scratch x = {0};
+    np_batch b = {0};
+    np_status s = NP_STATUS_NO_MEMORY;
+    st.keys = np_zalloc(nn, sizeof *st.keys, "route stats (keys)", err);
+    st.rows = np_zalloc(nn, sizeof *st.rows, "route stats (rows)", err);
+    st.rows_window = np_zalloc((size_t)W, sizeof *st.rows_window, "route stats", err);
+    x.cu = np_zalloc(3 * (size_t)ranks, sizeof *x.cu, "route stats", err);
+    x.touched = np_alloc((size_t)ranks, sizeof *x.touched, "route stats", err);
+    if (!st.keys || !st.rows || !st.rows_window || !x.cu || !x.touched) goto out;
+    x.cn = x.cu + ranks;
+    x.cg = x.cn + ranks;
+    for (int r = 0; r < ranks; r++) {
+        np_source_t *src = NULL;
+        if ((s = np_source_open(cfg, NP_SPLIT_TRAIN, &src, err))) break;
+        for (long k = 0; k < steps && !s; k++) {
+            s = np_source_next_slice(src, cfg->batch, local_n * r, local_n, &b, err);
+            if (s == NP_STATUS_END_OF_DATA)
+                s = np_err(err, NP_STATUS_BAD_INPUT,
+                           "route stats: the data has %ld batches of %ld samples, not %ld", k,
+                           cfg->batch, steps);
+            if (!s) s = route_slice(cfg, &st, &x, &b, r, err);
+        }
+        np_source_free(src);
+        if (s) break;
+        /* the counts before the keys: W * T of them to every other rank, every step */
+        for (int o = 0; o < ranks; o++)
+            if (o != r)
+                st.keys[(size_t)r * ranks + o] +=
+                    (uint64_t)steps * (uint64_t)W * (uint64_t)cfg->tables * sizeof(int64_t);
+    }
+out:
+    np_batch_free(&b);
+    scratch_free(&x);
+    if (s) {
+        np_route_stats_free(&st);
+        return s;
+    }
+    *out = st;
+    return NP_OK;
+}
