@@ -41,5 +41,7 @@ int np_cmd_predict(np_dist_t *dist, int argc, char **argv);
 
 /* `nestpipe route-stats` (apps/route_stats.c): one process, before MPI starts. */
 int np_cmd_route_stats(int argc, char **argv);
+/* `nestpipe simulate` (apps/simulate.c): one process, before MPI starts. */
+int np_cmd_simulate(int argc, char **argv);
 
 #endif

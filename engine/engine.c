@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/backend.h"
 #include "core/backoff.h"
@@ -368,6 +369,22 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     np_trace_set_info(e->trace, "workers", n);
     static const char *const data[] = {"synthetic", "criteo", "bin"};
     np_trace_set_info(e->trace, "data", (unsigned)cfg->data < 3 ? data[cfg->data] : "?");
+    /* what a replay at another scale needs (docs/scale.md "What a projection is calibrated
+     * from"): the shape, the link the run had, the machine, the build */
+    snprintf(n, sizeof n, "%ld", cfg->batch);
+    np_trace_set_info(e->trace, "batch", n);
+    snprintf(n, sizeof n, "%d", cfg->dim);
+    np_trace_set_info(e->trace, "dim", n);
+    snprintf(n, sizeof n, "%d", cfg->tables);
+    np_trace_set_info(e->trace, "tables", n);
+    np_trace_set_info(e->trace, "model", cfg->model_file[0] ? cfg->model_file
+                                         : cfg->model == NP_MODEL_DCNV2 ? "dcnv2" : "dlrm");
+    np_trace_set_info(e->trace, "shard", cfg->shard == NP_SHARD_TABLE ? "table" : "row");
+    const char *link = getenv("NP_LINK_GBIT"); /* comm/mpi.c checked it */
+    if (link && cfg->ranks > 1) np_trace_set_info(e->trace, "link_gbit", link);
+    snprintf(n, sizeof n, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    np_trace_set_info(e->trace, "cores", n);
+    np_trace_set_info(e->trace, "version", NP_LIB_VERSION);
     return NP_OK;
 }
 

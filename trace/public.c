@@ -68,3 +68,7 @@ const np_trace_kind_time *np_trace_summary_kind(const np_trace_summary *s, const
         if (!strcmp(s->kind[k].kind, kind)) return &s->kind[k];
     return NULL;
 }
+
+np_status np_trace_write_file(const np_trace_t *tr, const char *path, np_error *err) {
+    return np_trace_write_chrome(tr, path, err);
+}

@@ -13,7 +13,7 @@
 #include "nestpipe/nestpipe.h"
 #include "nestpipe/trace.h"
 
-#define NP_TRACE_MAX_DEPS 6
+#define NP_TRACE_MAX_DEPS 16
 
 typedef struct np_trace_event {
     const char *name; /* task name, a string that outlives the trace (codelet name) */
@@ -77,7 +77,7 @@ void np_trace_set_node_name(np_trace *tr, int node, const char *name);
  * file's otherData.run and read back (np_trace_info, public, looks one up). Copied; setting
  * a key again replaces its value; at most NP_TRACE_MAX_INFO keys, and a fact that cannot be
  * copied (out of memory) is dropped: facts are cosmetic. */
-#define NP_TRACE_MAX_INFO 16
+#define NP_TRACE_MAX_INFO 32
 void np_trace_set_info(np_trace *tr, const char *key, const char *value);
 /* The i-th fact's key (NULL past the last) and *value; valid until that key is set again. */
 const char *np_trace_info_at(const np_trace *tr, int i, const char **value);

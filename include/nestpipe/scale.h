@@ -52,6 +52,86 @@ NP_API void np_route_stats_free(np_route_stats *s);
 /* Sums of a matrix: what rank r sends (recv 0) or receives (recv 1); m is keys or rows. */
 NP_API uint64_t np_route_stats_rank(const np_route_stats *s, const uint64_t *m, int r, int recv);
 
+/* ---- platforms and the alpha-beta cost of a collective (scale/collective.c)
+ * flat (host_ranks 1): every rank has its own full-duplex NIC of nic_gbit on a fabric of
+ * full bisection. Two-tier: hosts of host_ranks ranks joined by intra_gbit links each
+ * way per rank (NVLink-like); a host's ranks share its uplink of host_ranks x nic_gbit
+ * into a fabric oversubscribed `oversub` times (1: full bisection). latency_us is the
+ * per-message latency between hosts, intra_latency_us within one. */
+typedef struct np_platform {
+    int ranks;
+    double nic_gbit, latency_us;
+    int host_ranks;
+    double intra_gbit, intra_latency_us, oversub;
+} np_platform;
+
+/* Checks p; NP_STATUS_BAD_INPUT naming the bad field. */
+NP_NODISCARD NP_API np_status np_platform_check(const np_platform *p, np_error *err);
+
+/* The time in microseconds of an All2All whose rank i sends rank j bytes[i * ranks + j]
+ * (the diagonal is ignored), by the pairwise-exchange algorithm: ranks - 1 rounds, each a
+ * latency, and the bytes at the busiest bottleneck's rate: a rank's NIC (the larger of what
+ * it sends and receives), within hosts a rank's intra-host link, between hosts a host's
+ * uplink and the fabric's bisection (docs/scale.md "The alpha-beta model"). */
+NP_API double np_alltoall_us(const np_platform *p, const double *bytes);
+/* The same for every pair sending `each` bytes (a reduce-scatter's or an all-gather's
+ * step: the dense all-reduce is two of them, as the engine does it above 2 ranks). */
+NP_API double np_alltoall_uniform_us(const np_platform *p, double each);
+
+/* ---- the replay of a traced step at another scale (scale/replay.c) */
+typedef enum np_coll {
+    NP_COLL_KEYS,      /* the keys' All2All, once a batch (exchange_keys) */
+    NP_COLL_ROWS,      /* a window's rows (exchange_emb) */
+    NP_COLL_GRADS,     /* a window's row gradients (exchange_grad) */
+    NP_COLL_ALLREDUCE, /* all the layers' dense all-reduces of a batch together */
+    NP_COLL_KINDS
+} np_coll;
+
+typedef struct np_replay_cfg {
+    /* the task graph: one rank's tasks of a traced run, its recorded data-flow edges and
+     * the order each worker ran them in (a run of 2 ranks or more has the exchanges'
+     * communication worker and the all-reduces that N ranks run) */
+    const np_trace_t *graph;
+    int rank;
+    /* compute durations: the median of each (kind, layer, chunk, window) in this trace, a
+     * one-rank run without contention; NULL: the graph's own durations */
+    const np_trace_t *compute;
+    double device_speed; /* compute durations are divided by it (1: this machine) */
+    /* the wire time of each collective at the target, microseconds: the keys' All2All of
+     * a batch, the rows and the gradients of one window, the dense all-reduce of a whole
+     * batch (each layer's all-reduce takes its byte share of the bandwidth part, plus
+     * allreduce_latency_us) */
+    double wire_us[NP_COLL_KINDS];
+    double allreduce_latency_us;
+    /* with compute == NULL: the graph run's link rate in Gbit/s (its "link_gbit" fact), so
+     * that its collectives' recorded wire time (bytes / rate) and peer waits are taken out
+     * before the target's wire time is added; 0: the graph's collectives had no wire */
+    double graph_link_gbit;
+    long from_batch, to_batch; /* the steady-state batches measured (to < 0: the last) */
+} np_replay_cfg;
+
+typedef struct np_replay_out {
+    double step_us;             /* steady-state step time */
+    double exchange_us;         /* per step: the union of the row and gradient exchanges */
+    double exchange_exposed_us; /* per step: their part with no dense compute running */
+    double lookup_exposed_us;   /* per step: the lookup's exposed time (keys included) */
+    long tasks;                 /* tasks replayed */
+    np_trace_t *trace;          /* the replayed tasks as a trace (free it) */
+} np_replay_out;
+
+/* Replays cfg->graph's rank with the durations and wire times of cfg: each task starts
+ * when the tasks it reads from have ended and its worker is free, in the order the worker
+ * ran them (docs/scale.md "The replay"). Every rank runs the same graph with the same
+ * durations, and a collective ends on all ranks at once, so one rank stands for all; the
+ * per-peer skew of the bytes is in the wire times. A graph without tasks, or batches
+ * outside it -> NP_STATUS_BAD_INPUT. */
+NP_NODISCARD NP_API np_status np_replay(const np_replay_cfg *cfg, np_replay_out *out,
+                                        np_error *err);
+/* The dense floats the all-reduces of batch `batch` on `rank` of a traced run carry, from
+ * their bytes: at R ranks (its "ranks" fact) each sends 2 (R - 1) / R of them, all of them
+ * at 2 (engine: np_xchg_allreduce_rs). 0 for a one-rank trace (no all-reduce). */
+NP_API double np_replay_dense_floats(const np_trace_t *graph, int rank, long batch);
+
 #ifdef __cplusplus
 }
 #endif

@@ -74,6 +74,10 @@ NP_API const char *np_trace_info(const np_trace_t *tr, const char *key);
 /* Frees a trace from np_trace_read_chrome or np_trace_from_batch; NULL-safe. Never free the
  * trainer's. */
 NP_API void np_trace_free(np_trace_t *tr);
+/* Writes tr as a Chrome trace file that np_trace_read_chrome and `nestpipe trace` read
+ * (a replayed trace, a window of one); NP_STATUS_IO naming the path when it cannot. */
+NP_NODISCARD NP_API np_status np_trace_write_file(const np_trace_t *tr, const char *path,
+                                                  np_error *err);
 
 /* np_trace_print_report flags; 0 = the text tables. */
 enum { NP_TRACE_REPORT_JSON = 1, NP_TRACE_REPORT_LAYERS = 2 };

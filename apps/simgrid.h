@@ -1,0 +1,18 @@
+/* The collectives of `nestpipe simulate` timed on SimGrid (apps/simgrid.c: libsimgrid
+ * loaded at run time where installed; docs/scale.md "On SimGrid"). */
+#ifndef NP_APPS_SIMGRID_H
+#define NP_APPS_SIMGRID_H
+
+#include "nestpipe/scale.h"
+
+/* 1 when SimGrid's library can be loaded. */
+int np_sg_available(void);
+/* The wire times in microseconds of the n All2Alls whose byte matrices are mats[0..n)
+ * (p->ranks x p->ranks, row = sender), each alone on p's flat platform, by one SimGrid
+ * parallel task each (host model ptask_L07), plus the pairwise algorithm's rounds of
+ * latency beyond the one SimGrid charges. Runs SimGrid in a child process (it can load
+ * one platform a process). 0, or -1 with the reason in why. */
+int np_sg_alltoall_us(const np_platform *p, const double *const *mats, int n, double *out_us,
+                      char *why, size_t why_n);
+
+#endif

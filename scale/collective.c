@@ -1,0 +1,94 @@
+/* Platforms and the alpha-beta cost of the collectives (nestpipe/scale.h; docs/scale.md
+ * "The alpha-beta model"): the analytic twin of the SimGrid timing, and the model the replay
+ * uses when SimGrid is not there. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/util.h"
+#include "nestpipe/scale.h"
+
+np_status np_platform_check(const np_platform *p, np_error *err) {
+    if (p->ranks < 1) return np_err(err, NP_STATUS_BAD_INPUT, "platform: ranks %d (1 or more)", p->ranks);
+    if (!(p->nic_gbit > 0) || !isfinite(p->nic_gbit))
+        return np_err(err, NP_STATUS_BAD_INPUT, "platform: link rate %g Gbit/s (above 0)", p->nic_gbit);
+    if (!(p->latency_us >= 0) || !isfinite(p->latency_us))
+        return np_err(err, NP_STATUS_BAD_INPUT, "platform: latency %g us (0 or more)", p->latency_us);
+    if (p->host_ranks < 1 || p->ranks % p->host_ranks)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "platform: %d ranks a host does not divide %d ranks", p->host_ranks, p->ranks);
+    if (p->host_ranks > 1 && (!(p->intra_gbit > 0) || !isfinite(p->intra_gbit) ||
+                              !(p->intra_latency_us >= 0) || !(p->oversub >= 1) || !isfinite(p->oversub)))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "platform: two tiers need an intra-host rate above 0, a latency of 0 or "
+                      "more and an oversubscription of 1 or more");
+    return NP_OK;
+}
+
+static double bytes_s(double gbit) {
+    return gbit * 1e9 / 8;
+}
+
+/* The latency of the pairwise exchange's rounds: on two tiers, the rounds whose partner is
+ * on the same host (host_ranks - 1 of them) take the intra-host latency. */
+static double rounds_us(const np_platform *p) {
+    int n = p->ranks, g = p->host_ranks > 1 ? p->host_ranks : 1;
+    if (g == 1) return (n - 1) * p->latency_us;
+    return (g - 1) * p->intra_latency_us + (n - g) * p->latency_us;
+}
+
+double np_alltoall_us(const np_platform *p, const double *bytes) {
+    int n = p->ranks, g = p->host_ranks > 1 ? p->host_ranks : 1, hosts = n / g;
+    if (n <= 1) return 0;
+    double *sent = calloc(2 * (size_t)n + 2 * (size_t)hosts, sizeof *sent);
+    if (!sent) return NAN;
+    double *recv = sent + n, *hout = recv + n, *hin = hout + hosts;
+    double nic = 0, intra = 0, fabric = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double b = i == j ? 0 : bytes[(size_t)i * n + j];
+            if (g > 1 && i / g == j / g) { /* within a host: the intra-host links */
+                sent[i] += b;
+                recv[j] += b;
+                continue;
+            }
+            hout[i / g] += b;
+            hin[j / g] += b;
+            fabric += b;
+        }
+    for (int i = 0; i < n; i++) {
+        double m = sent[i] > recv[i] ? sent[i] : recv[i];
+        if (m > intra) intra = m;
+    }
+    for (int h = 0; h < hosts; h++) {
+        double m = hout[h] > hin[h] ? hout[h] : hin[h];
+        if (m > nic) nic = m;
+    }
+    free(sent);
+    double t;
+    if (g == 1) {
+        t = nic / bytes_s(p->nic_gbit); /* flat: every rank its own NIC, full bisection */
+    } else {
+        double up = nic / bytes_s(p->nic_gbit * g), in = intra / bytes_s(p->intra_gbit);
+        /* the fabric: half the hosts talk to the other half through its bisection */
+        double bis = fabric / 2 / (bytes_s(p->nic_gbit * g) * hosts / 2 / p->oversub);
+        t = up > in ? up : in;
+        if (bis > t) t = bis;
+    }
+    return rounds_us(p) + t * 1e6;
+}
+
+double np_alltoall_uniform_us(const np_platform *p, double each) {
+    int n = p->ranks, g = p->host_ranks > 1 ? p->host_ranks : 1, hosts = n / g;
+    if (n <= 1) return 0;
+    double t;
+    if (g == 1) {
+        t = each * (n - 1) / bytes_s(p->nic_gbit);
+    } else {
+        double up = each * (double)g * (n - g) / bytes_s(p->nic_gbit * g),
+               in = each * (g - 1) / bytes_s(p->intra_gbit),
+               bis = each * (double)n * (n - g) / 2 / (bytes_s(p->nic_gbit * g) * hosts / 2 / p->oversub);
+        t = up > in ? up : in;
+        if (bis > t) t = bis;
+    }
+    return rounds_us(p) + t * 1e6;
+}

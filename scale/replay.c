@@ -1,0 +1,270 @@
+/* The replay of a traced step at another scale (nestpipe/scale.h, docs/scale.md "The
+ * replay"): one rank's tasks of a traced run, its recorded data-flow edges and each
+ * worker's order, with compute durations from an uncontended run and the collectives'
+ * wire time at the target. Not here: where the wire times come from (the alpha-beta model,
+ * scale/collective.c, or SimGrid in the command). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "nestpipe/scale.h"
+#include "trace/trace.h"
+
+/* ---- median durations of a calibration trace, by (kind, node, chunk, window), with
+ *      coarser keys as fallbacks: (kind, node), then (kind) */
+typedef struct dkey {
+    int kind, node, chunk, window;
+    double us;
+} dkey;
+
+static int dkey_cmp(const void *a, const void *b) {
+    const dkey *x = a, *y = b;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    if (x->chunk != y->chunk) return x->chunk < y->chunk ? -1 : 1;
+    if (x->window != y->window) return x->window < y->window ? -1 : 1;
+    return x->us < y->us ? -1 : x->us > y->us;
+}
+
+typedef struct durations {
+    dkey *level[3]; /* fine, (kind, node), (kind): sorted */
+    size_t n;
+} durations;
+
+static dkey coarse(const np_trace_event *e, int level) {
+    dkey k = {(int)e->kind, e->node, e->chunk, e->window, 0};
+    if (level >= 1) k.chunk = k.window = -9;
+    if (level >= 2) k.node = -9;
+    return k;
+}
+
+/* The tasks of `rank` in batches 2 and later (the first ones touch the tables first and
+ * calibrate), or all of them when the trace has no more. */
+static np_status durations_make(const np_trace *tr, int rank, durations *d, np_error *err) {
+    memset(d, 0, sizeof *d);
+    size_t n = np_trace_count(tr), m = 0;
+    long last = -1;
+    for (size_t i = 0; i < n; i++)
+        if (np_trace_get(tr, i)->batch > last) last = np_trace_get(tr, i)->batch;
+    long skip = last >= 4 ? 2 : 0;
+    for (int l = 0; l < 3; l++)
+        if (!(d->level[l] = np_alloc(n ? n : 1, sizeof(dkey), "replay durations", err))) return NP_STATUS_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(tr, i);
+        if (e->rank != rank || e->batch < skip || np_node_kind_is(e->kind, NP_KIND_DRIVER)) continue;
+        for (int l = 0; l < 3; l++) {
+            d->level[l][m] = coarse(e, l);
+            d->level[l][m].us = e->end_us - e->start_us;
+        }
+        m++;
+    }
+    d->n = m;
+    for (int l = 0; l < 3; l++)
+        qsort(d->level[l], m, sizeof(dkey), dkey_cmp);
+    return NP_OK;
+}
+
+static void durations_free(durations *d) {
+    for (int l = 0; l < 3; l++)
+        free(d->level[l]);
+}
+
+/* The median duration of e's key at the finest level that has it; -1 when none has. */
+static double durations_of(const durations *d, const np_trace_event *e) {
+    for (int l = 0; l < 3; l++) {
+        dkey k = coarse(e, l);
+        k.us = -INFINITY;
+        size_t lo = 0, hi = d->n; /* first entry >= k */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (dkey_cmp(&d->level[l][mid], &k) < 0) lo = mid + 1; else hi = mid;
+        }
+        size_t end = lo;
+        while (end < d->n && !dkey_cmp(&(dkey){d->level[l][end].kind, d->level[l][end].node,
+                                               d->level[l][end].chunk, d->level[l][end].window, 0},
+                                       &(dkey){k.kind, k.node, k.chunk, k.window, 0}))
+            end++;
+        if (end > lo) {
+            size_t c = end - lo;
+            const dkey *v = d->level[l] + lo;
+            return c % 2 ? v[c / 2].us : (v[c / 2 - 1].us + v[c / 2].us) / 2;
+        }
+    }
+    return -1;
+}
+
+/* ---- the replay */
+static int coll_of(np_node_kind k) {
+    switch (k) {
+    case NP_NODE_EXCHANGE_KEYS: return NP_COLL_KEYS;
+    case NP_NODE_EXCHANGE_EMB: return NP_COLL_ROWS;
+    case NP_NODE_EXCHANGE_GRAD: return NP_COLL_GRADS;
+    case NP_NODE_ALLREDUCE: return NP_COLL_ALLREDUCE;
+    default: return -1;
+    }
+}
+
+typedef struct task {
+    const np_trace_event *e;
+    double dur, start, end;
+} task;
+
+static int task_cmp(const void *a, const void *b) {
+    const task *x = a, *y = b;
+    if (x->e->start_us != y->e->start_us) return x->e->start_us < y->e->start_us ? -1 : 1;
+    return x->e->id < y->e->id ? -1 : x->e->id > y->e->id;
+}
+
+/* Per batch and collective kind: the bytes and tasks of its collectives, and its windows
+ * (how many times the per-window wire time is due in the batch). */
+typedef struct batch_coll {
+    double bytes[NP_COLL_KINDS];
+    long tasks[NP_COLL_KINDS];
+    uint64_t windows[NP_COLL_KINDS]; /* a bit per window seen (windows < 64) */
+} batch_coll;
+
+static int popcount64(uint64_t v) {
+    int c = 0;
+    for (; v; v &= v - 1)
+        c++;
+    return c;
+}
+
+/* The wire time of collective task t at the target: its kind's time in the batch, shared
+ * by bytes among the batch's tasks of that kind (equally when they carry none). */
+static double wire_of(const np_replay_cfg *c, const batch_coll *bc, const np_trace_event *e, int k) {
+    double whole = c->wire_us[k];
+    if (k == NP_COLL_ROWS || k == NP_COLL_GRADS) whole *= popcount64(bc->windows[k]) ? popcount64(bc->windows[k]) : 1;
+    double share = bc->bytes[k] > 0 ? (double)e->bytes / bc->bytes[k] : 1.0 / (double)bc->tasks[k];
+    return whole * share + (k == NP_COLL_ALLREDUCE ? c->allreduce_latency_us : 0);
+}
+
+np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!(c->device_speed > 0) || !isfinite(c->device_speed))
+        return np_err(err, NP_STATUS_BAD_INPUT, "replay: device speed %g (above 0)", c->device_speed);
+    const np_trace *g = c->graph;
+    size_t n = np_trace_count(g), nt = 0;
+    long last = -1;
+    int64_t max_id = 0;
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(g, i);
+        if (e->rank != c->rank || e->id <= 0) continue;
+        nt++;
+        if (e->batch > last) last = e->batch;
+        if (e->id > max_id) max_id = e->id;
+    }
+    if (!nt)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "replay: the graph trace has no task of rank %d with data-flow ids (a "
+                      "trace from nestpipe train --trace, 0.5 or later)", c->rank);
+    long from = c->from_batch, to = c->to_batch < 0 ? last : c->to_batch;
+    if (from < 0 || from > to || to > last)
+        return np_err(err, NP_STATUS_BAD_INPUT, "replay: batches %ld..%ld outside the graph's 0..%ld",
+                      from, to, last);
+    task *t = np_alloc(nt, sizeof *t, "replay", err);
+    double *wait = np_zalloc(n ? n : 1, sizeof *wait, "replay", err);
+    double *lane = NULL, *id_end = np_alloc((size_t)max_id + 1, sizeof *id_end, "replay", err);
+    batch_coll *bc = np_zalloc((size_t)last + 1, sizeof *bc, "replay", err);
+    durations dur = {0};
+    np_trace *rt = NULL;
+    np_status st = NP_STATUS_NO_MEMORY;
+    if (!t || !wait || !id_end || !bc) goto out;
+    if (!c->compute && np_trace_peer_wait(g, wait)) goto out;
+    if (c->compute && (st = durations_make(c->compute, 0, &dur, err))) goto out;
+    int workers = 0;
+    nt = 0;
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(g, i);
+        if (e->rank != c->rank || e->id <= 0) continue;
+        int k = coll_of(e->kind);
+        double rec = e->end_us - e->start_us, d;
+        if (k < 0) { /* compute: the calibration's median, else as recorded */
+            d = c->compute ? durations_of(&dur, e) : -1;
+            d = (d >= 0 ? d : rec) / c->device_speed;
+        } else { /* a collective: its local part now, its wire below */
+            if (c->compute) {
+                d = durations_of(&dur, e);
+                d = d >= 0 ? d / c->device_speed : 0;
+            } else {
+                double wire = c->graph_link_gbit > 0 ? e->bytes / (c->graph_link_gbit * 1e9 / 8) * 1e6 : 0;
+                d = rec - wait[i] - wire;
+                d = d > 0 ? d : 0;
+            }
+            batch_coll *b = &bc[e->batch];
+            b->bytes[k] += (double)e->bytes;
+            b->tasks[k]++;
+            if (e->window >= 0 && e->window < 64) b->windows[k] |= (uint64_t)1 << e->window;
+            else b->windows[k] |= 1;
+        }
+        t[nt++] = (task){.e = e, .dur = d};
+        if (e->worker + 1 > workers) workers = e->worker + 1;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        int k = coll_of(t[i].e->kind);
+        if (k >= 0) t[i].dur += wire_of(c, &bc[t[i].e->batch], t[i].e, k);
+    }
+    qsort(t, nt, sizeof *t, task_cmp); /* recorded start order: deps and lanes before */
+    if (!(lane = np_zalloc((size_t)workers + 1, sizeof *lane, "replay", err))) goto out;
+    for (int64_t i = 0; i <= max_id; i++)
+        id_end[i] = 0;
+    for (size_t i = 0; i < nt; i++) {
+        const np_trace_event *e = t[i].e;
+        double s = e->worker >= 0 ? lane[e->worker] : 0;
+        for (int k = 0; k < e->n_deps; k++)
+            if (e->dep[k] > 0 && e->dep[k] <= max_id && id_end[e->dep[k]] > s) s = id_end[e->dep[k]];
+        t[i].start = s;
+        t[i].end = s + t[i].dur;
+        id_end[e->id] = t[i].end;
+        if (e->worker >= 0) lane[e->worker] = t[i].end;
+    }
+    if ((st = np_trace_create(&rt, err))) goto out;
+    np_trace_copy_names(rt, g);
+    np_trace_set_info(rt, "projection", "replay");
+    for (size_t i = 0; i < nt; i++) {
+        np_trace_event ev = *t[i].e;
+        ev.rank = 0;
+        ev.start_us = t[i].start;
+        ev.end_us = t[i].end;
+        ev.pred_us = ev.wait_us = 0;
+        if (np_trace_record(rt, &ev)) {
+            st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory (replay)");
+            goto out;
+        }
+    }
+    np_trace *win = NULL;
+    if ((st = np_trace_batches(rt, from, to, &win, err))) goto out;
+    np_trace_summary s;
+    st = np_trace_summarize(win, &s, err);
+    np_trace_free(win);
+    if (st) goto out;
+    out->step_us = s.step_us;
+    long b = s.batches > 0 ? s.batches : 1;
+    out->exchange_us = s.exchange_us / b;
+    out->exchange_exposed_us = s.exchange_exposed_us / b;
+    out->lookup_exposed_us = s.lookup_exposed_us / b;
+    out->tasks = (long)nt;
+    out->trace = rt;
+    rt = NULL;
+out:
+    np_trace_free(rt);
+    durations_free(&dur);
+    free(t);
+    free(wait);
+    free(lane);
+    free(id_end);
+    free(bc);
+    return st;
+}
+
+double np_replay_dense_floats(const np_trace *g, int rank, long batch) {
+    const char *v = np_trace_info(g, "ranks");
+    int R = v ? atoi(v) : 1;
+    double bytes = 0;
+    for (size_t i = 0; i < np_trace_count(g); i++) {
+        const np_trace_event *e = np_trace_get(g, i);
+        if (e->rank == rank && e->batch == batch && e->kind == NP_NODE_ALLREDUCE) bytes += (double)e->bytes;
+    }
+    return R > 1 ? bytes / sizeof(float) * R / (2.0 * (R - 1)) : 0;
+}
