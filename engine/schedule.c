@@ -268,6 +268,7 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
                           b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, np_config_dense(&m->cfg), m->T);
     e->pending = 1;
     np_status st = NP_OK;
+    if (e->trace) np_trace_set_step(e->trace, t); /* the tasks below say this call made them */
     /* critical-path priorities: the fourth step is recorded (the first ones hold the
      * pipeline's fill and the perf models' first samples) */
     if (m->cfg.priorities == NP_PRIORITIES_CRITICAL && !e->cp)

@@ -20,7 +20,8 @@ typedef struct wire_event {
     uint64_t bytes;
     int64_t id, n_deps, dep[NP_TRACE_MAX_DEPS];
     int64_t segments, pooled;
-    double pred_us;
+    double pred_us, submit_us;
+    int64_t issued;
 } wire_event;
 
 /* Maps a task name received from another rank to this process's codelet name string, which
@@ -65,6 +66,8 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         mine[i].segments = ev->segments;
         mine[i].pooled = ev->pooled;
         mine[i].pred_us = ev->pred_us;
+        mine[i].submit_us = ev->issued ? ev->submit_us - e->t0_us : 0;
+        mine[i].issued = ev->issued;
         mine[i].n_deps = ev->n_deps;
         memcpy(mine[i].dep, ev->dep, sizeof mine[i].dep);
     }
@@ -99,6 +102,8 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .end_us = all[i].end_us,
                                  .bytes = all[i].bytes,
                                  .id = all[i].id,
+                                 .submit_us = all[i].submit_us,
+                                 .issued = (long)all[i].issued,
                                  .segments = (uint32_t)all[i].segments,
                                  .pooled = (uint32_t)all[i].pooled,
                                  .pred_us = isfinite(all[i].pred_us) && all[i].pred_us > 0

@@ -11,6 +11,17 @@
 #include "nestpipe/scale.h"
 #include "trace/trace.h"
 
+static int double_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int event_ptr_cmp(const void *a, const void *b) {
+    const np_trace_event *x = *(const np_trace_event *const *)a, *y = *(const np_trace_event *const *)b;
+    if (x->start_us != y->start_us) return x->start_us < y->start_us ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
 /* ---- median durations of a calibration trace, by (kind, node, chunk, window), with
  *      coarser keys as fallbacks: (kind, node), then (kind) */
 typedef struct dkey {
@@ -94,6 +105,74 @@ static double durations_of(const durations *d, const np_trace_event *e) {
     return -1;
 }
 
+/* ---- the runtime's own delay before each task: in a traced run, from the latest of its
+ *      submission, its inputs' ends and its worker's previous task to its start (StarPU's
+ *      dispatch, a worker's wake-up, a core lent to another thread); the median per kind
+ *      of a calibration trace is added to every replayed task of that kind */
+typedef struct kind_gap {
+    int kind;
+    double us;
+} kind_gap;
+
+static int kind_gap_cmp(const void *a, const void *b) {
+    const kind_gap *x = a, *y = b;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return x->us < y->us ? -1 : x->us > y->us;
+}
+
+static np_status gaps_make(const np_trace *tr, int rank, double gap[NP_NODE_KIND_COUNT],
+                           np_error *err) {
+    for (int k = 0; k < NP_NODE_KIND_COUNT; k++)
+        gap[k] = 0;
+    size_t n = np_trace_count(tr), m = 0;
+    int64_t max_id = 0;
+    int workers = 0;
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(tr, i);
+        if (e->rank != rank || e->id <= 0) continue;
+        m++;
+        if (e->id > max_id) max_id = e->id;
+        if (e->worker + 1 > workers) workers = e->worker + 1;
+    }
+    const np_trace_event **ev = np_alloc(m ? m : 1, sizeof *ev, "replay (gaps)", err);
+    double *end = np_zalloc((size_t)max_id + 1, sizeof *end, "replay (gaps)", err),
+           *lane = np_zalloc((size_t)workers + 1, sizeof *lane, "replay (gaps)", err);
+    kind_gap *g = np_alloc(m ? m : 1, sizeof *g, "replay (gaps)", err);
+    np_status st = NP_STATUS_NO_MEMORY;
+    if (!ev || !end || !lane || !g) goto out;
+    m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const np_trace_event *e = np_trace_get(tr, i);
+        if (e->rank == rank && e->id > 0) ev[m++] = e;
+    }
+    qsort(ev, m, sizeof *ev, event_ptr_cmp);
+    for (size_t i = 0; i < m; i++) {
+        const np_trace_event *e = ev[i];
+        double ready = e->issued > 0 ? e->submit_us : -INFINITY;
+        if (e->worker >= 0 && lane[e->worker] > ready) ready = lane[e->worker];
+        for (int k = 0; k < e->n_deps; k++)
+            if (e->dep[k] > 0 && e->dep[k] <= max_id && end[e->dep[k]] > ready) ready = end[e->dep[k]];
+        g[i] = (kind_gap){(int)e->kind, isfinite(ready) && e->start_us > ready ? e->start_us - ready : 0};
+        end[e->id] = e->end_us;
+        if (e->worker >= 0) lane[e->worker] = e->end_us;
+    }
+    qsort(g, m, sizeof *g, kind_gap_cmp);
+    for (size_t lo = 0, hi; lo < m; lo = hi) { /* the median of each kind's run */
+        for (hi = lo; hi < m && g[hi].kind == g[lo].kind; hi++) {
+        }
+        size_t c = hi - lo, mid = lo + c / 2;
+        if (g[lo].kind >= 0 && g[lo].kind < NP_NODE_KIND_COUNT)
+            gap[g[lo].kind] = c % 2 ? g[mid].us : (g[mid - 1].us + g[mid].us) / 2;
+    }
+    st = NP_OK;
+out:
+    free(ev);
+    free(end);
+    free(lane);
+    free(g);
+    return st;
+}
+
 /* ---- the replay */
 static int coll_of(np_node_kind k) {
     switch (k) {
@@ -140,6 +219,140 @@ static double wire_of(const np_replay_cfg *c, const batch_coll *bc, const np_tra
     return whole * share + (k == NP_COLL_ALLREDUCE ? c->allreduce_latency_us : 0);
 }
 
+
+/* ---- the driver: step k's submit call issues its tasks (none starts before the call
+ * reaches it), then the driver reads the next batch, waits for step k (its loss tasks
+ * under a pipeline, every task issued so far when sequential) and agrees with the other
+ * ranks before step k + 1's call (train/run.c, engine/schedule.c). Its own times (the
+ * call's span, the reading, the agreement) are the recorded ones; the agreement's is the
+ * median over the steps, plus cfg->driver_sync_us. */
+typedef struct step_rec {
+    double s_rec, e_rec; /* first and last submission of the call, recorded */
+    double read_us;      /* the driver's reading between this call and the next */
+    long wait_left;      /* tasks of its wait set not yet replayed */
+    double wait_end;     /* the latest end of its wait set, replayed */
+    double s;            /* the call's start, replayed; NAN until known */
+} step_rec;
+
+typedef struct driver {
+    step_rec *st;
+    long n;      /* steps: the largest issued */
+    int seq;     /* sequential: waits for everything */
+    double agree_us;
+    long next;   /* the first step whose start is not yet known */
+} driver;
+
+static void driver_free(driver *d) {
+    free(d->st);
+}
+
+/* Whether e is in step k's wait set. */
+static int waited(const driver *d, const np_trace_event *e, long k) {
+    return d->seq ? e->issued - 1 <= k : e->kind == NP_NODE_LOSS_FWD && e->batch == k;
+}
+
+static np_status driver_make(const np_replay_cfg *c, const np_trace *g, const task *t, size_t nt,
+                             driver *d, np_error *err) {
+    memset(d, 0, sizeof *d);
+    for (size_t i = 0; i < nt; i++)
+        if (t[i].e->issued > d->n) d->n = t[i].e->issued;
+    if (!d->n) return NP_OK; /* a trace without submissions: no driver to model */
+    const char *pipe = np_trace_info(g, "pipeline");
+    d->seq = pipe && !strcmp(pipe, "sequential");
+    if (!(d->st = np_zalloc((size_t)d->n + 1, sizeof *d->st, "replay (driver)", err)))
+        return NP_STATUS_NO_MEMORY;
+    for (long k = 0; k <= d->n; k++) {
+        d->st[k].s_rec = INFINITY;
+        d->st[k].e_rec = -INFINITY;
+        d->st[k].s = NAN;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        const np_trace_event *e = t[i].e;
+        if (e->issued <= 0) continue;
+        step_rec *r = &d->st[e->issued - 1];
+        if (e->submit_us < r->s_rec) r->s_rec = e->submit_us;
+        if (e->submit_us > r->e_rec) r->e_rec = e->submit_us;
+    }
+    for (size_t i = 0; i < nt; i++)
+        for (long k = t[i].e->issued - 1; k >= 0 && k < d->n; k++) {
+            if (waited(d, t[i].e, k)) d->st[k].wait_left++;
+            if (!d->seq) break; /* a pipeline waits for its own batch's loss only */
+        }
+    /* the reading: the driver rows' tasks between a call and the next */
+    for (size_t i = 0; i < np_trace_count(g); i++) {
+        const np_trace_event *e = np_trace_get(g, i);
+        if (e->rank != c->rank || e->kind != NP_NODE_DATA) continue;
+        for (long k = 0; k < d->n; k++)
+            if (e->start_us >= d->st[k].e_rec && (k + 1 >= d->n || e->start_us < d->st[k + 1].s_rec)) {
+                d->st[k].read_us += e->end_us - e->start_us;
+                break;
+            }
+    }
+    /* the agreement: from the wait's end (or the reading's) to the next call, recorded */
+    double *ag = np_alloc((size_t)d->n, sizeof *ag, "replay (driver)", err);
+    if (!ag) return NP_STATUS_NO_MEMORY;
+    double *wend = np_alloc((size_t)d->n, sizeof *wend, "replay (driver)", err);
+    if (!wend) {
+        free(ag);
+        return NP_STATUS_NO_MEMORY;
+    }
+    for (long k = 0; k < d->n; k++)
+        wend[k] = -INFINITY;
+    for (size_t i = 0; i < nt; i++)
+        for (long k = t[i].e->issued - 1; k >= 0 && k < d->n; k++) {
+            if (waited(d, t[i].e, k) && t[i].e->end_us > wend[k]) wend[k] = t[i].e->end_us;
+            if (!d->seq) break;
+        }
+    size_t na = 0;
+    for (long k = 0; k + 1 < d->n; k++) {
+        double ready = d->st[k].e_rec + d->st[k].read_us;
+        if (wend[k] > ready) ready = wend[k];
+        if (isfinite(ready) && isfinite(d->st[k + 1].s_rec) && d->st[k + 1].s_rec >= ready)
+            ag[na++] = d->st[k + 1].s_rec - ready;
+    }
+    qsort(ag, na, sizeof *ag, double_cmp);
+    d->agree_us = (na ? ag[na / 2] : 0) + c->driver_sync_us;
+    free(ag);
+    free(wend);
+    d->st[0].s = d->st[0].s_rec;
+    d->next = 1;
+    return NP_OK;
+}
+
+/* Step k + 1's call starts when step k's reading and wait are over, and the ranks agreed. */
+static void driver_advance(driver *d) {
+    while (d->next < d->n && d->st[d->next - 1].wait_left <= 0 && isfinite(d->st[d->next - 1].s)) {
+        step_rec *p = &d->st[d->next - 1];
+        double ready = p->s + (p->e_rec - p->s_rec) + p->read_us;
+        if (p->wait_end > ready) ready = p->wait_end;
+        d->st[d->next].s = ready + d->agree_us;
+        d->next++;
+    }
+}
+
+/* The earliest start of task i: its submission in its call, replayed. A task whose call's
+ * start is not yet known (its wait set not fully replayed: the recorded order broke the
+ * driver's) waits for no call. */
+static double driver_release(driver *d, const np_trace_event *e, const task *t, size_t i) {
+    (void)t;
+    (void)i;
+    if (!d->st || e->issued <= 0) return 0;
+    driver_advance(d);
+    const step_rec *r = &d->st[e->issued - 1];
+    return isfinite(r->s) ? r->s + (e->submit_us - r->s_rec) : 0;
+}
+
+static void driver_done(driver *d, const np_trace_event *e, double end) {
+    if (!d->st || e->issued <= 0) return;
+    for (long k = e->issued - 1; k < d->n; k++) {
+        if (waited(d, e, k)) {
+            d->st[k].wait_left--;
+            if (end > d->st[k].wait_end) d->st[k].wait_end = end;
+        }
+        if (!d->seq) break;
+    }
+}
+
 np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     memset(out, 0, sizeof *out);
     if (!(c->device_speed > 0) || !isfinite(c->device_speed))
@@ -168,11 +381,14 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     double *lane = NULL, *id_end = np_alloc((size_t)max_id + 1, sizeof *id_end, "replay", err);
     batch_coll *bc = np_zalloc((size_t)last + 1, sizeof *bc, "replay", err);
     durations dur = {0};
+    driver drv = {0};
     np_trace *rt = NULL;
     np_status st = NP_STATUS_NO_MEMORY;
     if (!t || !wait || !id_end || !bc) goto out;
     if (!c->compute && np_trace_peer_wait(g, wait)) goto out;
     if (c->compute && (st = durations_make(c->compute, 0, &dur, err))) goto out;
+    double gap[NP_NODE_KIND_COUNT];
+    if ((st = gaps_make(c->compute ? c->compute : g, c->compute ? 0 : c->rank, gap, err))) goto out;
     int workers = 0;
     nt = 0;
     for (size_t i = 0; i < n; i++) {
@@ -209,15 +425,20 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     if (!(lane = np_zalloc((size_t)workers + 1, sizeof *lane, "replay", err))) goto out;
     for (int64_t i = 0; i <= max_id; i++)
         id_end[i] = 0;
+    if ((st = driver_make(c, g, t, nt, &drv, err))) goto out;
     for (size_t i = 0; i < nt; i++) {
         const np_trace_event *e = t[i].e;
         double s = e->worker >= 0 ? lane[e->worker] : 0;
+        double rel = driver_release(&drv, e, t, i);
+        if (rel > s) s = rel;
         for (int k = 0; k < e->n_deps; k++)
             if (e->dep[k] > 0 && e->dep[k] <= max_id && id_end[e->dep[k]] > s) s = id_end[e->dep[k]];
+        if (c->no_gaps == 0) s += gap[e->kind];
         t[i].start = s;
         t[i].end = s + t[i].dur;
         id_end[e->id] = t[i].end;
         if (e->worker >= 0) lane[e->worker] = t[i].end;
+        driver_done(&drv, e, t[i].end);
     }
     if ((st = np_trace_create(&rt, err))) goto out;
     np_trace_copy_names(rt, g);
@@ -250,6 +471,7 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
 out:
     np_trace_free(rt);
     durations_free(&dur);
+    driver_free(&drv);
     free(t);
     free(wait);
     free(lane);

@@ -99,6 +99,7 @@ static void task_done(void *arg) {
         ti->ev.end_us = starpu_timing_timespec_to_us(&pi->end_time);
         /* what a dm* policy predicted from the perf model (NaN or 0 otherwise) */
         ti->ev.pred_us = isfinite(task->predicted) && task->predicted > 0 ? task->predicted : 0;
+        ti->ev.submit_us = starpu_timing_timespec_to_us(&pi->submit_time);
         np_trace_record(ti->trace, &ti->ev);
     }
     free(ti);
@@ -188,6 +189,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                          ((modes[i] & STARPU_W) ? NP_TRACE_WRITE : 0));
             }
             np_trace_deps(ctx->trace, m, hs, acc, &ti->ev);
+            ti->ev.issued = np_trace_get_step(ctx->trace) + 1;
         }
         task->callback_func = task_done;
         task->callback_arg = ti;

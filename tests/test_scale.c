@@ -166,12 +166,53 @@ static void test_replay_calibrated(void **state) {
     np_trace_free(slow);
 }
 
+/* A sequential run: the driver submits batch b's one task (a loss, 50 us) at S_b, waits for
+ * it, and agrees with the other ranks for 20 us before S_b+1: a step of 70 us, of which a
+ * replay that ignored the driver would keep 50. */
+static np_trace *driven(double dur) {
+    np_trace *tr = NULL;
+    np_error err = {{0}};
+    assert_int_equal(np_trace_create(&tr, &err), NP_OK);
+    np_trace_set_info(tr, "pipeline", "sequential");
+    double t = 100;
+    for (long b = 0; b < 5; b++) {
+        np_trace_event ev = {.name = "bce_fwd", .kind = NP_NODE_LOSS_FWD, .batch = b, .window = -1,
+                             .worker = 0, .start_us = t, .end_us = t + dur, .node = -1,
+                             .chunk = -1, .id = b + 1, .issued = b + 1, .submit_us = t};
+        assert_int_equal(np_trace_record(tr, &ev), 0);
+        t += dur + 20;
+    }
+    return tr;
+}
+
+static void test_replay_driver(void **state) {
+    (void)state;
+    np_trace *g = driven(50), *slow = driven(100);
+    np_replay_out o = replay((np_replay_cfg){.graph = g, .device_speed = 1, .from_batch = 1,
+                                             .to_batch = -1});
+    assert_float_equal(o.step_us, 70, 1e-9);
+    np_trace_free(o.trace);
+    /* compute twice as slow: the driver waits for it, then agrees as recorded: 120 */
+    o = replay((np_replay_cfg){.graph = g, .compute = slow, .device_speed = 1, .from_batch = 1,
+                               .to_batch = -1});
+    assert_float_equal(o.step_us, 120, 1e-9);
+    np_trace_free(o.trace);
+    /* a slower agreement at the target: 30 us more a step */
+    o = replay((np_replay_cfg){.graph = g, .device_speed = 1, .from_batch = 1, .to_batch = -1,
+                               .driver_sync_us = 30});
+    assert_float_equal(o.step_us, 100, 1e-9);
+    np_trace_free(o.trace);
+    np_trace_free(g);
+    np_trace_free(slow);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alltoall_flat),
         cmocka_unit_test(test_alltoall_two_tiers),
         cmocka_unit_test(test_replay_reproduces),
         cmocka_unit_test(test_replay_calibrated),
+        cmocka_unit_test(test_replay_driver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,12 +136,12 @@ static void test_concurrent_record(void **state) {
  * every double exactly (17 significant digits), not round to a printf default. The last
  * two fields are node and chunk: layers 0 and 2 are named, 1 is not. */
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0, 4, 1234001.5},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -276,8 +276,13 @@ static void test_export_fields(void **state) {
         last_ts = num_of(ev, "ts");
         json_t *args = json_object_get(ev, "args");
         const char *layer = s->node == 0 || s->node == 2 ? sample_layer[s->node] : NULL;
-        assert_int_equal(json_object_size(args), (layer ? 7 : 6) + (s->pred_us > 0));
+        assert_int_equal(json_object_size(args),
+                         (layer ? 7 : 6) + (s->pred_us > 0) + 2 * (s->issued > 0));
         if (s->pred_us > 0) assert_true(num_of(args, "pred") == s->pred_us);
+        if (s->issued > 0) { /* submitted by step issued - 1, at submit_us */
+            assert_true(num_of(args, "submit") == s->submit_us);
+            assert_true(num_of(args, "step") == (double)(s->issued - 1));
+        }
         assert_string_equal(str_of(args, "kind"), kind);
         assert_int_equal(int_of(args, "batch"), s->batch);
         assert_int_equal(int_of(args, "window"), s->window);
@@ -306,8 +311,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -333,7 +338,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -461,6 +466,8 @@ static void test_layer_names(void **state) {
         assert_int_equal(b->node, sample[k].node);
         assert_int_equal(b->chunk, sample[k].chunk);
         assert_true(b->pred_us == sample[k].pred_us); /* the prediction, 0 where none */
+        assert_int_equal(b->issued, sample[k].issued); /* submission: 0 where unknown */
+        assert_true(b->submit_us == sample[k].submit_us);
     }
     assert_string_equal(np_trace_node_name(back, 0), "bottom.0");
     assert_string_equal(np_trace_node_name(back, 2), "cross.1");

@@ -176,6 +176,16 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
                  !isfinite(json_number_value(pred))))
         return *what = "\"args.pred\" is not a duration >= 0", NP_STATUS_BAD_INPUT;
     ev->pred_us = pred ? json_number_value(pred) : 0;
+    /* submission came with the projection (docs/scale.md): optional, both or neither */
+    json_t *sub = json_object_get(args, "submit");
+    json_int_t step = -1;
+    if ((sub && (!json_is_number(sub) || !isfinite(json_number_value(sub)))) ||
+        (json_object_get(args, "step") && get_int(args, "step", 0, INT64_MAX, &step)) ||
+        (!sub != (step < 0)))
+        return *what = "\"args.submit\" and \"args.step\" are not a time and a step >= 0",
+               NP_STATUS_BAD_INPUT;
+    ev->submit_us = sub ? json_number_value(sub) : 0;
+    ev->issued = (long)step + 1;
     ev->segments = (uint32_t)segs;
     ev->pooled = (uint32_t)pooled;
     ev->id = id;

@@ -27,6 +27,7 @@ struct np_trace {
     size_t n_node_names;
     char *info_key[NP_TRACE_MAX_INFO], *info_val[NP_TRACE_MAX_INFO]; /* (n_info) copies */
     int n_info;
+    long step; /* np_trace_set_step: atomic, read by np_task_submit without the mutex */
     /* np_trace_deps: the last writer of each handle, open addressing (cap a power of 2) */
     int64_t next_id;
     struct writer {
@@ -158,6 +159,14 @@ static void copy_table(np_trace *dst, const np_trace *src, int nodes) {
         free(snap[i]);
     }
     free(snap);
+}
+
+void np_trace_set_step(np_trace *tr, long step) {
+    __atomic_store_n(&tr->step, step, __ATOMIC_RELAXED);
+}
+
+long np_trace_get_step(const np_trace *tr) {
+    return __atomic_load_n(&tr->step, __ATOMIC_RELAXED);
 }
 
 void np_trace_set_info(np_trace *tr, const char *key, const char *value) {
@@ -435,6 +444,12 @@ static json_t *build_chrome(const np_trace *tr) {
         }
         if (args && e->pred_us > 0 && isfinite(e->pred_us) && /* the model's prediction */
             json_object_set_new(args, "pred", json_real(e->pred_us))) {
+            json_decref(args);
+            args = NULL;
+        }
+        if (args && e->issued > 0 && isfinite(e->submit_us) && /* when and by which step issued */
+            (json_object_set_new(args, "submit", json_real(e->submit_us)) ||
+             json_object_set_new(args, "step", json_integer((json_int_t)e->issued - 1)))) {
             json_decref(args);
             args = NULL;
         }

@@ -40,6 +40,12 @@ typedef struct np_trace_event {
     /* in a window's trace only: the part of the task's (clipped) time spent waiting for a
      * peer, as np_trace_peer_wait found it in the whole trace, cut to the window */
     double wait_us;
+    /* issued: 1 + the driver's step whose submit call made the task (np_trace_set_step),
+     * 0 unknown (zeroed events, traces from before the projection); then submit_us, when
+     * it was submitted (start_us's clock). What a replay needs to hold a task until the
+     * driver issues it (docs/scale.md "The replay"). */
+    long issued;
+    double submit_us;
 } np_trace_event;
 
 typedef struct np_trace np_trace;
@@ -63,6 +69,10 @@ int np_trace_record(np_trace *tr, const np_trace_event *ev);
 #define NP_TRACE_WRITE 2
 void np_trace_deps(np_trace *tr, int n, const void *const *handles, const unsigned char *access,
                    np_trace_event *ev);
+
+/* The step the driver is submitting now: tasks recorded from here on carry it (step). */
+void np_trace_set_step(np_trace *tr, long step);
+long np_trace_get_step(const np_trace *tr);
 
 /* Worker names for the export ("cpu 0", "comm"); index = worker id. Copied. */
 void np_trace_set_worker_name(np_trace *tr, int worker, const char *name);

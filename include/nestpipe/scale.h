@@ -108,6 +108,12 @@ typedef struct np_replay_cfg {
      * before the target's wire time is added; 0: the graph's collectives had no wire */
     double graph_link_gbit;
     long from_batch, to_batch; /* the steady-state batches measured (to < 0: the last) */
+    /* added to the driver's agreement of each step with the other ranks (the recorded
+     * one is kept): the control channel's all-reduces at the target */
+    double driver_sync_us;
+    /* 1: no runtime delay before each task (by default the median per kind of the
+     * calibration trace's: the compute trace, else the graph) */
+    int no_gaps;
 } np_replay_cfg;
 
 typedef struct np_replay_out {
