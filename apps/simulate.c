@@ -38,7 +38,12 @@ static const char *help =
     "  --from-batch B      first steady-state batch of the replay [2]\n"
     "  --table FILE        write the table as Markdown\n"
     "  --svg FILE          efficiency against N, as an SVG line\n"
-    "  --replay-trace FILE the replayed tasks at the last N, a trace for trace report/svg\n";
+    "  --replay-trace FILE the replayed tasks at the last N, a trace for trace report/svg\n"
+    "\n"
+    "       nestpipe simulate --collective alltoall|allreduce --bytes B --ranks N[,N...]\n"
+    "                         [platform flags]\n"
+    "One collective alone: an All2All of B bytes a rank in equal blocks, or the dense\n"
+    "all-reduce of B bytes as the engine runs it; its time by each model, in microseconds.\n";
 
 static int bad(const char *msg, const char *arg) {
     fprintf(stderr, "nestpipe: simulate: %s%s (see nestpipe simulate --help)\n", msg, arg);
@@ -58,7 +63,8 @@ static int number(const char *flag, const char *v, double lo, double *out) {
 
 #define MAX_N 32
 typedef struct sim {
-    const char *graph, *compute, *table, *svg, *replay_trace, *model;
+    const char *graph, *compute, *table, *svg, *replay_trace, *model, *collective;
+    double coll_bytes;
     int ranks[MAX_N], n_ranks;
     np_platform plat;
     double device_speed, route_steps, from_batch;
@@ -84,7 +90,8 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
         static const char *with_value[] = {"--graph", "--compute", "--ranks", "--link-gbit", "--latency-us",
                                            "--host-ranks", "--intra-gbit", "--intra-latency-us",
                                            "--oversub", "--device-speed", "--model", "--route-steps",
-                                           "--from-batch", "--table", "--svg", "--replay-trace", NULL};
+                                           "--from-batch", "--table", "--svg", "--replay-trace",
+                                           "--collective", "--bytes", NULL};
         const char *eq = strchr(a, '=');
         size_t klen = eq ? (size_t)(eq - a) : strlen(a);
         int k = -1;
@@ -125,11 +132,15 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
         case 12: rc = number(a, v, 0, &s->from_batch); break;
         case 13: s->table = v; break;
         case 14: s->svg = v; break;
-        default: s->replay_trace = v; break;
+        case 15: s->replay_trace = v; break;
+        case 16: s->collective = v; break;
+        default: rc = number(a, v, 0, &s->coll_bytes); break;
         }
         if (rc) return rc;
     }
-    if (!s->graph) return bad("--graph FILE is required", "");
+    if (s->collective && strcmp(s->collective, "alltoall") && strcmp(s->collective, "allreduce"))
+        return bad("--collective takes alltoall or allreduce, not ", s->collective);
+    if (!s->graph && !s->collective) return bad("--graph FILE (or --collective) is required", "");
     if (!s->n_ranks) return bad("--ranks LIST is required", "");
     if (!s->model) s->model = np_sg_available() ? "both" : "alpha-beta";
     if (strcmp(s->model, "alpha-beta") && strcmp(s->model, "simgrid") && strcmp(s->model, "both"))
@@ -267,6 +278,43 @@ static int write_svg(const char *path, const sim *s, const row *rows, int n) {
     return st ? np_cli_fail(st, &err) : 0;
 }
 
+/* --collective: one collective alone at each N, by each model. */
+static int one_collective(const sim *s) {
+    printf("%-10s %6s %14s %14s %14s\n", "collective", "N", "bytes a rank", "alpha-beta us",
+           strcmp(s->model, "alpha-beta") ? "simgrid us" : "");
+    for (int i = 0; i < s->n_ranks; i++) {
+        np_platform p = s->plat;
+        p.ranks = s->ranks[i];
+        np_error err = {{0}};
+        np_status st = np_platform_check(&p, &err);
+        if (st) return np_cli_fail(st, &err);
+        int N = p.ranks, ar = !strcmp(s->collective, "allreduce");
+        size_t nn = (size_t)N * N;
+        double *m = malloc(nn * sizeof *m);
+        if (!m) return bad("out of memory for the byte matrix", "");
+        /* the engine's all-reduce: an all-gather of everything at 2 ranks, else a
+         * reduce-scatter and an all-gather of 1/N each */
+        double each = N < 2 ? 0 : ar ? (N == 2 ? s->coll_bytes : s->coll_bytes / N) : s->coll_bytes / (N - 1);
+        int times = ar && N > 2 ? 2 : 1;
+        for (size_t k = 0; k < nn; k++)
+            m[k] = k % ((size_t)N + 1) ? each : 0;
+        double ab = times * np_alltoall_us(&p, m), sg = NAN;
+        if (strcmp(s->model, "alpha-beta")) {
+            char why[256];
+            const double *mats[1] = {m};
+            if (np_sg_alltoall_us(&p, mats, 1, &sg, why, sizeof why)) {
+                free(m);
+                fprintf(stderr, "nestpipe: simulate: N=%d: %s\n", N, why);
+                return 1;
+            }
+            sg *= times;
+        }
+        free(m);
+        printf("%-10s %6d %14.0f %14.1f %14.1f\n", s->collective, N, s->coll_bytes, ab, sg);
+    }
+    return 0;
+}
+
 int np_cmd_simulate(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -285,6 +333,7 @@ int np_cmd_simulate(int argc, char **argv) {
     if (!rc) rc = np_cli_parse_train_args(n_pass, pass, &cfg, &want_help, &want_print);
     free(pass);
     if (rc) return rc;
+    if (s.collective) return one_collective(&s);
     for (const char *out[3] = {s.table, s.svg, s.replay_trace}, **o = out; o < out + 3; o++)
         if (*o && (rc = np_cli_not_a_config(*o, "output"))) return rc;
     np_error err = {{0}};

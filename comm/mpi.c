@@ -3,6 +3,7 @@
  * blocking collective busy-polls and starves the ranks it waits for. NP_LINK_GBIT paces the data channel to emulate a link (below). Not here: what
  * is exchanged (codelets/exchange.c) or when (engine/). */
 #include <errno.h>
+#include <sys/prctl.h>
 #include <limits.h>
 #include <math.h>
 #include <mpi.h>
@@ -45,11 +46,18 @@ static np_status link_rate(np_comm *c, np_error *err) {
     return NP_OK;
 }
 
-/* Sleeps for a collective's bytes on the link, once it has completed (rc 0). */
+/* Sleeps for a collective's bytes on the link, once it has completed (rc 0). The calling
+ * thread's timer slack is cut to 1 us first (Linux's default, 50 us, overshot every sleep:
+ * 85 us on a 64 KB All2All at 2 Gbit/s, a third of its 262 us). */
 static void link_pace(const np_comm *c, np_channel ch, int rc, double sent, double recvd) {
     if (rc || ch != NP_CHAN_DATA || c->link_bytes_s <= 0) return;
     double left = (sent > recvd ? sent : recvd) / c->link_bytes_s;
     if (left <= 0) return;
+    static __thread int slack_set;
+    if (!slack_set) {
+        slack_set = 1;
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL); /* best effort */
+    }
     struct timespec ts = {(time_t)left, (long)((left - floor(left)) * 1e9)};
     while (nanosleep(&ts, &ts) && errno == EINTR) {
     }
