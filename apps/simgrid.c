@@ -200,11 +200,11 @@ int np_sg_alltoall_us(const np_platform *p, const double *const *mats, int n, do
                  pid < 0 ? strerror(errno) : "no result from its process");
         return -1;
     }
-    /* SimGrid charged the longest route's latency once (between hosts: the NIC latency);
-     * the pairwise exchange has ranks - 1 rounds (np_alltoall_uniform_us of nothing) */
+    /* SimGrid charged the longest route's latency once (between hosts: the NIC latency) and
+     * moved each byte once: the algorithm's latency part and byte factor instead */
     double charged = p->host_ranks > 1 && p->host_ranks == p->ranks ? p->intra_latency_us : p->latency_us;
     for (int k = 0; k < n; k++)
-        out_us[k] += np_alltoall_uniform_us(p, 0) - charged;
+        out_us[k] = (out_us[k] - charged) * np_alltoall_bytes_factor(p) + np_alltoall_latency_us(p);
     return 0;
 }
 

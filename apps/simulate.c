@@ -32,6 +32,8 @@ static const char *help =
     "                      host's uplink of G x the NIC into a fabric oversubscribed\n"
     "                      --oversub times) [1: flat]\n"
     "  --intra-gbit G      [2400]   --intra-latency-us L [1]   --oversub X [1]\n"
+    "  --a2a ALGO          direct | pairwise | bruck: an All2All's latency steps [direct]\n"
+    "  --msg-us O          a message's own overhead at the sender [1]\n"
     "  --device-speed X    compute durations divided by X (a GPU's measured ratio) [1]\n"
     "  --model M           alpha-beta | simgrid | both [both when built with SimGrid]\n"
     "  --route-steps S     batches routed to measure the bytes at N [4]\n"
@@ -81,7 +83,7 @@ typedef struct row {
 
 static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
     s->plat = (np_platform){.nic_gbit = 100, .latency_us = 5, .host_ranks = 1, .intra_gbit = 2400,
-                            .intra_latency_us = 1, .oversub = 1};
+                            .intra_latency_us = 1, .oversub = 1, .algo = NP_A2A_DIRECT, .msg_us = 1};
     s->device_speed = 1;
     s->route_steps = 4;
     s->from_batch = 2;
@@ -91,7 +93,7 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
                                            "--host-ranks", "--intra-gbit", "--intra-latency-us",
                                            "--oversub", "--device-speed", "--model", "--route-steps",
                                            "--from-batch", "--table", "--svg", "--replay-trace",
-                                           "--collective", "--bytes", NULL};
+                                           "--collective", "--bytes", "--a2a", "--msg-us", NULL};
         const char *eq = strchr(a, '=');
         size_t klen = eq ? (size_t)(eq - a) : strlen(a);
         int k = -1;
@@ -134,7 +136,14 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
         case 14: s->svg = v; break;
         case 15: s->replay_trace = v; break;
         case 16: s->collective = v; break;
-        default: rc = number(a, v, 0, &s->coll_bytes); break;
+        case 17: rc = number(a, v, 0, &s->coll_bytes); break;
+        case 18:
+            if (!strcmp(v, "direct")) s->plat.algo = NP_A2A_DIRECT;
+            else if (!strcmp(v, "pairwise")) s->plat.algo = NP_A2A_PAIRWISE;
+            else if (!strcmp(v, "bruck")) s->plat.algo = NP_A2A_BRUCK;
+            else return bad("--a2a takes direct, pairwise or bruck, not ", v);
+            break;
+        default: rc = number(a, v, 0, &s->plat.msg_us); break;
         }
         if (rc) return rc;
     }
@@ -177,7 +186,7 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
             grads[(size_t)i * N + j] = (double)rs->rows[(size_t)j * N + i] * perw;
             ar[(size_t)i * N + j] = i == j ? 0 : each;
         }
-    double rounds = N > 1 ? np_alltoall_uniform_us(p, 0) : 0; /* the latency part alone */
+    double rounds = N > 1 ? np_alltoall_latency_us(p) : 0; /* the latency part alone */
     r->wire_ab[NP_COLL_KEYS] = np_alltoall_us(p, keys);
     r->wire_ab[NP_COLL_ROWS] = np_alltoall_us(p, rows);
     r->wire_ab[NP_COLL_GRADS] = np_alltoall_us(p, grads);
@@ -402,7 +411,7 @@ int np_cmd_simulate(int argc, char **argv) {
                                .from_batch = (long)s.from_batch, .to_batch = -1,
                                .graph_link_gbit = s.compute ? 0 : graph_link};
             memcpy(c.wire_us, m ? r->wire_sg : r->wire_ab, sizeof c.wire_us);
-            c.allreduce_latency_us = r->N > 1 ? 2 * np_alltoall_uniform_us(&p, 0) : 0;
+            c.allreduce_latency_us = r->N > 1 ? 2 * np_alltoall_latency_us(&p) : 0;
             np_replay_out *o = m ? &r->sg : &r->ab;
             if ((st = np_replay(&c, o, &err))) rc = np_cli_fail(st, &err);
             if (!rc && (i + 1 < s.n_ranks || !s.replay_trace || (m == 0 && r->have_sg))) {

@@ -16,6 +16,9 @@ np_status np_platform_check(const np_platform *p, np_error *err) {
     if (p->host_ranks < 1 || p->ranks % p->host_ranks)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "platform: %d ranks a host does not divide %d ranks", p->host_ranks, p->ranks);
+    if (p->algo < NP_A2A_DIRECT || p->algo > NP_A2A_BRUCK || !(p->msg_us >= 0) || !isfinite(p->msg_us))
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "platform: an All2All algorithm of the three and a message overhead of 0 or more");
     if (p->host_ranks > 1 && (!(p->intra_gbit > 0) || !isfinite(p->intra_gbit) ||
                               !(p->intra_latency_us >= 0) || !(p->oversub >= 1) || !isfinite(p->oversub)))
         return np_err(err, NP_STATUS_BAD_INPUT,
@@ -28,12 +31,32 @@ static double bytes_s(double gbit) {
     return gbit * 1e9 / 8;
 }
 
-/* The latency of the pairwise exchange's rounds: on two tiers, the rounds whose partner is
- * on the same host (host_ranks - 1 of them) take the intra-host latency. */
-static double rounds_us(const np_platform *p) {
+static int log2_ceil(int n) {
+    int k = 0;
+    while ((1 << k) < n)
+        k++;
+    return k;
+}
+
+double np_alltoall_latency_us(const np_platform *p) {
     int n = p->ranks, g = p->host_ranks > 1 ? p->host_ranks : 1;
-    if (g == 1) return (n - 1) * p->latency_us;
-    return (g - 1) * p->intra_latency_us + (n - g) * p->latency_us;
+    if (n <= 1) return 0;
+    double far = g == 1 || n > g ? p->latency_us : p->intra_latency_us;
+    switch (p->algo) {
+    case NP_A2A_PAIRWISE:
+        if (g == 1) return (n - 1) * (p->latency_us + p->msg_us);
+        return (g - 1) * (p->intra_latency_us + p->msg_us) + (n - g) * (p->latency_us + p->msg_us);
+    case NP_A2A_BRUCK:
+        return log2_ceil(n) * (far + p->msg_us);
+    default:
+        return far + (n - 1) * p->msg_us;
+    }
+}
+
+double np_alltoall_bytes_factor(const np_platform *p) {
+    if (p->algo != NP_A2A_BRUCK || p->ranks <= 2) return 1;
+    double f = log2_ceil(p->ranks) / 2.0;
+    return f > 1 ? f : 1;
 }
 
 double np_alltoall_us(const np_platform *p, const double *bytes) {
@@ -74,7 +97,7 @@ double np_alltoall_us(const np_platform *p, const double *bytes) {
         t = up > in ? up : in;
         if (bis > t) t = bis;
     }
-    return rounds_us(p) + t * 1e6;
+    return np_alltoall_latency_us(p) + t * np_alltoall_bytes_factor(p) * 1e6;
 }
 
 double np_alltoall_uniform_us(const np_platform *p, double each) {
@@ -90,5 +113,5 @@ double np_alltoall_uniform_us(const np_platform *p, double each) {
         t = up > in ? up : in;
         if (bis > t) t = bis;
     }
-    return rounds_us(p) + t * 1e6;
+    return np_alltoall_latency_us(p) + t * np_alltoall_bytes_factor(p) * 1e6;
 }

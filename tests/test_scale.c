@@ -17,7 +17,8 @@ static void test_alltoall_flat(void **state) {
     (void)state;
     /* 4 ranks, 8 Gbit/s = 1e9 bytes/s each way, 5 us a round: rank 0 sends 1 MB to each
      * other rank: its NIC carries 3 MB (3 ms), and the pairwise exchange has 3 rounds */
-    np_platform p = {.ranks = 4, .nic_gbit = 8, .latency_us = 5, .host_ranks = 1};
+    np_platform p = {.ranks = 4, .nic_gbit = 8, .latency_us = 5, .host_ranks = 1,
+                     .algo = NP_A2A_PAIRWISE};
     double m[16] = {0};
     for (int j = 1; j < 4; j++)
         m[j] = 1e6;
@@ -30,7 +31,20 @@ static void test_alltoall_flat(void **state) {
     assert_float_equal(np_alltoall_us(&p, in), 6000 + 15, 1e-6);
     /* uniform: each rank sends 3 x 1 MB */
     assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 3000 + 15, 1e-6);
+    /* all messages posted at once: one latency and 3 message overheads of 0.5 us; Bruck on
+     * 8 ranks: 3 rounds of latency and message, and each byte moved 1.5 times */
+    p.algo = NP_A2A_DIRECT;
+    p.msg_us = 0.5;
+    assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 3000 + 5 + 1.5, 1e-6);
+    p.algo = NP_A2A_BRUCK;
+    p.ranks = 8;
+    assert_float_equal(np_alltoall_latency_us(&p), 3 * 5.5, 1e-9);
+    assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 1.5 * 7000 + 16.5, 1e-6);
+    np_error err = {{0}};
+    p.algo = (np_a2a_algo)7;
+    assert_int_equal(np_platform_check(&p, &err), NP_STATUS_BAD_INPUT);
     p.ranks = 1;
+    p.algo = NP_A2A_PAIRWISE;
     assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 0, 0);
 }
 
@@ -41,7 +55,8 @@ static void test_alltoall_two_tiers(void **state) {
      * 1 MB: a host's uplink carries 2 x 2 x 1 MB = 4 MB (2 ms), the bisection at full
      * bandwidth as much; the intra-host link 1 MB (0.1 ms). */
     np_platform p = {.ranks = 4, .nic_gbit = 8, .latency_us = 5, .host_ranks = 2,
-                     .intra_gbit = 80, .intra_latency_us = 1, .oversub = 1};
+                     .intra_gbit = 80, .intra_latency_us = 1, .oversub = 1,
+                     .algo = NP_A2A_PAIRWISE};
     np_error err = {{0}};
     assert_int_equal(np_platform_check(&p, &err), NP_OK);
     assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 2000 + 11, 1e-6);

@@ -58,25 +58,43 @@ NP_API uint64_t np_route_stats_rank(const np_route_stats *s, const uint64_t *m, 
  * way per rank (NVLink-like); a host's ranks share its uplink of host_ranks x nic_gbit
  * into a fabric oversubscribed `oversub` times (1: full bisection). latency_us is the
  * per-message latency between hosts, intra_latency_us within one. */
+typedef enum np_a2a_algo {
+    NP_A2A_DIRECT,   /* every message posted at once (Open MPI's libnbc for the engine's
+                        MPI_Ialltoallv, NCCL's send/recv groups): one latency, then a
+                        per-message overhead for each peer */
+    NP_A2A_PAIRWISE, /* ranks - 1 rounds, each a latency and a message */
+    NP_A2A_BRUCK,    /* ceil(log2 ranks) rounds; each byte travels about half of them */
+} np_a2a_algo;
+
 typedef struct np_platform {
     int ranks;
     double nic_gbit, latency_us;
     int host_ranks;
     double intra_gbit, intra_latency_us, oversub;
+    np_a2a_algo algo;
+    double msg_us; /* a message's own overhead at the sender (LogP's o), microseconds */
 } np_platform;
 
 /* Checks p; NP_STATUS_BAD_INPUT naming the bad field. */
 NP_NODISCARD NP_API np_status np_platform_check(const np_platform *p, np_error *err);
 
 /* The time in microseconds of an All2All whose rank i sends rank j bytes[i * ranks + j]
- * (the diagonal is ignored), by the pairwise-exchange algorithm: ranks - 1 rounds, each a
- * latency, and the bytes at the busiest bottleneck's rate: a rank's NIC (the larger of what
- * it sends and receives), within hosts a rank's intra-host link, between hosts a host's
- * uplink and the fabric's bisection (docs/scale.md "The alpha-beta model"). */
+ * (the diagonal is ignored): the latency part of p->algo (np_alltoall_latency_us) and the
+ * bytes at the busiest bottleneck's rate (times np_alltoall_bytes_factor): a rank's NIC (the
+ * larger of what it sends and receives), within hosts a rank's intra-host link, between
+ * hosts a host's uplink and the fabric's bisection (docs/scale.md "The alpha-beta model"). */
 NP_API double np_alltoall_us(const np_platform *p, const double *bytes);
 /* The same for every pair sending `each` bytes (a reduce-scatter's or an all-gather's
  * step: the dense all-reduce is two of them, as the engine does it above 2 ranks). */
 NP_API double np_alltoall_uniform_us(const np_platform *p, double each);
+/* An All2All's latency part on p: direct, the longest latency once and ranks - 1 message
+ * overheads; pairwise, ranks - 1 rounds of a latency and a message (on two tiers the
+ * host_ranks - 1 rounds within a host take the intra-host latency); Bruck, ceil(log2
+ * ranks) rounds of the longest latency and a message. 0 on one rank. */
+NP_API double np_alltoall_latency_us(const np_platform *p);
+/* How many times the algorithm moves each byte over the bottleneck: 1, or for Bruck half
+ * its rounds (at least 1). */
+NP_API double np_alltoall_bytes_factor(const np_platform *p);
 
 /* ---- the replay of a traced step at another scale (scale/replay.c) */
 typedef enum np_coll {
