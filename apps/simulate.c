@@ -35,10 +35,13 @@ static const char *help =
     "  --a2a ALGO          direct | pairwise | bruck: an All2All's latency steps [direct]\n"
     "  --msg-us O          a message's own overhead at the sender [1]\n"
     "  --device-speed X    compute durations divided by X (a GPU's measured ratio) [1]\n"
+    "  --collectives-from-graph   with --compute, the collectives' own part (MPI's software,\n"
+    "                      the copies) from the graph's run all the same\n"
     "  --model M           alpha-beta | simgrid | both [both when built with SimGrid]\n"
     "  --route-steps S     batches routed to measure the bytes at N [4]\n"
     "  --from-batch B      first steady-state batch of the replay [2]\n"
     "  --table FILE        write the table as Markdown\n"
+    "  --json              the table as JSON lines on standard output instead\n"
     "  --svg FILE          efficiency against N, as an SVG line\n"
     "  --replay-trace FILE the replayed tasks at the last N, a trace for trace report/svg\n"
     "\n"
@@ -70,7 +73,7 @@ typedef struct sim {
     int ranks[MAX_N], n_ranks;
     np_platform plat;
     double device_speed, route_steps, from_batch;
-    int link_given;
+    int link_given, json, coll_graph;
 } sim;
 
 typedef struct row {
@@ -99,6 +102,14 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
         int k = -1;
         for (int j = 0; with_value[j]; j++)
             if (strlen(with_value[j]) == klen && !strncmp(a, with_value[j], klen)) k = j;
+        if (k < 0 && !strcmp(a, "--json")) {
+            s->json = 1;
+            continue;
+        }
+        if (k < 0 && !strcmp(a, "--collectives-from-graph")) {
+            s->coll_graph = 1;
+            continue;
+        }
         if (k < 0) {
             pass[(*n_pass)++] = argv[i];
             continue;
@@ -218,7 +229,13 @@ static void print_row(FILE *f, int md, const row *r, const row *base, long local
                       const char *model, const np_replay_out *o, const np_replay_out *ob) {
     double sps = o->step_us > 0 ? (double)local_batch * r->N / (o->step_us / 1e6) : 0;
     double eff = o->step_us > 0 ? ob->step_us / o->step_us : NAN;
-    if (md)
+    if (md == 2)
+        fprintf(f, "{\"N\": %d, \"model\": \"%s\", \"step_us\": %.3f, \"samples_s\": %.1f, "
+                   "\"exchange_us\": %.3f, \"exchange_exposed_us\": %.3f, \"lookup_exposed_us\": %.3f, "
+                   "\"efficiency\": %.6f, \"seconds\": %.2f}\n",
+                r->N, model, o->step_us, sps, o->exchange_us, o->exchange_exposed_us,
+                o->lookup_exposed_us, eff, r->seconds);
+    else if (md)
         fprintf(f, "| %d | %s | %.3f | %.0f | %.3f | %.3f | %.1f%% | %.1f |\n", r->N, model,
                 o->step_us / 1e3, sps, o->exchange_us / 1e3, o->exchange_exposed_us / 1e3,
                 100 * eff, r->seconds);
@@ -229,10 +246,10 @@ static void print_row(FILE *f, int md, const row *r, const row *base, long local
 }
 
 static void print_table(FILE *f, int md, const sim *s, const row *rows, int n, long local_batch) {
-    if (md)
+    if (md == 1)
         fprintf(f, "| N | model | step ms | samples/s | exchange ms | exposed ms | efficiency | seconds |\n"
                    "|---|---|---|---|---|---|---|---|\n");
-    else
+    else if (!md)
         fprintf(f, "%6s  %-10s %10s %12s %10s %10s %9s\n", "N", "model", "step ms", "samples/s",
                 "exchange", "exposed", "eff");
     for (int i = 0; i < n; i++) {
@@ -378,7 +395,7 @@ int np_cmd_simulate(int argc, char **argv) {
                         "communication worker and no all-reduce (trace a run of 2 ranks)\n", s.graph);
     row rows[MAX_N];
     memset(rows, 0, sizeof rows);
-    if (!rc) {
+    if (!rc && !s.json) {
         printf("projection of %s (%d ranks, %ld samples a rank, pipeline %s, %s windows) on %s, "
                "NIC %g Gbit/s, latency %g us%s\n",
                s.graph, graph_ranks, local_batch, gp ? gp : "?", gw ? gw : "?",
@@ -409,7 +426,8 @@ int np_cmd_simulate(int argc, char **argv) {
             if (m == 1 && !r->have_sg) continue;
             np_replay_cfg c = {.graph = graph, .compute = compute, .device_speed = s.device_speed,
                                .from_batch = (long)s.from_batch, .to_batch = -1,
-                               .graph_link_gbit = s.compute ? 0 : graph_link};
+                               .graph_link_gbit = s.compute && !s.coll_graph ? 0 : graph_link,
+                               .collectives_from_graph = s.coll_graph};
             memcpy(c.wire_us, m ? r->wire_sg : r->wire_ab, sizeof c.wire_us);
             c.allreduce_latency_us = r->N > 1 ? 2 * np_alltoall_latency_us(&p) : 0;
             np_replay_out *o = m ? &r->sg : &r->ab;
@@ -422,7 +440,7 @@ int np_cmd_simulate(int argc, char **argv) {
         r->seconds = now_s() - t0;
         fprintf(stderr, "nestpipe: simulate: N=%d done in %.1f s\n", r->N, r->seconds);
     }
-    if (!rc) print_table(stdout, 0, &s, rows, s.n_ranks, local_batch);
+    if (!rc) print_table(stdout, s.json ? 2 : 0, &s, rows, s.n_ranks, local_batch);
     if (!rc && s.table) {
         np_outfile f;
         if ((st = np_outfile_open(&f, s.table, "--table", &err))) {

@@ -385,10 +385,12 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     np_trace *rt = NULL;
     np_status st = NP_STATUS_NO_MEMORY;
     if (!t || !wait || !id_end || !bc) goto out;
-    if (!c->compute && np_trace_peer_wait(g, wait)) goto out;
+    if ((!c->compute || c->collectives_from_graph) && np_trace_peer_wait(g, wait)) goto out;
     if (c->compute && (st = durations_make(c->compute, 0, &dur, err))) goto out;
     double gap[NP_NODE_KIND_COUNT];
-    if ((st = gaps_make(c->compute ? c->compute : g, c->compute ? 0 : c->rank, gap, err))) goto out;
+    int gaps_of_compute = c->compute && !c->collectives_from_graph;
+    if ((st = gaps_make(gaps_of_compute ? c->compute : g, gaps_of_compute ? 0 : c->rank, gap, err)))
+        goto out;
     int workers = 0;
     nt = 0;
     for (size_t i = 0; i < n; i++) {
@@ -400,7 +402,7 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
             d = c->compute ? durations_of(&dur, e) : -1;
             d = (d >= 0 ? d : rec) / c->device_speed;
         } else { /* a collective: its local part now, its wire below */
-            if (c->compute) {
+            if (c->compute && !c->collectives_from_graph) {
                 d = durations_of(&dur, e);
                 d = d >= 0 ? d / c->device_speed : 0;
             } else {

@@ -132,6 +132,10 @@ typedef struct np_replay_cfg {
     /* 1: no runtime delay before each task (by default the median per kind of the
      * calibration trace's: the compute trace, else the graph) */
     int no_gaps;
+    /* 1: with a compute trace, the collectives' own part (packing, MPI's software, the
+     * copies) from the graph all the same: its recorded time less its peer wait and its
+     * wire time at graph_link_gbit, a multi-rank run's (docs/scale.md "Calibration") */
+    int collectives_from_graph;
 } np_replay_cfg;
 
 typedef struct np_replay_out {

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""bench/scale.sh's report: reads the work folder's outputs, writes the Markdown results
+and the efficiency plot (SVG). Every projected figure is labelled as a projection."""
+import json
+import math
+import sys
+import datetime
+
+W, OUT, SVG, RATE, LOCAL, PIPES, WINS, RANKS_V2, BATCHES, SG, MACHINE = sys.argv[1:12]
+PIPES, WINS, RANKS_V2, BATCHES = PIPES.split(), WINS.split(), RANKS_V2.split(), BATCHES.split()
+LOCAL = int(LOCAL)
+
+
+def jl(path):
+    try:
+        with open(path) as f:
+            return [json.loads(l) for l in f if l.strip()]
+    except OSError:
+        return []
+
+
+def report(path):
+    with open(path) as f:
+        return json.load(f)["overall"]
+
+
+def pct(a, b):
+    return 100.0 * (a - b) / b if b else float("nan")
+
+
+out = []
+p = out.append
+p("# nestpipe at scale: a projection checked against runs here (%s)" % datetime.date.today())
+p("")
+p("Written by `bash bench/scale.sh` (docs/scale.md). V0-V2 run on this machine over the emulated "
+  "link (`NP_LINK_GBIT=%s`: shared memory paced at %s Gbit/s a rank, each way); everything "
+  "labelled *projection* is computed, not run. SimGrid: %s." % (RATE, RATE, SG))
+p("")
+p(MACHINE)
+p("")
+
+# ---- V0
+p("## V0: collectives, simulated against measured")
+p("")
+p("An All2All of B bytes a rank in equal blocks and the engine's dense all-reduce of B bytes "
+  "(bench/coll_bench.c, the medians of 5). *local*: the same collective without the link (MPI "
+  "over shared memory: the copies and MPI's own latency); *wire*: `nestpipe simulate "
+  "--collective` at the link's rate, latency 0; predicted = local + wire.")
+p("")
+p("| collective | ranks | bytes | local us | measured us | wire alpha-beta us | wire SimGrid us | predicted us | error |")
+p("|---|---|---|---|---|---|---|---|---|")
+v0 = {}
+for line in open(W + "/v0"):
+    where, kind, r, b, us = line.split()
+    v0.setdefault((kind, int(r), int(b)), {})[where] = float(us)
+sims = [l.split() for l in open(W + "/v0sim")]
+worst = 0
+i = 0
+for line in open(W + "/v0"):
+    where, kind, r, b, us = line.split()
+    if where != "local":
+        continue
+    d = v0[(kind, int(r), int(b))]
+    sim = sims[i]
+    i += 1
+    ab = float(sim[3])
+    sg = float(sim[4]) if len(sim) > 4 and sim[4] != "nan" else float("nan")
+    pred = d["local"] + ab
+    err = pct(pred, d["link"])
+    worst = max(worst, abs(err))
+    p("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %+.1f%% |" % (kind, r, b, d["local"], d["link"], ab, sg, pred, err))
+p("")
+p("**V0: largest error %.1f%% (target 10%%): %s.**" % (worst, "met" if worst <= 10 else "not met"))
+p("")
+
+# ---- V1
+p("## V1: each 2-rank run replayed from its own trace")
+p("")
+p("Measured: the steady-state step (`trace report --from-batch 2`) of a 2-rank run over the link "
+  "(%d samples a rank). Replayed: `nestpipe simulate --graph` of that trace at 2 ranks, its own "
+  "durations, the link's wire time taken out of its collectives and put back by the model." % LOCAL)
+p("")
+p("| pipeline | W | measured step ms | replayed step ms | error |")
+p("|---|---|---|---|---|")
+worst = 0
+for pp in PIPES:
+    for w in WINS:
+        m = report("%s/m_%s_%s_2.json" % (W, pp, w))["step_us"]
+        r = jl("%s/v1_%s_%s.json" % (W, pp, w))
+        r = r[0]["step_us"] if r else float("nan")
+        e = pct(r, m)
+        worst = max(worst, abs(e))
+        p("| %s | %s | %.3f | %.3f | %+.1f%% |" % (pp, w, m / 1e3, r / 1e3, e))
+p("")
+p("**V1: largest error %.1f%% (target 5%%): %s.**" % (worst, "met" if worst <= 5 else "not met"))
+p("")
+
+# ---- V2
+def v2_section(prefix, title, what):
+    p("## " + title)
+    p("")
+    p(what)
+    p("")
+    p("| pipeline | W | R | measured samples/s | predicted samples/s | error | measured exposed ratio | predicted | difference |")
+    p("|---|---|---|---|---|---|---|---|---|")
+    worst_s, worst_r = 0, 0
+    meas, pred = {}, {}
+    for pp in PIPES:
+        for w in WINS:
+            rows = {int(x["N"]): x for x in jl("%s/%s_%s_%s.json" % (W, prefix, pp, w))}
+            for R in RANKS_V2:
+                R = int(R)
+                m = report("%s/m_%s_%s_%d.json" % (W, pp, w, R))
+                ms = LOCAL * R / (m["step_us"] / 1e6)
+                mr = m["exchange_exposed_ratio"] if m["exchange_us"] else float("nan")
+                x = rows.get(R)
+                ps = x["samples_s"] if x else float("nan")
+                pr = x["exchange_exposed_us"] / x["exchange_us"] if x and x["exchange_us"] else float("nan")
+                e = pct(ps, ms)
+                worst_s = max(worst_s, abs(e))
+                if not math.isnan(mr) and not math.isnan(pr):
+                    worst_r = max(worst_r, abs(pr - mr))
+                meas[(pp, w, R)], pred[(pp, w, R)] = ms, ps
+                p("| %s | %s | %d | %.0f | %.0f | %+.1f%% | %.2f | %.2f | %+.2f |" % (pp, w, R, ms, ps, e, mr, pr, pr - mr))
+    p("")
+    order_ok = True
+    for w in WINS:
+        for R in RANKS_V2:
+            R = int(R)
+            mo = sorted(PIPES, key=lambda x: -meas[(x, w, R)])
+            po = sorted(PIPES, key=lambda x: -pred[(x, w, R)])
+            order_ok &= mo == po
+            p("- W=%s, R=%d: measured order %s; predicted %s%s" % (w, R, " > ".join(mo), " > ".join(po), "" if mo == po else " (differs)"))
+    p("")
+    p("**%s: samples/s within %.1f%% (target 15%%): %s; the order %s; exposed ratio within %.2f (target 0.1): %s.**"
+      % (title.split(":")[0], worst_s, "met" if worst_s <= 15 else "not met", "agrees everywhere" if order_ok else "differs somewhere",
+         worst_r, "met" if worst_r <= 0.1 else "not met"))
+    p("")
+
+
+v2_section("v2", "V2: predicted from one-rank runs, against 2, 3 and 4 real ranks",
+           "Compute durations and the runtime's delay before each task from a one-rank run of %d "
+           "samples; the graph from the 2-rank run; the bytes from route-stats at R ranks; the wire "
+           "by alpha-beta. Measured: R ranks over the link, %d samples a rank, steady state. On "
+           "this 2-core machine R ranks share two cores, which a one-rank calibration does not "
+           "see." % (LOCAL, LOCAL))
+v2_section("v2g", "V2b: the same, with the collectives' own part and the runtime's delays of the 2-rank run",
+           "`--collectives-from-graph`: compute durations from the one-rank run still; each "
+           "collective's own part (MPI's software, copies, polling) and the delay before each "
+           "task from the 2-rank run's trace, less its peer waits and its wire time.")
+
+# ---- V3 and the projection
+proj = {}
+for pp in PIPES:
+    for link in ("100", "25"):
+        proj[(pp, link)] = jl("%s/p_%s_%s.json" % (W, pp, link))
+p("## V3: SimGrid against alpha-beta on a full-bisection fabric (projection)")
+p("")
+p("| pipeline | N | alpha-beta step ms | SimGrid step ms | difference |")
+p("|---|---|---|---|---|")
+worst = 0
+for pp in PIPES:
+    rows = proj[(pp, "100")]
+    for n in (16, 128, 1536):
+        a = [x for x in rows if x["N"] == n and x["model"] == "alpha-beta"]
+        s = [x for x in rows if x["N"] == n and x["model"] == "simgrid"]
+        if a and s:
+            d = pct(s[0]["step_us"], a[0]["step_us"])
+            worst = max(worst, abs(d))
+            p("| %s | %d | %.3f | %.3f | %+.2f%% |" % (pp, n, a[0]["step_us"] / 1e3, s[0]["step_us"] / 1e3, d))
+p("")
+p("**V3: largest difference %.2f%% (target 10%%).**" % worst)
+p("")
+walls = [l.split() for l in open(W + "/p_wall")]
+p("Wall time of `nestpipe simulate` for N = 16 to 1,536 (8 sizes) with SimGrid at 100 Gbit/s: "
+  + ", ".join("%s %.0f s" % (x[0], float(x[2])) for x in walls if x[1] == "100") + ".")
+p("")
+p("## The projection: weak scaling to 1,536 ranks (projection)")
+p("")
+p("%d samples a rank, W = %s, the default model, compute of this machine's one-rank run "
+  "(device speed 1), flat full-bisection fabric, latency 5 us, 1 us a message, direct All2All. "
+  "Efficiency: step at 16 / step at N. The paper reports 94.07%% at 1,536 (on its own models, "
+  "batch and accelerators)." % (LOCAL, WINS[0]))
+for link in ("100", "25"):
+    p("")
+    p("### %s Gbit/s a rank" % link)
+    p("")
+    ns = sorted({x["N"] for x in proj[(PIPES[0], link)]})
+    p("| pipeline | " + " | ".join("N=%d" % n for n in ns) + " | samples/s at %d |" % ns[-1])
+    p("|---|" + "---|" * (len(ns) + 1))
+    for pp in PIPES:
+        rows = [x for x in proj[(pp, link)] if x["model"] == "alpha-beta"]
+        eff = {x["N"]: x["efficiency"] for x in rows}
+        last = [x for x in rows if x["N"] == ns[-1]]
+        p("| %s | " % pp + " | ".join("%.1f%%" % (100 * eff.get(n, float("nan"))) for n in ns)
+          + " | %.0f |" % (last[0]["samples_s"] if last else float("nan")))
+p("")
+p("![efficiency against N](%s)" % SVG.split("/")[-1])
+p("")
+
+# ---- batch per worker
+p("## nestpipe at 1,536 ranks against the batch per worker (projection, 100 Gbit/s)")
+p("")
+p("| samples a worker | step at 16 ms | step at 1,536 ms | efficiency |")
+p("|---|---|---|---|")
+effs = []
+for b in BATCHES:
+    rows = {x["N"]: x for x in jl("%s/b_%s.json" % (W, b)) if x["model"] == "alpha-beta"}
+    if 16 in rows and 1536 in rows:
+        e = rows[1536]["efficiency"]
+        effs.append((int(b), e))
+        p("| %s | %.3f | %.3f | %.1f%% |" % (b, rows[16]["step_us"] / 1e3, rows[1536]["step_us"] / 1e3, 100 * e))
+p("")
+below = [b for b, e in effs if e < 0.9]
+above = [b for b, e in effs if e >= 0.9]
+if not effs:
+    p("(no run reached 1,536 ranks)")
+elif below and above:
+    p("nestpipe's projected efficiency at 1,536 is below 90%% at %d samples a worker and at or above it at %d." % (max(below), min(above)))
+elif below:
+    p("nestpipe's projected efficiency at 1,536 stays below 90% up to %d samples a worker (the largest measured)." % max(below))
+else:
+    p("nestpipe's projected efficiency at 1,536 is 90% or more from %d samples a worker (the smallest measured)." % min(above))
+with open(OUT, "w") as f:
+    f.write("\n".join(out) + "\n")
+
+# ---- the plot: efficiency against N, a line per pipeline, solid 100 Gbit/s, dashed 25
+colours = {"sequential": "#7f7f7f", "dbp": "#1f77b4", "fwp": "#2ca02c", "nestpipe": "#d62728"}
+Wd, H, L, R, T, B = 720, 440, 60, 150, 40, 50
+ns = sorted({x["N"] for x in proj[(PIPES[0], "100")]})
+lx0, lx1 = math.log2(ns[0]), math.log2(ns[-1])
+X = lambda n: L + (Wd - L - R) * (math.log2(n) - lx0) / max(lx1 - lx0, 1e-9)
+Y = lambda e: T + (H - T - B) * (1 - max(0.0, min(1.0, e)))
+svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">' % (Wd, H),
+       '<rect width="100%" height="100%" fill="white"/>',
+       '<text x="%d" y="20">Projected weak-scaling efficiency (a projection, not a run)</text>' % L]
+for k in range(0, 11, 2):
+    y = Y(k / 10)
+    svg.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%d%%</text>' % (L, Wd - R, y, y, L - 6, y + 4, 10 * k))
+for n in ns:
+    svg.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (X(n), H - B + 18, n))
+svg.append('<text x="%d" y="%d" text-anchor="middle">ranks (log scale)</text>' % ((L + Wd - R) // 2, H - 12))
+y = Y(0.9407)
+svg.append('<circle cx="%.1f" cy="%.1f" r="5" fill="none" stroke="black"/><text x="%.1f" y="%.1f">paper: 94.07%%</text>' % (X(1536), y, X(1536) + 8, y - 6))
+row = 0
+for pp in PIPES:
+    for link, dash in (("100", ""), ("25", ' stroke-dasharray="5,4"')):
+        rows = sorted((x for x in proj[(pp, link)] if x["model"] == "alpha-beta"), key=lambda x: x["N"])
+        pts = " ".join("%.1f,%.1f" % (X(x["N"]), Y(x["efficiency"])) for x in rows)
+        svg.append('<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>' % (colours.get(pp, "black"), dash, pts))
+        svg.append('<text x="%d" y="%d" fill="%s">%s %s Gbit/s</text>' % (Wd - R + 8, T + 14 + 16 * row, colours.get(pp, "black"), pp, link))
+        row += 1
+svg.append("</svg>")
+with open(SVG, "w") as f:
+    f.write("\n".join(svg) + "\n")
