@@ -146,17 +146,16 @@ int np_sg_alltoall_us(const np_platform *p, const double *const *mats, int n, do
             out_us[k] = 0;
         return 0;
     }
-    char dir[] = "/tmp/nestpipe-sg-XXXXXX", path[64];
     const char *tmp = getenv("TMPDIR");
-    char dirbuf[4096];
-    snprintf(dirbuf, sizeof dirbuf, "%s/nestpipe-sg-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    char *d = mkdtemp(dirbuf);
-    if (!d) d = mkdtemp(dir);
+    char dirbuf[4096], path[4096 + 16];
+    int w = snprintf(dirbuf, sizeof dirbuf, "%s/nestpipe-sg-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char *d = w > 0 && (size_t)w < sizeof dirbuf ? mkdtemp(dirbuf) : NULL;
     if (!d) {
-        snprintf(why, why_n, "cannot make a temporary folder: %s", strerror(errno));
+        snprintf(why, why_n, "cannot make a temporary folder in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                 strerror(errno));
         return -1;
     }
-    snprintf(path, sizeof path, "%.40s/platform.xml", d);
+    snprintf(path, sizeof path, "%s/platform.xml", d);
     int fds[2];
     if (write_platform(path, p) || pipe(fds)) {
         snprintf(why, why_n, "cannot write the platform file %s", path);

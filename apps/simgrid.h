@@ -8,10 +8,11 @@
 /* 1 when SimGrid's library can be loaded. */
 int np_sg_available(void);
 /* The wire times in microseconds of the n All2Alls whose byte matrices are mats[0..n)
- * (p->ranks x p->ranks, row = sender), each alone on p's flat platform, by one SimGrid
- * parallel task each (host model ptask_L07), plus the pairwise algorithm's rounds of
- * latency beyond the one SimGrid charges. Runs SimGrid in a child process (it can load
- * one platform a process). 0, or -1 with the reason in why. */
+ * (p->ranks x p->ranks, row = sender), each alone on p's platform (flat or two tiers), by
+ * one SimGrid parallel task each (host model ptask_L07); the route latency SimGrid charges
+ * once is replaced by the algorithm's latency part (np_alltoall_latency_us) and the bytes
+ * scaled by its factor. Runs SimGrid in a child process (it loads one platform a
+ * process). 0, or -1 with the reason in why. */
 int np_sg_alltoall_us(const np_platform *p, const double *const *mats, int n, double *out_us,
                       char *why, size_t why_n);
 

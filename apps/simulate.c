@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "nestpipe/scale.h"
@@ -36,7 +37,10 @@ static const char *help =
     "  --msg-us O          a message's own overhead at the sender [1]\n"
     "  --device-speed X    compute durations divided by X (a GPU's measured ratio) [1]\n"
     "  --collectives-from-graph   with --compute, the collectives' own part (MPI's software,\n"
-    "                      the copies) from the graph's run all the same\n"
+    "                      the copies, the waits for peers) and the runtime's delays from\n"
+    "                      the graph's run all the same\n"
+    "  --cores-per-rank C  ranks share a machine's cores: a rank's compute workers get C\n"
+    "                      cores (a check on a small machine: 2 cores, 4 ranks: 0.5) [none]\n"
     "  --model M           alpha-beta | simgrid | both [both when built with SimGrid]\n"
     "  --route-steps S     batches routed to measure the bytes at N [4]\n"
     "  --from-batch B      first steady-state batch of the replay [2]\n"
@@ -72,7 +76,7 @@ typedef struct sim {
     double coll_bytes;
     int ranks[MAX_N], n_ranks;
     np_platform plat;
-    double device_speed, route_steps, from_batch;
+    double device_speed, route_steps, from_batch, cores_per_rank;
     int link_given, json, coll_graph;
 } sim;
 
@@ -96,7 +100,8 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
                                            "--host-ranks", "--intra-gbit", "--intra-latency-us",
                                            "--oversub", "--device-speed", "--model", "--route-steps",
                                            "--from-batch", "--table", "--svg", "--replay-trace",
-                                           "--collective", "--bytes", "--a2a", "--msg-us", NULL};
+                                           "--collective", "--bytes", "--a2a", "--msg-us",
+                                           "--cores-per-rank", NULL};
         const char *eq = strchr(a, '=');
         size_t klen = eq ? (size_t)(eq - a) : strlen(a);
         int k = -1;
@@ -154,7 +159,8 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
             else if (!strcmp(v, "bruck")) s->plat.algo = NP_A2A_BRUCK;
             else return bad("--a2a takes direct, pairwise or bruck, not ", v);
             break;
-        default: rc = number(a, v, 0, &s->plat.msg_us); break;
+        case 19: rc = number(a, v, 0, &s->plat.msg_us); break;
+        default: rc = number(a, v, 1e-3, &s->cores_per_rank); break;
         }
         if (rc) return rc;
     }
@@ -166,8 +172,8 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
     if (strcmp(s->model, "alpha-beta") && strcmp(s->model, "simgrid") && strcmp(s->model, "both"))
         return bad("--model takes alpha-beta, simgrid or both, not ", s->model);
     if (strcmp(s->model, "alpha-beta") && !np_sg_available())
-        return bad("--model simgrid: this nestpipe was built without SimGrid (Debian's "
-                   "libsimgrid-dev); use --model alpha-beta", "");
+        return bad("--model simgrid: SimGrid is not installed (Debian's libsimgrid3.32); use "
+                   "--model alpha-beta", "");
     return 0;
 }
 
@@ -217,6 +223,17 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
     }
     free(m);
     return rc;
+}
+
+/* 0, or 2 after saying so, when N x N values of `per` bytes exceed this machine's memory. */
+static int fits_memory(int N, double per) {
+    double need = (double)N * N * per;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    double have = pages > 0 && size > 0 ? (double)pages * size : INFINITY;
+    if (need <= have) return 0;
+    fprintf(stderr, "nestpipe: simulate: %d ranks need %.1f GiB for their byte matrices; this "
+                    "machine has %.1f GiB\n", N, need / 1073741824.0, have / 1073741824.0);
+    return EXIT_BAD_INPUT;
 }
 
 static double now_s(void) {
@@ -370,7 +387,15 @@ int np_cmd_simulate(int argc, char **argv) {
         np_trace_free(graph);
         return np_cli_fail(st, &err);
     }
-    int graph_ranks = (int)fact(graph, "ranks", 1);
+    double gr = fact(graph, "ranks", 1);
+    int graph_ranks = gr >= 1 && gr <= 65536 ? (int)gr : 0;
+    if (!graph_ranks) {
+        fprintf(stderr, "nestpipe: simulate: %s says it ran %s ranks: not a trace nestpipe wrote\n",
+                s.graph, np_trace_info(graph, "ranks"));
+        rc = EXIT_BAD_INPUT;
+        graph_ranks = 1;
+    }
+    cfg.ranks = graph_ranks; /* the windows and the batch split of the graph's run */
     double graph_link = fact(graph, "link_gbit", 0);
     if (!s.link_given && graph_link > 0) s.plat.nic_gbit = graph_link;
     /* the flags must describe the graph's run */
@@ -402,6 +427,8 @@ int np_cmd_simulate(int argc, char **argv) {
                s.plat.host_ranks > 1 ? "two tiers" : "a flat fabric", s.plat.nic_gbit,
                s.plat.latency_us, s.compute ? ", compute from the one-rank run" : "");
     }
+    for (int i = 0; !rc && i < s.n_ranks; i++) /* the byte matrices must fit */
+        rc = fits_memory(s.ranks[i], 16 + 32 + 8);
     for (int i = 0; !rc && i < s.n_ranks; i++) {
         double t0 = now_s();
         row *r = &rows[i];
@@ -429,9 +456,15 @@ int np_cmd_simulate(int argc, char **argv) {
                                .graph_link_gbit = s.compute && !s.coll_graph ? 0 : graph_link,
                                .collectives_from_graph = s.coll_graph};
             memcpy(c.wire_us, m ? r->wire_sg : r->wire_ab, sizeof c.wire_us);
-            c.allreduce_latency_us = r->N > 1 ? 2 * np_alltoall_latency_us(&p) : 0;
+            /* one all-gather at 2 ranks, a reduce-scatter and an all-gather above */
+            c.allreduce_latency_us = r->N > 1 ? (r->N > 2 ? 2 : 1) * np_alltoall_latency_us(&p) : 0;
+            c.cores_per_rank = s.cores_per_rank;
             np_replay_out *o = m ? &r->sg : &r->ab;
             if ((st = np_replay(&c, o, &err))) rc = np_cli_fail(st, &err);
+            if (!rc && o->unordered && m == 0)
+                fprintf(stderr, "nestpipe: simulate: warning: N=%d: %ld tasks ran before their "
+                                "step's submit call in the replay (the trace's order broke the "
+                                "driver's)\n", r->N, o->unordered);
             if (!rc && (i + 1 < s.n_ranks || !s.replay_trace || (m == 0 && r->have_sg))) {
                 np_trace_free(o->trace);
                 o->trace = NULL;

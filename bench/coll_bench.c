@@ -41,6 +41,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     int reps = argc > 1 ? atoi(argv[1]) : 7, R = np_comm_size(c), me = np_comm_rank(c);
+    if (R > NP_XCHG_MAX_RANKS) {
+        fprintf(stderr, "coll_bench: at most %d ranks\n", NP_XCHG_MAX_RANKS);
+        return 1;
+    }
     if (reps < 1) reps = 1;
     size_t max = 64u << 20;
     /* an All2All's send holds R blocks of bytes / (R - 1): up to twice max */

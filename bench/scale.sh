@@ -6,14 +6,16 @@
 #       link) plus the simulated wire (alpha-beta and SimGrid);
 #   V1  each pipeline's 2-rank run (W = 4 and 8) replayed from its own trace;
 #   V2  2-, 3- and 4-rank runs predicted from one-rank compute traces and the 2-rank graph:
-#       samples/s, the pipelines' order, the exposed-exchange ratio (and again with the
-#       collectives' own part and the runtime's delays from the 2-rank run);
+#       samples/s, the pipelines' order, the exposed-exchange ratio; three calibrations: one
+#       rank's alone, with the 2-rank run's collectives and delays, and with the ranks
+#       sharing this machine's cores (--cores-per-rank);
 #   V3  SimGrid against alpha-beta at N = 16, 128, 1,536 on a full-bisection fabric;
 #   the projection: efficiency against N (16 to 1,536) per pipeline at two link rates, and
 #   nestpipe's efficiency at 1,536 against the batch per worker.
 #
-#   bash bench/scale.sh [--rate 2] [--steps 40] [--quick]
+#   bash bench/scale.sh [--rate 2] [--steps 40] [--repeats 3] [--quick]
 #     --rate G   the emulated link's Gbit/s (NP_LINK_GBIT) for V0-V2 [2]
+#     --repeats  runs of each V2 setting, interleaved (medians) [3]
 #     --quick    a small check that it runs: fewer sizes, steps and ranks; prints its report
 #                instead of writing bench/results/
 #   SCALE_KEEP=DIR keeps the traces and outputs in DIR
@@ -23,11 +25,12 @@ cd "$ROOT"
 BENCH_TORCH=system
 # shellcheck source=bench/lib.sh
 source bench/lib.sh 2>/dev/null
-RATE=2 STEPS=40 QUICK=0
+RATE=2 STEPS=40 QUICK=0 REPEATS=3
 while [[ $# -gt 0 ]]; do
   case "$1" in
   --rate) RATE=$2; shift 2 ;;
   --steps) STEPS=$2; shift 2 ;;
+  --repeats) REPEATS=$2; shift 2 ;;
   --quick) QUICK=1; shift ;;
   *) echo "scale.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -57,7 +60,7 @@ mpi() { # R ARGS...: mpirun over shared memory, paced at the rate
 PIPES="sequential dbp fwp nestpipe" WINS="4 8" LOCAL=512 RANKS_V2="2 3 4"
 NS="16,32,64,128,256,512,1024,1536" BATCHES="512 2048 8192"
 if [[ $QUICK == 1 ]]; then
-  PIPES="sequential nestpipe" WINS=4 STEPS=10 RANKS_V2="2" NS="16,64" BATCHES=512
+  PIPES="sequential nestpipe" WINS=4 STEPS=10 RANKS_V2="2" NS="16,64" BATCHES=512 REPEATS=1
 fi
 machine_facts
 TORCH_LINES=() TORCH_MISSING="not a side of this bench" NPROC=$(nproc)
@@ -90,24 +93,42 @@ for p in $PIPES; do
   done
 done
 
-# ---- V2: compute from one rank, predictions at 2, 3, 4 ranks against runs of those sizes
+# ---- V2: compute from one rank, predictions at 2, 3, 4 ranks against runs of those sizes,
+#      REPEATS runs each (the 2-rank graph run is the first at 2), interleaved by round
 for p in $PIPES; do
   for w in $WINS; do
-    log "V2: $p W=$w"
     STARPU_SILENT=1 timeout 900 "$NP" train "${SHAPE[@]}" --pipeline "$p" --windows "$w" \
       --batch "$LOCAL" --trace "$W/c_${p}_$w.json" >/dev/null
-    for R in $RANKS_V2; do
-      [[ $R == 2 ]] || mpi "$R" "$NP" train "${SHAPE[@]}" --pipeline "$p" --windows "$w" \
-        --batch $((LOCAL * R)) --trace "$W/r_${p}_${w}_$R.json" >/dev/null
-      [[ $R == 2 ]] || "$NP" trace report "$W/r_${p}_${w}_$R.json" --from-batch 2 --json >"$W/m_${p}_${w}_$R.json"
+  done
+done
+for k in $(seq 1 "$REPEATS"); do
+  for p in $PIPES; do
+    for w in $WINS; do
+      for R in $RANKS_V2; do
+        [[ $R == 2 && $k == 1 ]] && continue # the graph run
+        log "V2: round $k, $p W=$w R=$R"
+        mpi "$R" "$NP" train "${SHAPE[@]}" --pipeline "$p" --windows "$w" --batch $((LOCAL * R)) \
+          --trace "$W/r.json" >/dev/null
+        "$NP" trace report "$W/r.json" --from-batch 2 --json >"$W/m_${p}_${w}_${R}_$k.json"
+      done
     done
-    "$NP" simulate --graph "$W/g_${p}_$w.json" --compute "$W/c_${p}_$w.json" \
-      --ranks "$(echo "$RANKS_V2" | tr ' ' ,)" "${SHAPE[@]}" --pipeline "$p" --windows "$w" \
-      --batch $((LOCAL * 2)) --latency-us 0 --msg-us 0 --model alpha-beta --json >"$W/v2_${p}_$w.json"
-    # the same with the collectives' own part and the runtime's delays of the 2-rank run
-    "$NP" simulate --graph "$W/g_${p}_$w.json" --compute "$W/c_${p}_$w.json" --collectives-from-graph \
-      --ranks "$(echo "$RANKS_V2" | tr ' ' ,)" "${SHAPE[@]}" --pipeline "$p" --windows "$w" \
-      --batch $((LOCAL * 2)) --latency-us 0 --msg-us 0 --model alpha-beta --json >"$W/v2g_${p}_$w.json"
+  done
+done
+for p in $PIPES; do
+  for w in $WINS; do
+    cp "$W/m_${p}_${w}_2.json" "$W/m_${p}_${w}_2_1.json"
+    for R in $RANKS_V2; do
+      # one rank's compute alone; with the 2-rank run's collectives and delays; and with the
+      # R ranks sharing this machine's cores
+      for how in one graph cores; do
+        extra=()
+        [[ $how != one ]] && extra+=(--collectives-from-graph)
+        [[ $how == cores ]] && extra+=(--cores-per-rank "$(awk "BEGIN {print $(nproc) / $R}")")
+        "$NP" simulate --graph "$W/g_${p}_$w.json" --compute "$W/c_${p}_$w.json" "${extra[@]}" \
+          --ranks "$R" "${SHAPE[@]}" --pipeline "$p" --windows "$w" --batch $((LOCAL * 2)) \
+          --latency-us 0 --msg-us 0 --model alpha-beta --json >"$W/v2${how}_${p}_${w}_$R.json"
+      done
+    done
   done
 done
 
@@ -141,6 +162,6 @@ OUT=bench/results/$(date +%Y-%m-%d)-scale.md
 [[ $QUICK == 1 ]] && OUT=$W/quick-scale.md
 SVG=${OUT%.md}.svg
 python3 bench/scale_report.py "$W" "$OUT" "$SVG" "$RATE" "$LOCAL" "$PIPES" "$WINS" "$RANKS_V2" \
-  "$BATCHES" "$SG" "$(machine_section)"
+  "$BATCHES" "$SG" "$(machine_section)" "$REPEATS"
 log "wrote $OUT and $SVG"
 [[ $QUICK == 1 ]] && cat "$OUT"

@@ -361,6 +361,10 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     np_trace_set_info(e->trace, "pipeline", np_pipeline_name(np_config_pipeline(cfg)));
     snprintf(n, sizeof n, "%d", e->W);
     np_trace_set_info(e->trace, "windows", n);
+    /* the driver's wait (engine/schedule.c): for the step's loss with a look-ahead, for
+     * every task without one (sequential, fwp): a replay follows it */
+    snprintf(n, sizeof n, "%d", e->pol.ahead);
+    np_trace_set_info(e->trace, "lookahead", n);
     snprintf(n, sizeof n, "%d", cfg->chunks);
     np_trace_set_info(e->trace, "chunks", n);
     snprintf(n, sizeof n, "%d", cfg->ranks);
@@ -569,6 +573,7 @@ np_status np_engine_drop_lookahead(np_sp_engine *e, int n, np_error *err) {
     least = -least;
     if (most < 2) {
         np_pipeline_policy_drop_lookahead(&e->pol);
+        if (e->trace) np_trace_set_info(e->trace, "lookahead", "0");
     } else if (least < 2) { /* one rank can look ahead, another cannot: no schedule fits both */
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "rank %d: the first step was given %d batch%s here, but %lld to %lld on "

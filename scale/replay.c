@@ -107,8 +107,9 @@ static double durations_of(const durations *d, const np_trace_event *e) {
 
 /* ---- the runtime's own delay before each task: in a traced run, from the latest of its
  *      submission, its inputs' ends and its worker's previous task to its start (StarPU's
- *      dispatch, a worker's wake-up, a core lent to another thread); the median per kind
- *      of a calibration trace is added to every replayed task of that kind */
+ *      dispatch, a worker's wake-up, a core lent to another thread); the mean per kind of
+ *      a calibration trace is added to every replayed task of that kind (the mean, not the
+ *      median: the critical path adds them up, and their tail is long) */
 typedef struct kind_gap {
     int kind;
     double us;
@@ -157,12 +158,15 @@ static np_status gaps_make(const np_trace *tr, int rank, double gap[NP_NODE_KIND
         if (e->worker >= 0) lane[e->worker] = e->end_us;
     }
     qsort(g, m, sizeof *g, kind_gap_cmp);
-    for (size_t lo = 0, hi; lo < m; lo = hi) { /* the median of each kind's run */
+    for (size_t lo = 0, hi; lo < m; lo = hi) { /* each kind's run */
         for (hi = lo; hi < m && g[hi].kind == g[lo].kind; hi++) {
         }
-        size_t c = hi - lo, mid = lo + c / 2;
+        size_t c = hi - lo;
+        double mean = 0;
+        for (size_t i = lo; i < hi; i++)
+            mean += g[i].us / (double)c;
         if (g[lo].kind >= 0 && g[lo].kind < NP_NODE_KIND_COUNT)
-            gap[g[lo].kind] = c % 2 ? g[mid].us : (g[mid - 1].us + g[mid].us) / 2;
+            gap[g[lo].kind] = mean;
     }
     st = NP_OK;
 out:
@@ -221,34 +225,47 @@ static double wire_of(const np_replay_cfg *c, const batch_coll *bc, const np_tra
 
 
 /* ---- the driver: step k's submit call issues its tasks (none starts before the call
- * reaches it), then the driver reads the next batch, waits for step k (its loss tasks
- * under a pipeline, every task issued so far when sequential) and agrees with the other
- * ranks before step k + 1's call (train/run.c, engine/schedule.c). Its own times (the
- * call's span, the reading, the agreement) are the recorded ones; the agreement's is the
- * median over the steps, plus cfg->driver_sync_us. */
+ * reaches it), then the driver reads the next batch, waits for step k (its loss tasks with
+ * a look-ahead, every task issued so far without one: sequential and fwp) and agrees with
+ * the other ranks before step k + 1's call (train/run.c, engine/schedule.c). Its own times
+ * (the call's span, the reading, the agreement) are the recorded ones; the agreement's is
+ * the median over the steps, plus cfg->driver_sync_us. */
 typedef struct step_rec {
     double s_rec, e_rec; /* first and last submission of the call, recorded */
     double read_us;      /* the driver's reading between this call and the next */
-    long wait_left;      /* tasks of its wait set not yet replayed */
-    double wait_end;     /* the latest end of its wait set, replayed */
+    long wait_left;      /* its own tasks of the wait set not yet replayed */
+    double wait_end;     /* the latest end of those, replayed */
     double s;            /* the call's start, replayed; NAN until known */
 } step_rec;
 
 typedef struct driver {
     step_rec *st;
     long n;      /* steps: the largest issued */
-    int seq;     /* sequential: waits for everything */
+    int all;     /* no look-ahead: a step waits for every task issued so far */
     double agree_us;
     long next;   /* the first step whose start is not yet known */
+    long early;  /* tasks replayed before their call's start was known */
 } driver;
 
 static void driver_free(driver *d) {
     free(d->st);
 }
 
-/* Whether e is in step k's wait set. */
-static int waited(const driver *d, const np_trace_event *e, long k) {
-    return d->seq ? e->issued - 1 <= k : e->kind == NP_NODE_LOSS_FWD && e->batch == k;
+/* The step whose wait set holds e as one of its own, or -1. Without a look-ahead a step
+ * waits for all tasks issued so far; its own are those its call issued (the earlier ones
+ * were waited for by the steps before). */
+static long waited_by(const driver *d, const np_trace_event *e) {
+    if (e->issued <= 0) return -1;
+    if (d->all) return e->issued - 1;
+    return e->kind == NP_NODE_LOSS_FWD && e->batch >= 0 && e->batch < d->n ? e->batch : -1;
+}
+
+/* 1 when the graph's driver waited for everything: its "lookahead" fact is 0, or (older
+ * traces) its pipeline has none. */
+static int waits_for_all(const np_trace *g) {
+    const char *la = np_trace_info(g, "lookahead"), *pipe = np_trace_info(g, "pipeline");
+    if (la) return atoi(la) == 0;
+    return pipe && (!strcmp(pipe, "sequential") || !strcmp(pipe, "fwp"));
 }
 
 static np_status driver_make(const np_replay_cfg *c, const np_trace *g, const task *t, size_t nt,
@@ -257,8 +274,7 @@ static np_status driver_make(const np_replay_cfg *c, const np_trace *g, const ta
     for (size_t i = 0; i < nt; i++)
         if (t[i].e->issued > d->n) d->n = t[i].e->issued;
     if (!d->n) return NP_OK; /* a trace without submissions: no driver to model */
-    const char *pipe = np_trace_info(g, "pipeline");
-    d->seq = pipe && !strcmp(pipe, "sequential");
+    d->all = waits_for_all(g);
     if (!(d->st = np_zalloc((size_t)d->n + 1, sizeof *d->st, "replay (driver)", err)))
         return NP_STATUS_NO_MEMORY;
     for (long k = 0; k <= d->n; k++) {
@@ -266,18 +282,31 @@ static np_status driver_make(const np_replay_cfg *c, const np_trace *g, const ta
         d->st[k].e_rec = -INFINITY;
         d->st[k].s = NAN;
     }
+    double *wend = np_alloc((size_t)d->n + 1, sizeof *wend, "replay (driver)", err);
+    double *ag = np_alloc((size_t)d->n + 1, sizeof *ag, "replay (driver)", err);
+    if (!wend || !ag) {
+        free(wend);
+        free(ag);
+        return NP_STATUS_NO_MEMORY;
+    }
+    for (long k = 0; k <= d->n; k++)
+        wend[k] = -INFINITY;
     for (size_t i = 0; i < nt; i++) {
         const np_trace_event *e = t[i].e;
         if (e->issued <= 0) continue;
         step_rec *r = &d->st[e->issued - 1];
         if (e->submit_us < r->s_rec) r->s_rec = e->submit_us;
         if (e->submit_us > r->e_rec) r->e_rec = e->submit_us;
-    }
-    for (size_t i = 0; i < nt; i++)
-        for (long k = t[i].e->issued - 1; k >= 0 && k < d->n; k++) {
-            if (waited(d, t[i].e, k)) d->st[k].wait_left++;
-            if (!d->seq) break; /* a pipeline waits for its own batch's loss only */
+        long k = waited_by(d, e);
+        if (k >= 0) {
+            d->st[k].wait_left++;
+            if (e->end_us > wend[k]) wend[k] = e->end_us;
         }
+    }
+    for (long k = 0; k < d->n; k++) { /* a call that issued nothing takes no time */
+        if (!isfinite(d->st[k].s_rec)) d->st[k].s_rec = d->st[k].e_rec = k ? d->st[k - 1].e_rec : 0;
+        if (d->all && k && wend[k - 1] > wend[k]) wend[k] = wend[k - 1]; /* all so far */
+    }
     /* the reading: the driver rows' tasks between a call and the next */
     for (size_t i = 0; i < np_trace_count(g); i++) {
         const np_trace_event *e = np_trace_get(g, i);
@@ -289,40 +318,32 @@ static np_status driver_make(const np_replay_cfg *c, const np_trace *g, const ta
             }
     }
     /* the agreement: from the wait's end (or the reading's) to the next call, recorded */
-    double *ag = np_alloc((size_t)d->n, sizeof *ag, "replay (driver)", err);
-    if (!ag) return NP_STATUS_NO_MEMORY;
-    double *wend = np_alloc((size_t)d->n, sizeof *wend, "replay (driver)", err);
-    if (!wend) {
-        free(ag);
-        return NP_STATUS_NO_MEMORY;
-    }
-    for (long k = 0; k < d->n; k++)
-        wend[k] = -INFINITY;
-    for (size_t i = 0; i < nt; i++)
-        for (long k = t[i].e->issued - 1; k >= 0 && k < d->n; k++) {
-            if (waited(d, t[i].e, k) && t[i].e->end_us > wend[k]) wend[k] = t[i].e->end_us;
-            if (!d->seq) break;
-        }
     size_t na = 0;
     for (long k = 0; k + 1 < d->n; k++) {
         double ready = d->st[k].e_rec + d->st[k].read_us;
         if (wend[k] > ready) ready = wend[k];
-        if (isfinite(ready) && isfinite(d->st[k + 1].s_rec) && d->st[k + 1].s_rec >= ready)
-            ag[na++] = d->st[k + 1].s_rec - ready;
+        if (isfinite(ready) && d->st[k + 1].s_rec >= ready) ag[na++] = d->st[k + 1].s_rec - ready;
     }
     qsort(ag, na, sizeof *ag, double_cmp);
     d->agree_us = (na ? ag[na / 2] : 0) + c->driver_sync_us;
     free(ag);
     free(wend);
     d->st[0].s = d->st[0].s_rec;
+    d->st[0].wait_end = -INFINITY;
+    for (long k = 1; k <= d->n; k++)
+        d->st[k].wait_end = -INFINITY;
     d->next = 1;
     return NP_OK;
 }
 
-/* Step k + 1's call starts when step k's reading and wait are over, and the ranks agreed. */
+/* Step k + 1's call starts when step k's reading and wait are over, and the ranks agreed.
+ * Without a look-ahead step k's wait set is every task issued so far: the steps before
+ * were complete when they advanced, so its own tasks are what remains. */
 static void driver_advance(driver *d) {
     while (d->next < d->n && d->st[d->next - 1].wait_left <= 0 && isfinite(d->st[d->next - 1].s)) {
         step_rec *p = &d->st[d->next - 1];
+        if (d->all && d->next >= 2 && d->st[d->next - 2].wait_end > p->wait_end)
+            p->wait_end = d->st[d->next - 2].wait_end;
         double ready = p->s + (p->e_rec - p->s_rec) + p->read_us;
         if (p->wait_end > ready) ready = p->wait_end;
         d->st[d->next].s = ready + d->agree_us;
@@ -330,27 +351,23 @@ static void driver_advance(driver *d) {
     }
 }
 
-/* The earliest start of task i: its submission in its call, replayed. A task whose call's
- * start is not yet known (its wait set not fully replayed: the recorded order broke the
- * driver's) waits for no call. */
-static double driver_release(driver *d, const np_trace_event *e, const task *t, size_t i) {
-    (void)t;
-    (void)i;
+/* The earliest start of e: its submission in its call, replayed. A task whose call's start
+ * is not yet known (the recorded order broke the driver's) waits for the last call known,
+ * and is counted. */
+static double driver_release(driver *d, const np_trace_event *e) {
     if (!d->st || e->issued <= 0) return 0;
     driver_advance(d);
     const step_rec *r = &d->st[e->issued - 1];
-    return isfinite(r->s) ? r->s + (e->submit_us - r->s_rec) : 0;
+    if (isfinite(r->s)) return r->s + (e->submit_us - r->s_rec);
+    d->early++;
+    return d->st[d->next - 1].s;
 }
 
 static void driver_done(driver *d, const np_trace_event *e, double end) {
-    if (!d->st || e->issued <= 0) return;
-    for (long k = e->issued - 1; k < d->n; k++) {
-        if (waited(d, e, k)) {
-            d->st[k].wait_left--;
-            if (end > d->st[k].wait_end) d->st[k].wait_end = end;
-        }
-        if (!d->seq) break;
-    }
+    long k = d->st ? waited_by(d, e) : -1;
+    if (k < 0) return;
+    d->st[k].wait_left--;
+    if (end > d->st[k].wait_end) d->st[k].wait_end = end;
 }
 
 np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
@@ -361,13 +378,38 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     size_t n = np_trace_count(g), nt = 0;
     long last = -1;
     int64_t max_id = 0;
+    int max_worker = -1;
+    uint64_t compute_workers = 0; /* a bit per worker (of the first 64) that ran compute */
     for (size_t i = 0; i < n; i++) {
         const np_trace_event *e = np_trace_get(g, i);
         if (e->rank != c->rank || e->id <= 0) continue;
         nt++;
         if (e->batch > last) last = e->batch;
         if (e->id > max_id) max_id = e->id;
+        if (e->worker > max_worker) max_worker = e->worker;
+        if (e->batch < 0 || e->worker < 0 || e->worker > 4096 || e->issued < 0)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "replay: task %lld of the graph has batch %ld, worker %d, step %ld: "
+                          "not a trace nestpipe wrote",
+                          (long long)e->id, e->batch, e->worker, e->issued - 1);
+        if (np_node_kind_is(e->kind, NP_KIND_COMPUTE) && e->worker < 64)
+            compute_workers |= (uint64_t)1 << e->worker;
     }
+    for (size_t i = 0; nt && i < n; i++) { /* ids and steps count tasks and batches */
+        const np_trace_event *e = np_trace_get(g, i);
+        if (e->rank == c->rank && e->id > 0 && (e->issued > last + 2 || max_id > 16 * (int64_t)nt + 1024))
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "replay: task %lld of the graph says step %ld of %ld batches, or ids "
+                          "past %lld for %zu tasks: not a trace nestpipe wrote",
+                          (long long)e->id, e->issued - 1, last + 1, (long long)max_id, nt);
+    }
+    if (!(c->cores_per_rank >= 0) || !isfinite(c->cores_per_rank))
+        return np_err(err, NP_STATUS_BAD_INPUT, "replay: cores a rank %g (0 or more)", c->cores_per_rank);
+    /* ranks sharing cores: a rank's compute workers get cores_per_rank cores between them */
+    int cw = 0;
+    for (uint64_t v = compute_workers; v; v &= v - 1)
+        cw++;
+    double share = c->cores_per_rank > 0 && cw > c->cores_per_rank ? cw / c->cores_per_rank : 1;
     if (!nt)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "replay: the graph trace has no task of rank %d with data-flow ids (a "
@@ -377,15 +419,14 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         return np_err(err, NP_STATUS_BAD_INPUT, "replay: batches %ld..%ld outside the graph's 0..%ld",
                       from, to, last);
     task *t = np_alloc(nt, sizeof *t, "replay", err);
-    double *wait = np_zalloc(n ? n : 1, sizeof *wait, "replay", err);
     double *lane = NULL, *id_end = np_alloc((size_t)max_id + 1, sizeof *id_end, "replay", err);
     batch_coll *bc = np_zalloc((size_t)last + 1, sizeof *bc, "replay", err);
     durations dur = {0};
     driver drv = {0};
     np_trace *rt = NULL;
     np_status st = NP_STATUS_NO_MEMORY;
-    if (!t || !wait || !id_end || !bc) goto out;
-    if ((!c->compute || c->collectives_from_graph) && np_trace_peer_wait(g, wait)) goto out;
+    if (!t || !id_end || !bc) goto out;
+
     if (c->compute && (st = durations_make(c->compute, 0, &dur, err))) goto out;
     double gap[NP_NODE_KIND_COUNT];
     int gaps_of_compute = c->compute && !c->collectives_from_graph;
@@ -400,14 +441,14 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         double rec = e->end_us - e->start_us, d;
         if (k < 0) { /* compute: the calibration's median, else as recorded */
             d = c->compute ? durations_of(&dur, e) : -1;
-            d = (d >= 0 ? d : rec) / c->device_speed;
+            d = (d >= 0 ? d : rec) / c->device_speed * share;
         } else { /* a collective: its local part now, its wire below */
             if (c->compute && !c->collectives_from_graph) {
                 d = durations_of(&dur, e);
                 d = d >= 0 ? d / c->device_speed : 0;
             } else {
                 double wire = c->graph_link_gbit > 0 ? e->bytes / (c->graph_link_gbit * 1e9 / 8) * 1e6 : 0;
-                d = rec - wait[i] - wire;
+                d = rec - wire; /* its waits for the peers stay: the run's stragglers */
                 d = d > 0 ? d : 0;
             }
             batch_coll *b = &bc[e->batch];
@@ -431,11 +472,11 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     for (size_t i = 0; i < nt; i++) {
         const np_trace_event *e = t[i].e;
         double s = e->worker >= 0 ? lane[e->worker] : 0;
-        double rel = driver_release(&drv, e, t, i);
+        double rel = driver_release(&drv, e);
         if (rel > s) s = rel;
         for (int k = 0; k < e->n_deps; k++)
             if (e->dep[k] > 0 && e->dep[k] <= max_id && id_end[e->dep[k]] > s) s = id_end[e->dep[k]];
-        if (c->no_gaps == 0) s += gap[e->kind];
+        if (c->no_gaps == 0) s += gap[e->kind] * share;
         t[i].start = s;
         t[i].end = s + t[i].dur;
         id_end[e->id] = t[i].end;
@@ -451,6 +492,8 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         ev.start_us = t[i].start;
         ev.end_us = t[i].end;
         ev.pred_us = ev.wait_us = 0;
+        ev.issued = 0; /* its submissions are the graph's, not this timeline's */
+        ev.submit_us = 0;
         if (np_trace_record(rt, &ev)) {
             st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory (replay)");
             goto out;
@@ -468,6 +511,7 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     out->exchange_exposed_us = s.exchange_exposed_us / b;
     out->lookup_exposed_us = s.lookup_exposed_us / b;
     out->tasks = (long)nt;
+    out->unordered = drv.early;
     out->trace = rt;
     rt = NULL;
 out:
@@ -475,7 +519,6 @@ out:
     durations_free(&dur);
     driver_free(&drv);
     free(t);
-    free(wait);
     free(lane);
     free(id_end);
     free(bc);

@@ -152,6 +152,10 @@ np_status np_route_stats_compute(const np_config *cfg, int ranks, long steps, np
                       "route stats: the global batch %ld is not divisible by %d ranks", cfg->batch,
                       ranks);
     long local_n = cfg->batch / ranks;
+    np_config at = *cfg; /* the engine's view at `ranks` ranks: its windows, its exchange */
+    at.ranks = ranks;
+    if (at.comm == NP_COMM_NCCL) at.exchange = NP_EXCHANGE_ROWS; /* NCCL moves rows only */
+    cfg = &at;
     int W = np_config_windows(cfg);
     if (W > local_n)
         return np_err(err, NP_STATUS_BAD_INPUT,

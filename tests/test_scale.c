@@ -221,6 +221,79 @@ static void test_replay_driver(void **state) {
     np_trace_free(slow);
 }
 
+/* The driver with a look-ahead waits for the batch's loss only: batch b's tail (its grads,
+ * 30 us after the loss) runs while step b + 1's call goes on; without one (fwp, the fact
+ * "lookahead" 0) it waits for the tail too. Each batch: loss 50 us, then grads 30 us on
+ * another worker; the agreement 20 us after the wait. */
+static np_trace *tail_graph(const char *lookahead) {
+    np_trace *tr = NULL;
+    np_error err = {{0}};
+    assert_int_equal(np_trace_create(&tr, &err), NP_OK);
+    np_trace_set_info(tr, "pipeline", "nestpipe");
+    np_trace_set_info(tr, "lookahead", lookahead);
+    int all = !strcmp(lookahead, "0");
+    double t = 100;
+    int64_t id = 1;
+    for (long b = 0; b < 5; b++) {
+        np_trace_event loss = {.name = "bce_fwd", .kind = NP_NODE_LOSS_FWD, .batch = b, .window = -1,
+                               .worker = 0, .start_us = t, .end_us = t + 50, .node = -1,
+                               .chunk = -1, .id = id, .issued = b + 1, .submit_us = t};
+        np_trace_event grads = {.name = "exchange_grads", .kind = NP_NODE_EXCHANGE_GRAD,
+                                .batch = b, .window = -1, .worker = 1, .start_us = t + 50,
+                                .end_us = t + 80, .node = -1, .chunk = -1, .id = id + 1,
+                                .n_deps = 1, .dep = {id}, .issued = b + 1, .submit_us = t};
+        assert_int_equal(np_trace_record(tr, &loss), 0);
+        assert_int_equal(np_trace_record(tr, &grads), 0);
+        id += 2;
+        t += (all ? 80 : 50) + 20;
+    }
+    return tr;
+}
+
+static void test_replay_lookahead(void **state) {
+    (void)state;
+    np_trace *pipe = tail_graph("4"), *fwp = tail_graph("0");
+    np_replay_out o = replay((np_replay_cfg){.graph = pipe, .device_speed = 1, .from_batch = 1,
+                                             .to_batch = -1});
+    assert_float_equal(o.step_us, 70, 1e-9); /* the grads hide under the next call */
+    np_trace_free(o.trace);
+    o = replay((np_replay_cfg){.graph = fwp, .device_speed = 1, .from_batch = 1, .to_batch = -1});
+    assert_float_equal(o.step_us, 100, 1e-9); /* the driver waits for them */
+    assert_int_equal(o.unordered, 0);
+    np_trace_free(o.trace);
+    /* two compute workers on one core: compute (and its delays) twice as long; the
+     * collectives are not compute */
+    o = replay((np_replay_cfg){.graph = pipe, .device_speed = 1, .from_batch = 1, .to_batch = -1,
+                               .cores_per_rank = 0.5});
+    assert_float_equal(o.step_us, 120, 1e-9);
+    np_trace_free(o.trace);
+    np_trace_free(pipe);
+    np_trace_free(fwp);
+}
+
+/* A trace that is not one nestpipe wrote is refused, not read out of bounds. */
+static void test_replay_refuses(void **state) {
+    (void)state;
+    np_trace *tr = NULL;
+    np_error err = {{0}};
+    assert_int_equal(np_trace_create(&tr, &err), NP_OK);
+    np_trace_event ev = {.name = "x", .kind = NP_NODE_EXCHANGE_KEYS, .batch = -3, .window = -1,
+                         .start_us = 0, .end_us = 1, .node = -1, .chunk = -1, .id = 1};
+    assert_int_equal(np_trace_record(tr, &ev), 0);
+    np_replay_out o;
+    assert_int_equal(np_replay(&(np_replay_cfg){.graph = tr, .device_speed = 1}, &o, &err),
+                     NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(err.msg, "not a trace nestpipe wrote"));
+    np_trace_free(tr);
+    assert_int_equal(np_trace_create(&tr, &err), NP_OK);
+    ev.batch = 0;
+    ev.issued = 1000000; /* step 999999 of one batch */
+    assert_int_equal(np_trace_record(tr, &ev), 0);
+    assert_int_equal(np_replay(&(np_replay_cfg){.graph = tr, .device_speed = 1}, &o, &err),
+                     NP_STATUS_BAD_INPUT);
+    np_trace_free(tr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alltoall_flat),
@@ -228,6 +301,8 @@ int main(void) {
         cmocka_unit_test(test_replay_reproduces),
         cmocka_unit_test(test_replay_calibrated),
         cmocka_unit_test(test_replay_driver),
+        cmocka_unit_test(test_replay_lookahead),
+        cmocka_unit_test(test_replay_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

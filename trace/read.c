@@ -180,7 +180,7 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
     json_t *sub = json_object_get(args, "submit");
     json_int_t step = -1;
     if ((sub && (!json_is_number(sub) || !isfinite(json_number_value(sub)))) ||
-        (json_object_get(args, "step") && get_int(args, "step", 0, INT64_MAX, &step)) ||
+        (json_object_get(args, "step") && get_int(args, "step", 0, INT64_MAX - 1, &step)) ||
         (!sub != (step < 0)))
         return *what = "\"args.submit\" and \"args.step\" are not a time and a step >= 0",
                NP_STATUS_BAD_INPUT;

@@ -41,8 +41,8 @@ typedef struct np_route_stats {
 
 /* The exchanges of `steps` global batches of cfg->batch samples (the global batch at
  * `ranks` ranks: divisible by it) of cfg's training data, as `ranks` ranks would route
- * them (cfg->ranks is ignored): sharding, windows (np_config_windows), clustering,
- * exchange form and dim from cfg. Each rank's slice is read from its own source, so file
+ * them: sharding, windows (np_config_windows at `ranks` ranks, whatever cfg->ranks says),
+ * clustering, exchange form (rows only under comm nccl, as the engine) and dim from cfg. Each rank's slice is read from its own source, so file
  * data is read `ranks` times. Bad values -> NP_STATUS_BAD_INPUT naming them; data with
  * fewer than `steps` batches -> NP_STATUS_BAD_INPUT saying how many it has. */
 NP_NODISCARD NP_API np_status np_route_stats_compute(const np_config *cfg, int ranks, long steps,
@@ -121,9 +121,11 @@ typedef struct np_replay_cfg {
      * allreduce_latency_us) */
     double wire_us[NP_COLL_KINDS];
     double allreduce_latency_us;
-    /* with compute == NULL: the graph run's link rate in Gbit/s (its "link_gbit" fact), so
-     * that its collectives' recorded wire time (bytes / rate) and peer waits are taken out
-     * before the target's wire time is added; 0: the graph's collectives had no wire */
+    /* when the collectives' own part comes from the graph (compute == NULL, or
+     * collectives_from_graph): the graph run's link rate in Gbit/s (its "link_gbit" fact),
+     * so that their recorded wire time (bytes / rate) is taken out before the target's is
+     * added; 0: the graph's collectives had no wire. Their waits for the peers stay: the
+     * calibration run's stragglers (docs/scale.md "What the projection leaves out") */
     double graph_link_gbit;
     long from_batch, to_batch; /* the steady-state batches measured (to < 0: the last) */
     /* added to the driver's agreement of each step with the other ranks (the recorded
@@ -133,17 +135,25 @@ typedef struct np_replay_cfg {
      * calibration trace's: the compute trace, else the graph) */
     int no_gaps;
     /* 1: with a compute trace, the collectives' own part (packing, MPI's software, the
-     * copies) from the graph all the same: its recorded time less its peer wait and its
-     * wire time at graph_link_gbit, a multi-rank run's (docs/scale.md "Calibration") */
+     * copies, the waits for peers) and the runtime's delays from the graph all the same:
+     * its recorded time less its wire time at graph_link_gbit, a multi-rank run's
+     * (docs/scale.md "What is calibrated from what") */
     int collectives_from_graph;
+    /* ranks sharing a machine's cores (a check on a small machine): the cores a rank's
+     * compute workers get between them; compute durations and the runtime's delays are
+     * stretched by compute workers / cores_per_rank when that is above 1. 0: no sharing. */
+    double cores_per_rank;
 } np_replay_cfg;
 
 typedef struct np_replay_out {
     double step_us;             /* steady-state step time */
-    double exchange_us;         /* per step: the union of the row and gradient exchanges */
+    double exchange_us;         /* per step: the union of the row and gradient exchanges and
+                                   the dense all-reduce */
     double exchange_exposed_us; /* per step: their part with no dense compute running */
     double lookup_exposed_us;   /* per step: the lookup's exposed time (keys included) */
     long tasks;                 /* tasks replayed */
+    long unordered;             /* tasks replayed before their step's submit call was known
+                                   (the recorded order broke the driver's): 0 normally */
     np_trace_t *trace;          /* the replayed tasks as a trace (free it) */
 } np_replay_out;
 
