@@ -35,6 +35,7 @@ static const char *help =
     "  --intra-gbit G      [2400]   --intra-latency-us L [1]   --oversub X [1]\n"
     "  --a2a ALGO          direct | pairwise | bruck: an All2All's latency steps [direct]\n"
     "  --msg-us O          a message's own overhead at the sender [1]\n"
+    "  --allreduce ALGO    direct | ring | rhd: the dense all-reduce's latency steps [direct]\n"
     "  --device-speed X    compute durations divided by X (a GPU's measured ratio) [1]\n"
     "  --collectives-from-graph   with --compute, the collectives' own part (MPI's software,\n"
     "                      the copies, the waits for peers) and the runtime's delays from\n"
@@ -101,7 +102,7 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
                                            "--oversub", "--device-speed", "--model", "--route-steps",
                                            "--from-batch", "--table", "--svg", "--replay-trace",
                                            "--collective", "--bytes", "--a2a", "--msg-us",
-                                           "--cores-per-rank", NULL};
+                                           "--cores-per-rank", "--allreduce", NULL};
         const char *eq = strchr(a, '=');
         size_t klen = eq ? (size_t)(eq - a) : strlen(a);
         int k = -1;
@@ -160,7 +161,13 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
             else return bad("--a2a takes direct, pairwise or bruck, not ", v);
             break;
         case 19: rc = number(a, v, 0, &s->plat.msg_us); break;
-        default: rc = number(a, v, 1e-3, &s->cores_per_rank); break;
+        case 20: rc = number(a, v, 1e-3, &s->cores_per_rank); break;
+        default:
+            if (!strcmp(v, "direct")) s->plat.allreduce = NP_ALLREDUCE_DIRECT;
+            else if (!strcmp(v, "ring")) s->plat.allreduce = NP_ALLREDUCE_RING;
+            else if (!strcmp(v, "rhd")) s->plat.allreduce = NP_ALLREDUCE_RHD;
+            else return bad("--allreduce takes direct, ring or rhd, not ", v);
+            break;
         }
         if (rc) return rc;
     }
@@ -341,7 +348,9 @@ static int one_collective(const sim *s) {
         int times = ar && N > 2 ? 2 : 1;
         for (size_t k = 0; k < nn; k++)
             m[k] = k % ((size_t)N + 1) ? each : 0;
-        double ab = times * np_alltoall_us(&p, m), sg = NAN;
+        /* an all-reduce: its bytes as the exchanges above, its latency by --allreduce */
+        double lat = np_alltoall_latency_us(&p), ar_lat = np_allreduce_latency_us(&p);
+        double ab = ar ? times * (np_alltoall_us(&p, m) - lat) + ar_lat : np_alltoall_us(&p, m), sg = NAN;
         if (strcmp(s->model, "alpha-beta")) {
             char why[256];
             const double *mats[1] = {m};
@@ -350,7 +359,7 @@ static int one_collective(const sim *s) {
                 fprintf(stderr, "nestpipe: simulate: N=%d: %s\n", N, why);
                 return 1;
             }
-            sg *= times;
+            if (ar) sg = times * (sg - lat) + ar_lat;
         }
         free(m);
         printf("%-10s %6d %14.0f %14.1f %14.1f\n", s->collective, N, s->coll_bytes, ab, sg);
@@ -456,8 +465,7 @@ int np_cmd_simulate(int argc, char **argv) {
                                .graph_link_gbit = s.compute && !s.coll_graph ? 0 : graph_link,
                                .collectives_from_graph = s.coll_graph};
             memcpy(c.wire_us, m ? r->wire_sg : r->wire_ab, sizeof c.wire_us);
-            /* one all-gather at 2 ranks, a reduce-scatter and an all-gather above */
-            c.allreduce_latency_us = r->N > 1 ? (r->N > 2 ? 2 : 1) * np_alltoall_latency_us(&p) : 0;
+            c.allreduce_latency_us = np_allreduce_latency_us(&p);
             c.cores_per_rank = s.cores_per_rank;
             np_replay_out *o = m ? &r->sg : &r->ab;
             if ((st = np_replay(&c, o, &err))) rc = np_cli_fail(st, &err);

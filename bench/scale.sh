@@ -146,6 +146,13 @@ for p in $PIPES; do
   done
 done
 
+# ---- nestpipe with latency-optimised collectives (Bruck All2All, recursive halving-doubling)
+log "projection: nestpipe with Bruck and rhd collectives"
+"$NP" simulate --graph "$W/g_nestpipe_$W4.json" --compute "$W/c_nestpipe_$W4.json" --ranks "$NS" \
+  "${SHAPE[@]}" --pipeline nestpipe --windows "$W4" --batch $((LOCAL * 2)) --link-gbit 100 \
+  --collectives-from-graph --model alpha-beta --route-steps 2 --a2a bruck --allreduce rhd --json \
+  >"$W/p_nestpipe_100_fast.json"
+
 # ---- nestpipe's efficiency at 1,536 against the batch per worker (100 Gbit/s, alpha-beta)
 for b in $BATCHES; do
   log "batch per worker $b"

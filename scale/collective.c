@@ -16,7 +16,8 @@ np_status np_platform_check(const np_platform *p, np_error *err) {
     if (p->host_ranks < 1 || p->ranks % p->host_ranks)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "platform: %d ranks a host does not divide %d ranks", p->host_ranks, p->ranks);
-    if (p->algo < NP_A2A_DIRECT || p->algo > NP_A2A_BRUCK || !(p->msg_us >= 0) || !isfinite(p->msg_us))
+    if (p->algo < NP_A2A_DIRECT || p->algo > NP_A2A_BRUCK || p->allreduce < NP_ALLREDUCE_DIRECT ||
+        p->allreduce > NP_ALLREDUCE_RHD || !(p->msg_us >= 0) || !isfinite(p->msg_us))
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "platform: an All2All algorithm of the three and a message overhead of 0 or more");
     if (p->host_ranks > 1 && (!(p->intra_gbit > 0) || !isfinite(p->intra_gbit) ||
@@ -50,6 +51,23 @@ double np_alltoall_latency_us(const np_platform *p) {
         return log2_ceil(n) * (far + p->msg_us);
     default:
         return far + (n - 1) * p->msg_us;
+    }
+}
+
+double np_allreduce_latency_us(const np_platform *p) {
+    int n = p->ranks;
+    if (n <= 1) return 0;
+    double far = p->host_ranks > 1 && n <= p->host_ranks ? p->intra_latency_us : p->latency_us;
+    switch (p->allreduce) {
+    case NP_ALLREDUCE_RING:
+        return (n == 2 ? 1 : 2 * (n - 1)) * (far + p->msg_us);
+    case NP_ALLREDUCE_RHD:
+        return (n == 2 ? 1 : 2 * log2_ceil(n)) * (far + p->msg_us);
+    default: { /* the All2All's direct latency part, once at 2 ranks, twice above */
+        np_platform q = *p;
+        q.algo = NP_A2A_DIRECT;
+        return (n == 2 ? 1 : 2) * np_alltoall_latency_us(&q);
+    }
     }
 }
 

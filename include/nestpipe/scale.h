@@ -66,6 +66,13 @@ typedef enum np_a2a_algo {
     NP_A2A_BRUCK,    /* ceil(log2 ranks) rounds; each byte travels about half of them */
 } np_a2a_algo;
 
+typedef enum np_allreduce_algo {
+    NP_ALLREDUCE_DIRECT, /* a reduce-scatter and an all-gather, each every message at once
+                            (the engine's: np_xchg_allreduce_rs; one all-gather at 2 ranks) */
+    NP_ALLREDUCE_RING,   /* 2 (ranks - 1) steps of a latency and a message */
+    NP_ALLREDUCE_RHD,    /* recursive halving then doubling: 2 ceil(log2 ranks) steps */
+} np_allreduce_algo;
+
 typedef struct np_platform {
     int ranks;
     double nic_gbit, latency_us;
@@ -73,6 +80,7 @@ typedef struct np_platform {
     double intra_gbit, intra_latency_us, oversub;
     np_a2a_algo algo;
     double msg_us; /* a message's own overhead at the sender (LogP's o), microseconds */
+    np_allreduce_algo allreduce;
 } np_platform;
 
 /* Checks p; NP_STATUS_BAD_INPUT naming the bad field. */
@@ -95,6 +103,10 @@ NP_API double np_alltoall_latency_us(const np_platform *p);
 /* How many times the algorithm moves each byte over the bottleneck: 1, or for Bruck half
  * its rounds (at least 1). */
 NP_API double np_alltoall_bytes_factor(const np_platform *p);
+/* The dense all-reduce's latency part on p by p->allreduce (its bytes: a reduce-scatter and
+ * an all-gather of 1/ranks each, 2 (ranks - 1) / ranks of the floats a rank, whatever the
+ * algorithm). 0 on one rank. */
+NP_API double np_allreduce_latency_us(const np_platform *p);
 
 /* ---- the replay of a traced step at another scale (scale/replay.c) */
 typedef enum np_coll {
