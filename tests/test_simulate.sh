@@ -68,7 +68,8 @@ r={x['model']: x['step_us'] for x in map(json.loads, open(sys.argv[1]))}
 sys.exit(abs(r['simgrid'] - r['alpha-beta']) > 0.01 * r['alpha-beta'])" "$W/s.json" &&
     ok "SimGrid and alpha-beta agree on the replay at 8 ranks" || bad "SimGrid vs alpha-beta: $(cat "$W/s.json" "$W/err")"
   "$NP" simulate --collective alltoall --bytes 4000000 --ranks 16 --host-ranks 4 --oversub 2 \
-    --link-gbit 10 >"$W/c.txt" 2>&1 && awk 'NR == 2 {d = $4 - $5; exit !(d < 0.01 * $4 && d > -0.01 * $4)}' "$W/c.txt" &&
+    --link-gbit 10 >"$W/c.txt" 2>"$W/err" && # (ASan warns on stderr about SimGrid's contexts)
+    awk '$1 == "alltoall" {d = $4 - $5; n++} END {exit !(n == 1 && d < 0.01 * $4 && d > -0.01 * $4)}' "$W/c.txt" &&
     ok "SimGrid and alpha-beta agree on a two-tier All2All" || bad "two tiers: $(cat "$W/c.txt")"
 fi
 # 4. bad input: one line, exit 2
