@@ -214,8 +214,10 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
     r->wire_ab[NP_COLL_KEYS] = np_alltoall_us(p, keys);
     r->wire_ab[NP_COLL_ROWS] = np_alltoall_us(p, rows);
     r->wire_ab[NP_COLL_GRADS] = np_alltoall_us(p, grads);
-    /* reduce-scatter then all-gather: twice the uniform exchange of n/N floats a pair */
-    r->wire_ab[NP_COLL_ALLREDUCE] = 2 * (np_alltoall_uniform_us(p, each) - rounds);
+    /* reduce-scatter then all-gather: twice the uniform exchange of n/N floats a pair; its
+     * bytes move once whatever --a2a says (the all-reduce's algorithm is --allreduce) */
+    double factor = np_alltoall_bytes_factor(p);
+    r->wire_ab[NP_COLL_ALLREDUCE] = 2 * (np_alltoall_uniform_us(p, each) - rounds) / factor;
     int rc = 0;
     if (strcmp(s->model, "alpha-beta")) {
         const double *mats[4] = {keys, rows, grads, ar};
@@ -225,7 +227,7 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
             rc = 1;
         } else {
             r->have_sg = 1;
-            r->wire_sg[NP_COLL_ALLREDUCE] = 2 * (r->wire_sg[NP_COLL_ALLREDUCE] - rounds);
+            r->wire_sg[NP_COLL_ALLREDUCE] = 2 * (r->wire_sg[NP_COLL_ALLREDUCE] - rounds) / factor;
         }
     }
     free(m);
@@ -339,6 +341,8 @@ static int one_collective(const sim *s) {
         np_status st = np_platform_check(&p, &err);
         if (st) return np_cli_fail(st, &err);
         int N = p.ranks, ar = !strcmp(s->collective, "allreduce");
+        int frc = fits_memory(N, 8);
+        if (frc) return frc;
         size_t nn = (size_t)N * N;
         double *m = malloc(nn * sizeof *m);
         if (!m) return bad("out of memory for the byte matrix", "");
@@ -350,7 +354,8 @@ static int one_collective(const sim *s) {
             m[k] = k % ((size_t)N + 1) ? each : 0;
         /* an all-reduce: its bytes as the exchanges above, its latency by --allreduce */
         double lat = np_alltoall_latency_us(&p), ar_lat = np_allreduce_latency_us(&p);
-        double ab = ar ? times * (np_alltoall_us(&p, m) - lat) + ar_lat : np_alltoall_us(&p, m), sg = NAN;
+        double bf = np_alltoall_bytes_factor(&p); /* an all-reduce's bytes move once */
+        double ab = ar ? times * (np_alltoall_us(&p, m) - lat) / bf + ar_lat : np_alltoall_us(&p, m), sg = NAN;
         if (strcmp(s->model, "alpha-beta")) {
             char why[256];
             const double *mats[1] = {m};
@@ -359,7 +364,7 @@ static int one_collective(const sim *s) {
                 fprintf(stderr, "nestpipe: simulate: N=%d: %s\n", N, why);
                 return 1;
             }
-            if (ar) sg = times * (sg - lat) + ar_lat;
+            if (ar) sg = times * (sg - lat) / bf + ar_lat;
         }
         free(m);
         printf("%-10s %6d %14.0f %14.1f %14.1f\n", s->collective, N, s->coll_bytes, ab, sg);

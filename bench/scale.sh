@@ -37,6 +37,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $RATE =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "scale.sh: --rate takes Gbit/s, e.g. 2" >&2; exit 2; }
 [[ $STEPS =~ ^[1-9][0-9]*$ && $STEPS -ge 8 ]] || { echo "scale.sh: --steps must be 8 or more" >&2; exit 2; }
+[[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "scale.sh: --repeats must be 1 or more" >&2; exit 2; }
 NP=$(realpath "${NESTPIPE:-build/nestpipe}")
 CB=$(realpath "${COLL_BENCH:-build/coll_bench}")
 [[ -x $NP && -x $CB ]] || { echo "scale.sh: $NP or $CB not found; build first: bash .ci/build" >&2; exit 2; }

@@ -131,6 +131,10 @@ static np_status gaps_make(const np_trace *tr, int rank, double gap[NP_NODE_KIND
     for (size_t i = 0; i < n; i++) {
         const np_trace_event *e = np_trace_get(tr, i);
         if (e->rank != rank || e->id <= 0) continue;
+        if (e->worker < 0 || e->worker > 4096 || e->id > 16 * (int64_t)n + 1024)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "replay: task %lld of the calibration trace has worker %d: not a trace "
+                          "nestpipe wrote", (long long)e->id, e->worker);
         m++;
         if (e->id > max_id) max_id = e->id;
         if (e->worker + 1 > workers) workers = e->worker + 1;
@@ -379,7 +383,7 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     long last = -1;
     int64_t max_id = 0;
     int max_worker = -1;
-    uint64_t compute_workers = 0; /* a bit per worker (of the first 64) that ran compute */
+    unsigned char ran_compute[4097] = {0}; /* the workers that ran compute */
     for (size_t i = 0; i < n; i++) {
         const np_trace_event *e = np_trace_get(g, i);
         if (e->rank != c->rank || e->id <= 0) continue;
@@ -392,8 +396,8 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
                           "replay: task %lld of the graph has batch %ld, worker %d, step %ld: "
                           "not a trace nestpipe wrote",
                           (long long)e->id, e->batch, e->worker, e->issued - 1);
-        if (np_node_kind_is(e->kind, NP_KIND_COMPUTE) && e->worker < 64)
-            compute_workers |= (uint64_t)1 << e->worker;
+        if (np_node_kind_is(e->kind, NP_KIND_COMPUTE) && e->worker >= 0 && e->worker <= 4096)
+            ran_compute[e->worker] = 1;
     }
     for (size_t i = 0; nt && i < n; i++) { /* ids and steps count tasks and batches */
         const np_trace_event *e = np_trace_get(g, i);
@@ -407,8 +411,8 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         return np_err(err, NP_STATUS_BAD_INPUT, "replay: cores a rank %g (0 or more)", c->cores_per_rank);
     /* ranks sharing cores: a rank's compute workers get cores_per_rank cores between them */
     int cw = 0;
-    for (uint64_t v = compute_workers; v; v &= v - 1)
-        cw++;
+    for (int w = 0; w <= 4096; w++)
+        cw += ran_compute[w];
     double share = c->cores_per_rank > 0 && cw > c->cores_per_rank ? cw / c->cores_per_rank : 1;
     if (!nt)
         return np_err(err, NP_STATUS_BAD_INPUT,
@@ -430,6 +434,9 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     if (c->compute && (st = durations_make(c->compute, 0, &dur, err))) goto out;
     double gap[NP_NODE_KIND_COUNT];
     int gaps_of_compute = c->compute && !c->collectives_from_graph;
+    /* delays taken from the graph's run already had its ranks sharing the cores: not
+     * stretched again */
+    double gap_share = gaps_of_compute || !c->compute ? share : 1;
     if ((st = gaps_make(gaps_of_compute ? c->compute : g, gaps_of_compute ? 0 : c->rank, gap, err)))
         goto out;
     int workers = 0;
@@ -465,7 +472,10 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         if (k >= 0) t[i].dur += wire_of(c, &bc[t[i].e->batch], t[i].e, k);
     }
     qsort(t, nt, sizeof *t, task_cmp); /* recorded start order: deps and lanes before */
-    if (!(lane = np_zalloc((size_t)workers + 1, sizeof *lane, "replay", err))) goto out;
+    if (!(lane = np_zalloc((size_t)workers + 1, sizeof *lane, "replay", err))) {
+        st = NP_STATUS_NO_MEMORY;
+        goto out;
+    }
     for (int64_t i = 0; i <= max_id; i++)
         id_end[i] = 0;
     if ((st = driver_make(c, g, t, nt, &drv, err))) goto out;
@@ -476,7 +486,7 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         if (rel > s) s = rel;
         for (int k = 0; k < e->n_deps; k++)
             if (e->dep[k] > 0 && e->dep[k] <= max_id && id_end[e->dep[k]] > s) s = id_end[e->dep[k]];
-        if (c->no_gaps == 0) s += gap[e->kind] * share;
+        if (c->no_gaps == 0) s += gap[e->kind] * gap_share;
         t[i].start = s;
         t[i].end = s + t[i].dur;
         id_end[e->id] = t[i].end;

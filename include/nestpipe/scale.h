@@ -153,7 +153,9 @@ typedef struct np_replay_cfg {
     int collectives_from_graph;
     /* ranks sharing a machine's cores (a check on a small machine): the cores a rank's
      * compute workers get between them; compute durations and the runtime's delays are
-     * stretched by compute workers / cores_per_rank when that is above 1. 0: no sharing. */
+     * stretched by compute workers / cores_per_rank when that is above 1 (not the delays
+     * taken from the graph under collectives_from_graph: its ranks shared the cores when
+     * they were measured). 0: no sharing. */
     double cores_per_rank;
 } np_replay_cfg;
 
