@@ -39,6 +39,10 @@ int np_cmd_tune(int argc, char **argv);
 /* `nestpipe predict` (apps/predict.c). */
 int np_cmd_predict(np_dist_t *dist, int argc, char **argv);
 
+/* 0, or (the error printed) exit 2 when N x N values of `per` bytes exceed this machine's
+ * memory: "nestpipe: CMD: N ranks need X GiB for their byte matrices; ...". */
+int np_cli_fits_matrices(const char *cmd, int N, double per);
+
 /* `nestpipe route-stats` (apps/route_stats.c): one process, before MPI starts. */
 int np_cmd_route_stats(int argc, char **argv);
 /* `nestpipe simulate` (apps/simulate.c): one process, before MPI starts. */

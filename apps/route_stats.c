@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "nestpipe/scale.h"
@@ -147,13 +146,7 @@ int np_cmd_route_stats(int argc, char **argv) {
     if (want_print) return bad("--print-config is train's", "");
     if (cfg.steps < 1) return bad("--steps must be 1 or more here (the batches to route)", "");
     if (matrix && (rc = np_cli_not_a_config(matrix, "--matrix"))) return rc;
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    double need = 16.0 * ranks * ranks, have = pages > 0 && psize > 0 ? (double)pages * psize : need;
-    if (need > have) {
-        fprintf(stderr, "nestpipe: route-stats: %d ranks need %.1f GiB for their byte matrices; "
-                        "this machine has %.1f GiB\n", ranks, need / 1073741824.0, have / 1073741824.0);
-        return EXIT_BAD_INPUT;
-    }
+    if ((rc = np_cli_fits_matrices("route-stats", ranks, 16))) return rc;
     np_error err = {{0}};
     np_route_stats s;
     np_status st = np_route_stats_compute(&cfg, ranks, cfg.steps, &s, &err);

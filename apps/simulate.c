@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "nestpipe/scale.h"
@@ -234,24 +233,13 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
     return rc;
 }
 
-/* 0, or 2 after saying so, when N x N values of `per` bytes exceed this machine's memory. */
-static int fits_memory(int N, double per) {
-    double need = (double)N * N * per;
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    double have = pages > 0 && size > 0 ? (double)pages * size : INFINITY;
-    if (need <= have) return 0;
-    fprintf(stderr, "nestpipe: simulate: %d ranks need %.1f GiB for their byte matrices; this "
-                    "machine has %.1f GiB\n", N, need / 1073741824.0, have / 1073741824.0);
-    return EXIT_BAD_INPUT;
-}
-
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + t.tv_nsec / 1e9;
 }
 
-static void print_row(FILE *f, int md, const row *r, const row *base, long local_batch,
+static void print_row(FILE *f, int md, const row *r, long local_batch,
                       const char *model, const np_replay_out *o, const np_replay_out *ob) {
     double sps = o->step_us > 0 ? (double)local_batch * r->N / (o->step_us / 1e6) : 0;
     double eff = o->step_us > 0 ? ob->step_us / o->step_us : NAN;
@@ -268,7 +256,6 @@ static void print_row(FILE *f, int md, const row *r, const row *base, long local
     else
         fprintf(f, "%6d  %-10s %10.3f %12.0f %10.3f %10.3f %8.1f%%\n", r->N, model, o->step_us / 1e3,
                 sps, o->exchange_us / 1e3, o->exchange_exposed_us / 1e3, 100 * eff);
-    (void)base;
 }
 
 static void print_table(FILE *f, int md, const sim *s, const row *rows, int n, long local_batch) {
@@ -280,9 +267,9 @@ static void print_table(FILE *f, int md, const sim *s, const row *rows, int n, l
                 "exchange", "exposed", "eff");
     for (int i = 0; i < n; i++) {
         if (strcmp(s->model, "simgrid"))
-            print_row(f, md, &rows[i], &rows[0], local_batch, "alpha-beta", &rows[i].ab, &rows[0].ab);
+            print_row(f, md, &rows[i], local_batch, "alpha-beta", &rows[i].ab, &rows[0].ab);
         if (rows[i].have_sg && rows[0].have_sg)
-            print_row(f, md, &rows[i], &rows[0], local_batch, "simgrid", &rows[i].sg, &rows[0].sg);
+            print_row(f, md, &rows[i], local_batch, "simgrid", &rows[i].sg, &rows[0].sg);
     }
 }
 
@@ -341,7 +328,7 @@ static int one_collective(const sim *s) {
         np_status st = np_platform_check(&p, &err);
         if (st) return np_cli_fail(st, &err);
         int N = p.ranks, ar = !strcmp(s->collective, "allreduce");
-        int frc = fits_memory(N, 8);
+        int frc = np_cli_fits_matrices("simulate", N, 8);
         if (frc) return frc;
         size_t nn = (size_t)N * N;
         double *m = malloc(nn * sizeof *m);
@@ -442,7 +429,7 @@ int np_cmd_simulate(int argc, char **argv) {
                s.plat.latency_us, s.compute ? ", compute from the one-rank run" : "");
     }
     for (int i = 0; !rc && i < s.n_ranks; i++) /* the byte matrices must fit */
-        rc = fits_memory(s.ranks[i], 16 + 32 + 8);
+        rc = np_cli_fits_matrices("simulate", s.ranks[i], 16 + 32 + 8);
     for (int i = 0; !rc && i < s.n_ranks; i++) {
         double t0 = now_s();
         row *r = &rows[i];

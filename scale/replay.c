@@ -29,13 +29,18 @@ typedef struct dkey {
     double us;
 } dkey;
 
-static int dkey_cmp(const void *a, const void *b) {
-    const dkey *x = a, *y = b;
+/* The keys alone, then (dkey_cmp) the durations within a key. */
+static int key_cmp(const dkey *x, const dkey *y) {
     if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
     if (x->node != y->node) return x->node < y->node ? -1 : 1;
     if (x->chunk != y->chunk) return x->chunk < y->chunk ? -1 : 1;
-    if (x->window != y->window) return x->window < y->window ? -1 : 1;
-    return x->us < y->us ? -1 : x->us > y->us;
+    return x->window < y->window ? -1 : x->window > y->window;
+}
+
+static int dkey_cmp(const void *a, const void *b) {
+    const dkey *x = a, *y = b;
+    int c = key_cmp(x, y);
+    return c ? c : x->us < y->us ? -1 : x->us > y->us;
 }
 
 typedef struct durations {
@@ -85,16 +90,13 @@ static void durations_free(durations *d) {
 static double durations_of(const durations *d, const np_trace_event *e) {
     for (int l = 0; l < 3; l++) {
         dkey k = coarse(e, l);
-        k.us = -INFINITY;
-        size_t lo = 0, hi = d->n; /* first entry >= k */
+        size_t lo = 0, hi = d->n; /* the key's first entry */
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (dkey_cmp(&d->level[l][mid], &k) < 0) lo = mid + 1; else hi = mid;
+            if (key_cmp(&d->level[l][mid], &k) < 0) lo = mid + 1; else hi = mid;
         }
         size_t end = lo;
-        while (end < d->n && !dkey_cmp(&(dkey){d->level[l][end].kind, d->level[l][end].node,
-                                               d->level[l][end].chunk, d->level[l][end].window, 0},
-                                       &(dkey){k.kind, k.node, k.chunk, k.window, 0}))
+        while (end < d->n && !key_cmp(&d->level[l][end], &k))
             end++;
         if (end > lo) {
             size_t c = end - lo;
