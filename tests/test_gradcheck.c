@@ -59,7 +59,7 @@ static void expect_pass(const char *kind, np_layer_hp hp, int n_in, const int *w
  * gets its cases when it is added. */
 static void test_builtin_kinds(void **state) {
     (void)state;
-    static const char *const covered[] = {"linear", "dot", "concat", "cross", "slice"};
+    static const char *const covered[] = {"linear", "dot", "concat", "cross", "slice", "hstu"};
     for (int i = 0; np_layer_kind_at(i); i++) {
         const char *k = np_layer_kind_at(i);
         int found = !strncmp(k, "gc_", 3); /* this test's own kinds */
@@ -85,6 +85,9 @@ static void test_builtin_kinds(void **state) {
     expect_pass("slice", (np_layer_hp){.i = {2, 5}}, 1, (int[]){7}, 0);
     expect_pass("slice", (np_layer_hp){.i = {1, 0}}, 1, (int[]){5}, 0);
     expect_pass("slice", (np_layer_hp){.i = {0, 1}}, 1, (int[]){1}, 2);
+    expect_pass("hstu", (np_layer_hp){.i = {3, 1, 4}}, 1, (int[]){3 * 4}, 0);
+    expect_pass("hstu", (np_layer_hp){.i = {5, 2, 4}}, 1, (int[]){5 * 4}, 3); /* far buckets */
+    expect_pass("hstu", (np_layer_hp){.i = {1, 2, 0}}, 1, (int[]){1 * 6}, 2);
 }
 
 /* ---- planted kinds: y = x * w + b per column (w, b of the input's width), each with one
@@ -276,6 +279,42 @@ static void test_planted_bugs(void **state) {
 }
 
 /* |x| on 256 inputs in [-1, 1]: several lie within the first step of the kink */
+/* ---- planted bugs in the HSTU kind: its backward, then one term taken away */
+static void hstu_no_far_rab_bwd(const np_layer_io *io) { /* drab of the last bucket lost */
+    np_layer_find("hstu")->bwd(io);
+    int H = io->hp->i[1], nb = io->hp->i[2];
+    io->dparam[3][H * nb - 1] = 0.0f;
+}
+static void hstu_no_residual_bwd(const np_layer_io *io) { /* dX lacks the residual's dY */
+    np_layer_find("hstu")->bwd(io);
+    if (io->din[0])
+        for (size_t i = 0; i < (size_t)io->n * (size_t)io->shape->in[0]; i++)
+            io->din[0][i] -= io->dout[i];
+}
+
+static void test_hstu_planted(void **state) {
+    (void)state;
+    np_layer_def d = *np_layer_find("hstu");
+    d.kind = "gc_hstu_rab";
+    d.bwd = hstu_no_far_rab_bwd;
+    memset(d.hp_int, 0, sizeof d.hp_int);
+    np_error e = {{0}};
+    if (np_layer_register(&d, &e)) fail_msg("%s", e.msg);
+    d.kind = "gc_hstu_res";
+    d.bwd = hstu_no_residual_bwd;
+    if (np_layer_register(&d, &e)) fail_msg("%s", e.msg);
+    np_layer_hp hp = {.i = {5, 2, 4}}; /* distance 4 is bucket 3, the last */
+    expect_pass("hstu", hp, 1, (int[]){20}, 0);
+    np_gradcheck_result r = check("gc_hstu_rab", hp, 1, (int[]){20}, 0);
+    assert_int_equal(r.passed, 0);
+    assert_true(tensor(&r, "rab")->worst > 0.1);
+    assert_true(tensor(&r, "W1")->worst <= 1e-2);
+    r = check("gc_hstu_res", hp, 1, (int[]){20}, 0);
+    assert_int_equal(r.passed, 0);
+    assert_true(tensor(&r, "in0")->worst > 0.1);
+    assert_true(tensor(&r, "rab")->worst <= 1e-2);
+}
+
 static void test_kink(void **state) {
     (void)state;
     for (uint64_t seed = 1; seed <= 4; seed++) {
@@ -360,6 +399,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_kinds),
         cmocka_unit_test_setup(test_planted_bugs, setup),
+        cmocka_unit_test(test_hstu_planted),
         cmocka_unit_test(test_kink),
         cmocka_unit_test(test_errors_and_options),
     };

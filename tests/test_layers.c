@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/shard.h"
+#include "layers/layers.h"
 #include "model/model.h"
 #include "cudautil.h"
 #include "testutil.h"
@@ -139,6 +140,79 @@ static void test_cross_formula(void **state) {
             }
         cu_rig_free(&r);
     }
+}
+
+/* The HSTU block by its definition (layers/hstu.c's header), in double, position by
+ * position; the bucket rule by hand; and causality: later positions never change earlier
+ * outputs (what lets right-padded sequences go without lengths). */
+static double silu_d(double z) { return z / (1.0 + exp(-z)); }
+
+static void test_hstu_formula(void **state) {
+    (void)state;
+    static const int want[][2] = {{0, 0}, {3, 3}, {4, 4}, {7, 4}, {8, 5}, {15, 5}, {16, 6}, {31, 6},
+                                  {32, 7}, {1000, 7}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        assert_int_equal(np_hstu_bucket(want[i][0], 8), want[i][1]);
+    assert_int_equal(np_hstu_bucket(5, 1), 0);
+    enum { L = 6, d = 4, H = 2, dh = 2, NB = 4 };
+    int w[1] = {L * d};
+    cu_rig r;
+    rig_make(&r, "hstu", (np_layer_hp){.i = {L, H, NB}}, 1, w, 3);
+    rig_loss(&r);
+    const float *W1 = r.param[0], *W2 = r.param[1], *b = r.param[2], *rab = r.param[3];
+    for (long s = 0; s < r.n; s++) {
+        const float *X = r.in[0] + s * L * d;
+        double uvqk[L][4 * d], O[L][d];
+        for (int p = 0; p < L; p++)
+            for (int j = 0; j < 4 * d; j++) {
+                double a = b[j];
+                for (int k = 0; k < d; k++)
+                    a += (double)W1[j * d + k] * X[p * d + k];
+                uvqk[p][j] = silu_d(a);
+            }
+        for (int p = 0; p < L; p++)
+            for (int h = 0; h < H; h++)
+                for (int c = 0; c < dh; c++) {
+                    double o = 0;
+                    for (int q = 0; q <= p; q++) {
+                        double sc = rab[h * NB + np_hstu_bucket(p - q, NB)];
+                        for (int k = 0; k < dh; k++)
+                            sc += uvqk[p][2 * d + h * dh + k] * uvqk[q][3 * d + h * dh + k];
+                        o += silu_d(sc) / L * uvqk[q][d + h * dh + c];
+                    }
+                    O[p][h * dh + c] = o;
+                }
+        for (int p = 0; p < L; p++) {
+            double mu = 0, var = 0, g[d];
+            for (int j = 0; j < d; j++)
+                mu += O[p][j] / d;
+            for (int j = 0; j < d; j++)
+                var += (O[p][j] - mu) * (O[p][j] - mu) / d;
+            for (int j = 0; j < d; j++)
+                g[j] = (O[p][j] - mu) / sqrt(var + 1e-5) * uvqk[p][j];
+            for (int i = 0; i < d; i++) {
+                double y = X[p * d + i] + b[4 * d + i];
+                for (int j = 0; j < d; j++)
+                    y += (double)W2[i * d + j] * g[j];
+                float got = r.out[0][s * L * d + p * d + i];
+                if (!tu_close(got, y, 1e-4, 1e-4))
+                    fail_msg("hstu out[%ld, pos %d, %d] = %g, definition %g", s, p, i, (double)got, y);
+            }
+        }
+    }
+    /* causality: new values at positions 3.. leave positions 0..2 bit for bit */
+    float before[3 * L * d];
+    memcpy(before, r.out[0], sizeof before);
+    for (long s = 0; s < r.n; s++)
+        for (int i = 3 * d; i < L * d; i++)
+            r.in[0][s * L * d + i] += 1.0f;
+    rig_loss(&r);
+    for (long s = 0; s < r.n; s++) {
+        assert_memory_equal(before + s * L * d, r.out[0] + s * L * d, 3 * d * sizeof(float));
+        assert_memory_not_equal(before + s * L * d + 3 * d, r.out[0] + s * L * d + 3 * d,
+                                d * sizeof(float));
+    }
+    cu_rig_free(&r); /* its gradients: test_gradcheck (steps shrunk where h = 0.05 is coarse) */
 }
 
 static void test_shape_errors(void **state) {
@@ -417,6 +491,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fd_cross_full),  cmocka_unit_test(test_fd_cross_lowrank),
         cmocka_unit_test(test_fd_concat_dot_linear), cmocka_unit_test(test_cross_formula),
+        cmocka_unit_test(test_hstu_formula),
         cmocka_unit_test(test_shape_errors),   cmocka_unit_test(test_register_rules),
         cmocka_unit_test(test_dcnv2_model_fd), cmocka_unit_test(test_init_params),
         cmocka_unit_test(test_dense_flops),    cmocka_unit_test(test_graph_guards),
