@@ -48,9 +48,11 @@ typedef struct np_cl_emb_args {
     int w;    /* the chunk's window: its rows are that window's Rin */
     int W, R; /* windows and ranks: where meta says whether pos holds -1s (NP_META_POOLED) */
     int zero; /* pool_bwd: first chunk of its window, which zeroes the window's grads */
+    int L;    /* seq-len: table 0 a sequence of L slots (0: a bag like the rest) */
 } np_cl_emb_args;
-/* pool_fwd buffers: Rin_w R (Uq_w, d), offsets R, pos R, P W (n, T, d), meta R */
-/* pool_bwd buffers: dP R (n, T, d), offsets R, pos R, meta R, grows_w RW (Uq_w, d):
+/* pool_fwd buffers: Rin_w R (Uq_w, d), offsets R, pos R, P W (n, S, d), meta R, where
+ * S = np_slot_first(T, L) slots */
+/* pool_bwd buffers: dP R (n, S, d), offsets R, pos R, meta R, grows_w RW (Uq_w, d):
  * the window's chunks accumulate into it one after another, in chunk order */
 extern struct starpu_codelet np_cl_pool_fwd, np_cl_pool_bwd;
 
@@ -95,6 +97,7 @@ typedef struct np_cl_xchg_args {
     np_cl_report out;      /* FIRST field: what the task reports */
     np_shard shard;        /* row- or table-wise sharding over the R ranks */
     np_exchange exchange;  /* route: how each segment travels (rows, pooled, or by bytes) */
+    int seq;               /* route: table 0 is a sequence (seq-len), whose keys go as rows */
     const int64_t *rows;   /* (T) rows of each table: the model's, immutable */
     struct np_comm *comm;
     long nb; /* local batch samples */

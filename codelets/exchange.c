@@ -125,7 +125,9 @@ static void route_cpu(void *buffers[], void *cl_arg) {
         for (int w = 0; w < W; w++)
             for (int t = 0; t < T; t++) {
                 size_t g = SEG(o, w, t);
-                pooled[g] = (uint8_t)np_xchg_seg_pooled((int)a->exchange, o, me, cu[g], cn[g], cg[g], a->d);
+                /* a sequence's keys are positions, never summed: rows */
+                int mode = t == 0 && a->seq ? NP_EXCHANGE_ROWS : (int)a->exchange;
+                pooled[g] = (uint8_t)np_xchg_seg_pooled(mode, o, me, cu[g], cn[g], cg[g], a->d);
                 meta[NP_META_SC(T, W, o, w, t)] = pooled[g] ? cn[g] : cu[g];
                 meta[NP_META_SR(T, W, R, o, w, t)] = pooled[g] ? cg[g] : cu[g];
                 if (o != me && cu[g]) {

@@ -22,7 +22,8 @@ extern "C" void np_cuda_pool_fwd(void *buffers[], void *cl_arg) {
     const np_cl_emb_args *a = (const np_cl_emb_args *)cl_arg;
     np_cuda_pool_fwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
                         (const uint32_t *)NP_BUF(buffers, 1), (const int64_t *)NP_BUF(buffers, 2),
-                        (float *)NP_BUF(buffers, 3), a->nb, a->row0, a->n, a->T, a->d);
+                        (float *)NP_BUF(buffers, 3), a->nb, a->row0, a->n, a->T, a->L,
+                        a->d);
 }
 
 extern "C" void np_cuda_pool_bwd(void *buffers[], void *cl_arg) {
@@ -32,7 +33,7 @@ extern "C" void np_cuda_pool_bwd(void *buffers[], void *cl_arg) {
                         (const uint32_t *)NP_BUF(buffers, 1), (const int64_t *)NP_BUF(buffers, 2),
                         a->zero ? meta + NP_META_WUQ(a->T, a->w) : NULL,
                         (float *)NP_BUF(buffers, 4), buf_floats(buffers[4]), a->nb, a->row0, a->n,
-                        a->T, a->d);
+                        a->T, a->L, a->d);
 }
 
 extern "C" void np_cuda_bce_fwd(void *buffers[], void *cl_arg) {

@@ -14,10 +14,11 @@
 #include <string.h>
 
 #include "core/config_impl.h"
+#include "core/shard.h"
 #include "core/util.h"
 
 int np_config_top_input(const np_config *cfg) {
-    int t1 = cfg->tables + 1;
+    int t1 = np_config_slots(cfg) + 1;
     if (cfg->model == NP_MODEL_DCNV2) return t1 * cfg->dim + cfg->deep[cfg->n_deep - 1];
     return cfg->dim + t1 * (t1 - 1) / 2;
 }
@@ -45,6 +46,14 @@ int np_config_windows(const np_config *cfg) {
 
 int np_config_dense(const np_config *cfg) {
     return cfg->dense_features > 0 ? cfg->dense_features : cfg->bottom[0];
+}
+
+int np_config_slots(const np_config *cfg) {
+    return np_slot_first(cfg->tables, cfg->seq_len);
+}
+
+int np_config_slot(const np_config *cfg, int t) {
+    return np_slot_first(t, cfg->seq_len);
 }
 
 int64_t np_config_rows(const np_config *cfg, int t) {
@@ -115,6 +124,10 @@ const key_def np_cfg_keys[] = {
                "row counts in [1, 2^40]: one value or a comma list, one per table, no trailing comma", 0),
     INT_KEY("dim", "model", "D", "16", "embedding dimension", "dim", dim, 1, 4096,
             "an integer in [1, 4096]", 0),
+    INT_KEY("seq-len", "model", "L", "0",
+            "table 0 is a sequence of up to L keys, one embedding per\n"
+            "position (0: a pooled bag like every table)",
+            "seq_len", seq_len, 0, 4096, "an integer in [0, 4096] (0: no sequence)", 0),
     CUSTOM_KEY("bottom", "model", "13-64-16", "13-64-16",
                "bottom MLP sizes, input first, last = dim", "bottom", NP_KEY_LIST, bottom,
                "layer sizes like 13-512-256-64-16 (input first, 2 to 17 sizes in [1, 65536])", 0),

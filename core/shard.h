@@ -8,6 +8,13 @@
 
 #include "nestpipe/nestpipe.h"
 
+/* The first slot of table t in the pooled embeddings (np_config_slots): table 0 takes
+ * seq_len slots when it is a sequence (seq_len > 1), every other table one; t = tables gives
+ * the slots in all. */
+static inline int np_slot_first(int t, int seq_len) {
+    return t > 0 && seq_len > 1 ? t + seq_len - 1 : t;
+}
+
 /* docs/engine.md "Sharding": where row k of table t lives (for R = ranks; the _in forms
  * take the sharding by value, for codelets, which see no config).
  * Row-wise: on rank (k + t) mod R as local row k div R (consecutive hot keys, which Zipf

@@ -32,17 +32,19 @@ void np_cuda_use_device(int device);
  * (codelets/ops.cu): an explicit stream (a cudaStream_t) and device
  * pointers, so tests call them without StarPU workers. All launch on the stream and return
  * without a sync unless said otherwise; n == 0 launches nothing. */
-/* P (n, T, d) = the chunk's bags (samples row0 .. row0+n-1 of off (T, nb+1)) summed over
- * rows (U, d) in key order: one thread per (sample, table, column). */
+/* P (n, S, d) = the chunk's bags (samples row0 .. row0+n-1 of off (T, nb+1)) summed over
+ * rows (U, d) in key order, table 0's keys one slot each when it is a sequence of L > 0
+ * (S = T - 1 + max(L, 1) slots): one thread per (sample, slot, column). */
 void np_cuda_pool_fwd_on(void *stream, const float *rows, const uint32_t *off,
-                         const int64_t *pos, float *P, long nb, long row0, long n, int T, int d);
-/* g (U, d) += the chunk's dP (n, T, d), one thread per (table, column), samples then keys
+                         const int64_t *pos, float *P, long nb, long row0, long n, int T, int L,
+                         int d);
+/* g (U, d) += the chunk's dP (n, S, d), one thread per (table, column), samples then keys
  * in order. uq: NULL, or a DEVICE pointer to the window's row count (meta +
  * NP_META_WUQ(T, w)), read by the kernel, whose first uq*d floats of g are zeroed first
  * (at most g_cap, the floats g holds). */
 void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_t *off,
                          const int64_t *pos, const int64_t *uq, float *g, size_t g_cap,
-                         long nb, long row0, long n, int T, int d);
+                         long nb, long row0, long n, int T, int L, int d);
 /* *loss (one double, device) = the BCE summed over the n samples in order (one thread). */
 void np_cuda_bce_fwd_on(void *stream, const float *z, const float *y, double *loss, long n);
 /* dz (n) = (sigmoid(z) - y) * scale, in double, rounded once. */

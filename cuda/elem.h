@@ -44,33 +44,53 @@ NP_RN_OP(np_dsub, double, -, __dsub_rn)
  * off (T, nb+1) table-major, the chunk's samples start at row0; pos (nnz) is each key's
  * row of rows / g, both (U, d). */
 
-/* Thread e in [0, n*T*d) writes P[e], P (n, T, d): the bag's keys summed in key order
- * from 0, as np_embbag_fwd does; a negative pos is skipped, as np_embbag_fwd_skip does. */
+/* Slots of table 0 (core/shard.h np_slot_first): L with a sequence (L > 1), else 1. */
+static inline NP_HD int np_elem_seq_slots(int L) {
+    return L > 1 ? L : 1;
+}
+
+/* Thread e in [0, n*S*d) writes P[e], P (n, S, d), S = T - 1 + table 0's slots: the bag's
+ * keys summed in key order from 0, as np_embbag_fwd does; a negative pos is skipped, as
+ * np_embbag_fwd_skip does. With a sequence (L > 0), table 0's slot p holds its key p alone
+ * (0 + the row), as np_embseq_fwd. */
 static inline NP_HD void np_elem_pool_fwd(const float *rows, const uint32_t *off,
-                                          const int64_t *pos, long nb, long row0, int T, int d,
-                                          float *P, size_t e) {
+                                          const int64_t *pos, long nb, long row0, int T, int L,
+                                          int d, float *P, size_t e) {
+    size_t L0 = (size_t)np_elem_seq_slots(L), S = (size_t)T - 1 + L0;
     size_t j = e % (size_t)d, st = e / (size_t)d;
-    size_t t = st % (size_t)T, s = st / (size_t)T;
+    size_t slot = st % S, s = st / S;
+    size_t t = slot < L0 ? 0 : slot - L0 + 1;
     const uint32_t *o = off + t * (size_t)(nb + 1) + (size_t)row0 + s;
+    uint32_t k0 = o[0], k1 = o[1];
+    if (t == 0 && L > 0) { /* one position */
+        k0 += (uint32_t)slot;
+        k1 = k0 < k1 ? k0 + 1 : k0;
+    }
     float acc = 0.0f;
-    for (uint32_t k = o[0]; k < o[1]; k++)
+    for (uint32_t k = k0; k < k1; k++)
         if (pos[k] >= 0) acc = np_fadd(acc, rows[(size_t)pos[k] * (size_t)d + j]);
     P[e] = acc;
 }
 
 /* Thread e in [0, T*d) (table t = e / d, column j = e % d) ACCUMULATES column j of the
- * rows table t's keys hit, sample then key order: np_embbag_bwd's order for every element,
+ * rows table t's keys hit, from dP's slot of the table (of the key's position in a
+ * sequence), sample then key order: np_embbag_bwd's (np_embseq_bwd's) order for every element,
  * because the rows of different tables are distinct in a window's Rin, so no two threads
  * ever touch the same element. */
 static inline NP_HD void np_elem_pool_bwd(const float *dP, const uint32_t *off, const int64_t *pos,
-                                          long nb, long row0, long n, int T, int d, float *g,
-                                          size_t e) {
+                                          long nb, long row0, long n, int T, int L, int d,
+                                          float *g, size_t e) {
+    size_t L0 = (size_t)np_elem_seq_slots(L), S = (size_t)T - 1 + L0;
     size_t j = e % (size_t)d, t = e / (size_t)d;
+    int seq = t == 0 && L > 0;
+    size_t slot = t == 0 ? 0 : t + L0 - 1;
     const uint32_t *o = off + t * (size_t)(nb + 1) + (size_t)row0;
     for (long s = 0; s < n; s++) {
-        float gs = dP[((size_t)s * (size_t)T + t) * (size_t)d + j];
+        const float *ds = dP + (size_t)s * S * (size_t)d + j;
         for (uint32_t k = o[s]; k < o[s + 1]; k++) {
+            if (seq && k - o[s] >= (uint32_t)L) break; /* past the sequence: not read */
             if (pos[k] < 0) continue; /* a pooled bag's key: its first one takes the gradient */
+            float gs = ds[(seq ? (size_t)(k - o[s]) : slot) * (size_t)d];
             float *r = g + (size_t)pos[k] * (size_t)d + j;
             *r = np_fadd(*r, gs);
         }

@@ -12,13 +12,13 @@
 // ---- pooling
 
 __global__ void k_pool_fwd(const float *rows, const uint32_t *off, const int64_t *pos, long nb,
-                           long row0, int T, int d, float *P, size_t total) {
-    NP_CUDA_FOR(e, total) np_elem_pool_fwd(rows, off, pos, nb, row0, T, d, P, e);
+                           long row0, int T, int L, int d, float *P, size_t total) {
+    NP_CUDA_FOR(e, total) np_elem_pool_fwd(rows, off, pos, nb, row0, T, L, d, P, e);
 }
 
 __global__ void k_pool_bwd(const float *dP, const uint32_t *off, const int64_t *pos, long nb,
-                           long row0, long n, int T, int d, float *g, size_t total) {
-    NP_CUDA_FOR(e, total) np_elem_pool_bwd(dP, off, pos, nb, row0, n, T, d, g, e);
+                           long row0, long n, int T, int L, int d, float *g, size_t total) {
+    NP_CUDA_FOR(e, total) np_elem_pool_bwd(dP, off, pos, nb, row0, n, T, L, d, g, e);
 }
 
 // g[0 .. min(*rows * d, cap)) = 0: the count lives on the device, cap sizes the grid.
@@ -31,17 +31,18 @@ __global__ void k_zero_counted(float *g, const int64_t *rows, int d, size_t cap)
 
 extern "C" void np_cuda_pool_fwd_on(void *stream, const float *rows, const uint32_t *off,
                                     const int64_t *pos, float *P, long nb, long row0, long n, int T,
-                                    int d) {
-    size_t total = (size_t)(n > 0 ? n : 0) * (size_t)T * (size_t)d;
+                                    int L, int d) {
+    size_t S = (size_t)T - 1 + (size_t)np_elem_seq_slots(L);
+    size_t total = (size_t)(n > 0 ? n : 0) * S * (size_t)d;
     if (!total) return;
     k_pool_fwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(
-        rows, off, pos, nb, row0, T, d, P, total);
+        rows, off, pos, nb, row0, T, L, d, P, total);
     NP_CUDA_LAUNCHED();
 }
 
 extern "C" void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_t *off,
                                     const int64_t *pos, const int64_t *uq, float *g, size_t g_cap,
-                                    long nb, long row0, long n, int T, int d) {
+                                    long nb, long row0, long n, int T, int L, int d) {
     cudaStream_t s = (cudaStream_t)stream;
     if (uq && g_cap) {
         k_zero_counted<<<np_cuda_grid(g_cap), NP_CUDA_BLOCK, 0, s>>>(g, uq, d, g_cap);
@@ -49,8 +50,8 @@ extern "C" void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_
     }
     size_t total = (size_t)T * (size_t)d;
     if (n <= 0 || !total) return;
-    k_pool_bwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, s>>>(dP, off, pos, nb, row0, n, T, d, g,
-                                                             total);
+    k_pool_bwd<<<np_cuda_grid(total), NP_CUDA_BLOCK, 0, s>>>(dP, off, pos, nb, row0, n, T, L, d,
+                                                             g, total);
     NP_CUDA_LAUNCHED();
 }
 

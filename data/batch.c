@@ -92,3 +92,14 @@ np_status np_batch_slice(const np_batch *full, long lo, long n, np_batch *out, n
     }
     return NP_OK;
 }
+
+np_status np_batch_check_seq(const np_batch *b, int L, np_error *err) {
+    if (L <= 0 || b->n_tables < 1) return NP_OK;
+    for (long i = 0; i < b->n; i++)
+        if (b->offsets[i + 1] - b->offsets[i] > (uint32_t)L)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "batch sample %ld: table 0 holds a sequence of %u keys, longer than "
+                          "seq-len %d",
+                          i, b->offsets[i + 1] - b->offsets[i], L);
+    return NP_OK;
+}

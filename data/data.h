@@ -39,6 +39,10 @@ NP_NODISCARD np_status np_batch_reserve(np_batch *b, long n, int n_dense, int n_
 
 /* Grows b->keys to hold nnz keys (cap_nnz); offsets are uint32, so nnz must fit in 32 bits. */
 NP_NODISCARD np_status np_batch_reserve_keys(np_batch *b, size_t nnz, np_error *err);
+/* With seq_len L > 0, every bag of table 0 holds at most L keys (a sequence); else a bad
+ * input naming the sample. The sources check each record as they read it; the trainers
+ * check a program's own batches with this. */
+NP_NODISCARD np_status np_batch_check_seq(const np_batch *b, int L, np_error *err);
 
 /* ---------------------------------------------------------------- synthetic (synthetic.c) */
 

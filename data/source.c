@@ -18,6 +18,7 @@ struct np_source {
     long eval_cap; /* cfg->eval_samples: most records the eval split yields */
     int skip_bad;  /* cfg->skip_bad_lines */
     int n_dense, T;
+    int seq_len;        /* cfg->seq_len: table 0's bags hold at most this many keys (0: any) */
     int64_t *rows;      /* (T) rows per table: file keys are reduced modulo these */
     uint64_t delivered; /* records of this split handed out in batches so far */
     long skipped;       /* bad lines of this split skipped */
@@ -118,6 +119,7 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
     snprintf(s->path, sizeof s->path, "%s", cfg->data_path);
     s->n_dense = np_config_dense(cfg);
     s->T = cfg->tables;
+    s->seq_len = cfg->seq_len;
     np_status st;
     s->seed = cfg->seed;
     if (split == NP_SPLIT_TRAIN && cfg->data != NP_DATA_SYNTHETIC && cfg->shuffle_buffer > 0) {
@@ -269,6 +271,11 @@ static long draw_slot(np_source_t *s) {
  * slot taking the new one. */
 static np_status take(np_source_t *s, uint64_t i, float label, const float *dense,
                       const uint32_t *count, const uint64_t *keys, np_error *err) {
+    if (s->seq_len > 0 && count[0] > (uint32_t)s->seq_len)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s: record %llu: table 0 holds a sequence of %u keys, longer than "
+                      "seq-len %d",
+                      s->path, (unsigned long long)i, count[0], s->seq_len);
     if (!s->pool_cap) return stage(s, i, label, dense, count, keys, err);
     long j = s->pool_n;
     if (s->pool_n == s->pool_cap) {

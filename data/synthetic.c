@@ -33,6 +33,7 @@
 struct np_syn {
     uint64_t seed;
     int n_dense, T, hot;
+    int seq_len; /* table 0 a sequence: lengths uniform in [1, seq_len] */
     double zipf;
     long groups;        /* latent groups correlating tables; 0 = independent */
     int64_t *rows;      /* (T) rows per table */
@@ -145,6 +146,7 @@ np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err) {
     s->n_dense = n_dense;
     s->T = T;
     s->hot = cfg->hot;
+    s->seq_len = cfg->seq_len;
     s->zipf = cfg->zipf;
     s->groups = cfg->groups;
     np_status st = NP_STATUS_NO_MEMORY;
@@ -200,10 +202,13 @@ fail:
     return st;
 }
 
-/* Keys in bag (i, t): exactly hot when hot <= 1, else uniform in [hot - hot/2, hot + hot/2]. */
+/* Keys in bag (i, t): exactly hot when hot <= 1, else uniform in [hot - hot/2, hot + hot/2];
+ * table 0's sequence (seq-len L): uniform in [1, L]. */
 static uint32_t bag_size(const np_syn *s, uint64_t i, int t) {
-    if (s->hot <= 1) return (uint32_t)s->hot;
-    uint32_t lo = (uint32_t)(s->hot - s->hot / 2), hi = (uint32_t)(s->hot + s->hot / 2);
+    int seq = t == 0 && s->seq_len > 0;
+    if (!seq && s->hot <= 1) return (uint32_t)s->hot;
+    uint32_t lo = seq ? 1u : (uint32_t)(s->hot - s->hot / 2);
+    uint32_t hi = seq ? (uint32_t)s->seq_len : (uint32_t)(s->hot + s->hot / 2);
     double u = np_rng_uniform(s->seed, NP_STREAM_SYN_COUNT, i * (uint64_t)s->T + (uint64_t)t);
     uint32_t c = lo + (uint32_t)(u * (double)(hi - lo + 1));
     return c > hi ? hi : c;

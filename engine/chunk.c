@@ -91,7 +91,8 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
                          .w = k->w,
                          .W = e->W,
                          .R = e->R,
-                         .zero = k == &e->ch[k->w * e->C]};
+                         .zero = k == &e->ch[k->w * e->C],
+                         .L = m->cfg.seq_len};
     np_task_ctx c = *ctx;
     int ci = (int)(k - e->ch);
     c.chunk = ci;

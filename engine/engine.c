@@ -535,6 +535,7 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                               /* the NCCL exchanges move rows only (config_check refuses
                                * pooled there) */
                               .exchange = e->nccl ? NP_EXCHANGE_ROWS : e->cfg.exchange,
+                              .seq = e->cfg.seq_len > 0,
                               .rows = m->rows,
                               .comm = e->comm,
                               .nb = e->nb,

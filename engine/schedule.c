@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "data/data.h"
 #include "engine/engine_impl.h"
 
 static np_slot *slot_of(np_sp_engine *e, long b) {
@@ -266,6 +267,10 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
                           "batch shape (n=%ld, dense=%d, tables=%d) does not fit the engine "
                           "(n=%ld, dense=%d, tables=%d)",
                           b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, np_config_dense(&m->cfg), m->T);
+    for (int i = 0; i < n; i++) {
+        np_status bad = np_batch_check_seq(b[i], m->cfg.seq_len, err);
+        if (bad) return bad;
+    }
     e->pending = 1;
     np_status st = NP_OK;
     if (e->trace) np_trace_set_step(e->trace, t); /* the tasks below say this call made them */

@@ -116,3 +116,35 @@ void np_embbag_bwd_skip(const float *dout, long dout_stride, const uint32_t *off
                         const int64_t *idx, long n, int d, float *drows) {
     (d == 16 ? embbag_bwd_16_skip : embbag_bwd_any_skip)(dout, dout_stride, off, idx, n, d, drows);
 }
+
+/* ---- sequences: key j of a bag fills position j of its (L, d) block */
+
+void np_embseq_fwd(const float *rows, const uint32_t *off, const int64_t *idx, long n, int L,
+                   int d, float *out, long out_stride) {
+    for (long i = 0; i < n; i++) {
+        float *o = out + (size_t)i * (size_t)out_stride; /* (L, d) */
+        uint32_t len = off[i + 1] - off[i];
+        for (int p = 0; p < L; p++) {
+            float *op = o + (size_t)p * (size_t)d;
+            int64_t r = (uint32_t)p < len ? idx[off[i] + (uint32_t)p] : -1;
+            /* 0 + row, the sum a bag of this one key forms (so -0 reads as +0 alike) */
+            for (int j = 0; j < d; j++)
+                op[j] = 0.0f + (r >= 0 ? rows[(size_t)r * (size_t)d + j] : 0.0f);
+        }
+    }
+}
+
+void np_embseq_bwd(const float *dout, long dout_stride, const uint32_t *off, const int64_t *idx,
+                   long n, int L, int d, float *drows) {
+    for (long i = 0; i < n; i++) {
+        uint32_t len = off[i + 1] - off[i];
+        for (uint32_t p = 0; p < len && p < (uint32_t)L; p++) {
+            int64_t r = idx[off[i] + p];
+            if (r < 0) continue;
+            const float *g = dout + (size_t)i * (size_t)dout_stride + (size_t)p * (size_t)d;
+            float *dr = drows + (size_t)r * (size_t)d;
+            for (int j = 0; j < d; j++)
+                dr[j] += g[j];
+        }
+    }
+}

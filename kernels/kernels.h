@@ -50,6 +50,16 @@ void np_embbag_fwd_skip(const float *rows, const uint32_t *off, const int64_t *i
 void np_embbag_bwd_skip(const float *dout, long dout_stride, const uint32_t *off,
                         const int64_t *idx, long n, int d, float *drows);
 
+/* ---- sequences (seq-len): bag i's keys fill positions 0, 1, ... of its (L, d) block at
+ * out + i*out_stride, one row each (0 + the row, as a one-key bag sums), zeros past the
+ * bag's end; keys past L are not read (the data sources refuse such bags). A negative idx
+ * reads as a zero row, as the skipping kernels do. */
+void np_embseq_fwd(const float *rows, const uint32_t *off, const int64_t *idx, long n, int L,
+                   int d, float *out, long out_stride);
+/* ACCUMULATES: drows[idx[k]] += the gradient of key k's position, in bag then key order. */
+void np_embseq_bwd(const float *dout, long dout_stride, const uint32_t *off, const int64_t *idx,
+                   long n, int L, int d, float *drows);
+
 /* ---- sigmoid + binary cross-entropy on logits
  * p[s] = sigmoid(z[s]) (p may be NULL). Returns the SUM over s of the stable BCE
  * max(z,0) - z*y + log1p(exp(-|z|)), accumulated in double. */

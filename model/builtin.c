@@ -74,11 +74,11 @@ static np_status check_builtin(const np_config *c, np_error *err) {
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "tables %d with dim %d make an interaction of %d features; too large",
                       c->tables, c->dim, np_config_top_input(c));
-    if (c->model == NP_MODEL_DCNV2 && c->cross_rank >= (c->tables + 1) * c->dim)
+    if (c->model == NP_MODEL_DCNV2 && c->cross_rank >= (np_config_slots(c) + 1) * c->dim)
         return np_err(err, NP_STATUS_BAD_INPUT,
-                      "cross-rank: rank %d is not below the cross width (tables+1) x dim = %d; "
+                      "cross-rank: rank %d is not below the cross width (slots + 1) x dim = %d; "
                       "use 0 for a full-rank W",
-                      c->cross_rank, (c->tables + 1) * c->dim);
+                      c->cross_rank, (np_config_slots(c) + 1) * c->dim);
     return NP_OK;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/lines.h"
+#include "core/shard.h"
 #include "core/util.h"
 #include "model/graph.h"
 
@@ -133,13 +134,22 @@ static int pooled_range(const char *name, long *a, long *b, int *ok) {
     return 1;
 }
 
+/* The columns [from, to) of tables a..b in the pooled embeddings: slot by slot
+ * (np_slot_first), so a sequence table 0 spans its seq-len slots. */
+static void pooled_cols(const np_graph_t *g, long a, long b, int dim, long *from, long *to) {
+    *from = (long)np_slot_first((int)a, g->seq_len) * dim;
+    *to = (long)np_slot_first((int)b + 1, g->seq_len) * dim;
+}
+
 /* Whether node v is the slice a name pooled:A-B promises: kind slice over the pooled
- * embeddings, columns [A dim, (B+1) dim), nothing else set. */
+ * embeddings, the columns of those tables (pooled_cols), nothing else set. */
 static int pooled_node_ok(const np_graph_t *g, int v, int dim, long a, long b) {
     const np_node *x = &g->node[v];
     if (strcmp(np_node_def(x)->kind, "slice") || x->shape.n_in != 1 || x->in[0] != NP_IN_POOLED)
         return 0;
-    np_layer_hp want = {.i = {(int)(a * dim), (int)((b + 1) * dim)}};
+    long from, to;
+    pooled_cols(g, a, b, dim, &from, &to);
+    np_layer_hp want = {.i = {(int)from, (int)to}};
     np_layer_hp have = x->hp;
     if (!have.i[1]) have.i[1] = g->pooled_w;
     return !memcmp(&want, &have, sizeof want);
@@ -193,7 +203,9 @@ static np_status resolve_input(mf *m, const char *tok, long line, int *out) {
                         "in: %s: pooled:A-B takes tables A to B (0-based, inclusive, written "
                         "like pooled:0-12) with A <= B < tables (%d)",
                         ESC(tok), T);
-        np_layer_hp hp = {.i = {(int)(a * m->cfg->dim), (int)((b + 1) * m->cfg->dim)}};
+        long from, to;
+        pooled_cols(m->g, a, b, m->cfg->dim, &from, &to);
+        np_layer_hp hp = {.i = {(int)from, (int)to}};
         int src = NP_IN_POOLED;
         np_error e;
         int id = np_graph_add(m->g, tok, "slice", &hp, 1, &src, &e);
@@ -380,11 +392,13 @@ static np_status close_section(mf *m) {
     int v = np_graph_add(m->g, m->sect, kind, &hp, n_in, in, &e);
     if (v < 0) return graph_fail(m, v, m->sect_line, m->sect, &e);
     note_node(m, v, m->sect_line, m->sect);
+    long from, to;
+    if (canon) pooled_cols(m->g, a, b, m->cfg->dim, &from, &to);
     if (canon && !pooled_node_ok(m->g, v, m->cfg->dim, a, b))
         return fail(m, NP_STATUS_BAD_INPUT, m->sect_line, m->sect,
                     "the name pooled:%ld-%ld is kept for the slice of those tables: from = "
                     "%ld, to = %ld",
-                    a, b, a * m->cfg->dim, (b + 1) * m->cfg->dim);
+                    a, b, from, to);
     return NP_OK;
 }
 
@@ -602,10 +616,13 @@ static const char *write_problem(const np_graph_t *g, int v) {
     const char *kept = "a name pooled:A-B reads back only as the slice of tables A..B of the "
                        "pooled embeddings";
     if (!canon || a > b || strcmp(np_node_def(x)->kind, "slice") || x->shape.n_in != 1 ||
-        x->in[0] != NP_IN_POOLED || x->shape.out % (b - a + 1))
+        x->in[0] != NP_IN_POOLED)
         return kept;
-    int dim = x->shape.out / (int)(b - a + 1);
-    if (g->pooled_w % dim || (b + 1) * dim > g->pooled_w || !pooled_node_ok(g, v, dim, a, b))
+    int slots = np_slot_first((int)b + 1, g->seq_len) - np_slot_first((int)a, g->seq_len);
+    if (slots < 1 || x->shape.out % slots) return kept;
+    int dim = x->shape.out / slots;
+    if (g->pooled_w % dim || (long)np_slot_first((int)b + 1, g->seq_len) * dim > g->pooled_w ||
+        !pooled_node_ok(g, v, dim, a, b))
         return kept;
     return NULL;
 }

@@ -10,6 +10,7 @@
 
 #include "kernels/kernels.h"
 #include "core/util.h"
+#include "data/data.h"
 #include "model/model.h"
 
 struct np_fwd_ws {
@@ -91,6 +92,8 @@ static np_status check_batch(const np_model_t *m, const np_fwd_ws *ws, const np_
                       "batch shape (n=%ld, dense=%d, tables=%d) does not fit the model "
                       "(cap=%ld, dense=%d, tables=%d)",
                       b->n, b->n_dense, b->n_tables, ws->cap, np_config_dense(&m->cfg), m->T);
+    np_status st = np_batch_check_seq(b, m->cfg.seq_len, err);
+    if (st) return st;
     /* a key outside its table would read (or, backward, write) outside its rows: a
      * program's own batch is checked here as route checks the engine's */
     for (int t = 0; t < m->T; t++) {
@@ -149,9 +152,15 @@ static double forward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b
     const np_graph_t *g = m->graph;
     long n = b->n;
     int d = m->d;
-    for (int t = 0; t < m->T; t++)
-        np_embbag_fwd(src[t], b->offsets + (size_t)t * (n + 1), idx[t], n, d,
-                      ws->P + (size_t)t * d, (long)g->pooled_w);
+    int L = m->cfg.seq_len;
+    for (int t = 0; t < m->T; t++) {
+        float *P = ws->P + (size_t)np_slot_first(t, L) * d;
+        const uint32_t *off = b->offsets + (size_t)t * (n + 1);
+        if (t == 0 && L > 0)
+            np_embseq_fwd(src[t], off, idx[t], n, L, d, P, (long)g->pooled_w);
+        else
+            np_embbag_fwd(src[t], off, idx[t], n, d, P, (long)g->pooled_w);
+    }
     for (int v = 0; v < g->n; v++) {
         np_layer_io io = node_io(m, ws, b, v, 0, NULL);
         np_node_def(&g->node[v])->fwd(&io);
@@ -174,9 +183,15 @@ static void backward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b,
         np_node_def(&g->node[v])->bwd(&io);
     }
     sum_edges(g, ws, NP_IN_POOLED, n, ws->dP);
-    for (int t = 0; t < m->T; t++)
-        np_embbag_bwd(ws->dP + (size_t)t * d, (long)g->pooled_w, b->offsets + (size_t)t * (n + 1),
-                      idx[t], n, d, drows[t]);
+    int L = m->cfg.seq_len;
+    for (int t = 0; t < m->T; t++) {
+        const float *dP = ws->dP + (size_t)np_slot_first(t, L) * d;
+        const uint32_t *off = b->offsets + (size_t)t * (n + 1);
+        if (t == 0 && L > 0)
+            np_embseq_bwd(dP, (long)g->pooled_w, off, idx[t], n, L, d, drows[t]);
+        else
+            np_embbag_bwd(dP, (long)g->pooled_w, off, idx[t], n, d, drows[t]);
+    }
 }
 
 np_status np_reference_forward(const np_model_t *m, np_fwd_ws *ws, const np_batch *b, float *prob,

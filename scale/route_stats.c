@@ -82,7 +82,9 @@ static np_status route_segment(const np_config *cfg, np_route_stats *st, scratch
         touch(x, o);
         x->cu[o]++;
     }
-    int may_pool = cfg->exchange == NP_EXCHANGE_POOLED || (cfg->exchange == NP_EXCHANGE_AUTO && R > 1);
+    /* a sequence's keys are positions, never summed: rows, as the route codelet sends them */
+    np_exchange mode = t == 0 && cfg->seq_len > 0 ? NP_EXCHANGE_ROWS : cfg->exchange;
+    int may_pool = mode == NP_EXCHANGE_POOLED || (mode == NP_EXCHANGE_AUTO && R > 1);
     for (long s = s0; may_pool && s < s1; s++)
         for (uint32_t k = off[s]; k < off[s + 1]; k++) {
             int o = np_shard_owner_in(cfg->shard, R, t, b->keys[k]), seen = 0;
@@ -93,7 +95,7 @@ static np_status route_segment(const np_config *cfg, np_route_stats *st, scratch
         }
     for (int i = 0; i < x->n_touched; i++) {
         int o = x->touched[i];
-        int pooled = np_xchg_seg_pooled((int)cfg->exchange, o, r, x->cu[o], x->cn[o], x->cg[o],
+        int pooled = np_xchg_seg_pooled((int)mode, o, r, x->cu[o], x->cn[o], x->cg[o],
                                         cfg->dim);
         if (o != r && x->cu[o]) {
             int64_t sent_keys = pooled ? x->cn[o] : x->cu[o], rows = pooled ? x->cg[o] : x->cu[o];

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/shard.h"
 #include "kernels/kernels.h"
 #include "model/graph.h"
 
@@ -220,6 +221,7 @@ static inline void cu_rig_dout(cu_rig *r) {
  * them), keys repeat within a table. */
 typedef struct cu_pool {
     int T, d;
+    int L; /* table 0 a sequence of L slots (0: a bag); set after cu_pool_make */
     long nb, U, nnz;
     uint32_t *off; /* (T, nb+1) */
     int64_t *pos;  /* (nnz) */
@@ -230,6 +232,7 @@ static inline void cu_pool_make(cu_pool *p, int T, int d, long nb, long rows_per
                                 uint64_t seed) {
     p->T = T;
     p->d = d;
+    p->L = 0;
     p->nb = nb;
     p->U = (long)T * rows_per_table;
     p->off = malloc((size_t)T * (size_t)(nb + 1) * sizeof *p->off);
@@ -256,19 +259,35 @@ static inline void cu_pool_free(cu_pool *p) {
     free(p->pos);
     free(p->rows);
 }
-/* The CPU twins the pooling kernels answer to. Forward (pool_fwd_cpu): P (n, T*d), sample
- * i's pooled bag of table t at P + i * T*d + t*d, of window samples row0 .. row0+n-1. */
-static inline void cu_pool_fwd_cpu(const cu_pool *p, long row0, long n, float *P) {
-    for (int t = 0; t < p->T; t++)
-        np_embbag_fwd_skip(p->rows, p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d,
-                      P + (size_t)t * (size_t)p->d, (long)p->T * p->d);
+/* The CPU twins the pooling kernels answer to. Forward (pool_fwd_cpu): P (n, S*d), sample
+ * i's pooled bag of table t at P + i * S*d + np_slot_first(t, L)*d (table 0's L positions
+ * there when it is a sequence), of window samples row0 .. row0+n-1. */
+static inline size_t cu_pool_slots(const cu_pool *p) {
+    return (size_t)np_slot_first(p->T, p->L);
 }
-/* Backward (pool_bwd_cpu): dP (n, T*d) added into the window's row grads g (U, d). */
+static inline void cu_pool_fwd_cpu(const cu_pool *p, long row0, long n, float *P) {
+    long stride = (long)cu_pool_slots(p) * p->d;
+    for (int t = 0; t < p->T; t++) {
+        const uint32_t *o = p->off + (size_t)t * (size_t)(p->nb + 1) + row0;
+        float *Pt = P + (size_t)np_slot_first(t, p->L) * (size_t)p->d;
+        if (t == 0 && p->L > 0)
+            np_embseq_fwd(p->rows, o, p->pos, n, p->L, p->d, Pt, stride);
+        else
+            np_embbag_fwd_skip(p->rows, o, p->pos, n, p->d, Pt, stride);
+    }
+}
+/* Backward (pool_bwd_cpu): dP (n, S*d) added into the window's row grads g (U, d). */
 static inline void cu_pool_bwd_cpu(const cu_pool *p, const float *dP, long row0, long n,
                                    float *g) {
-    for (int t = 0; t < p->T; t++)
-        np_embbag_bwd_skip(dP + (size_t)t * (size_t)p->d, (long)p->T * p->d,
-                      p->off + (size_t)t * (size_t)(p->nb + 1) + row0, p->pos, n, p->d, g);
+    long stride = (long)cu_pool_slots(p) * p->d;
+    for (int t = 0; t < p->T; t++) {
+        const uint32_t *o = p->off + (size_t)t * (size_t)(p->nb + 1) + row0;
+        const float *dPt = dP + (size_t)np_slot_first(t, p->L) * (size_t)p->d;
+        if (t == 0 && p->L > 0)
+            np_embseq_bwd(dPt, stride, o, p->pos, n, p->L, p->d, g);
+        else
+            np_embbag_bwd_skip(dPt, stride, o, p->pos, n, p->d, g);
+    }
 }
 
 /* ---- BCE data: n logits in [-30, 30] (both tails of the sigmoid) and labels alternating

@@ -100,17 +100,20 @@ static void test_pool(void **state) {
     float *g0 = cu_garbage(gsz), *g1 = cu_garbage(gsz);
     /* pass 1: some keys at -1, as the pooled exchange leaves a bag's later keys at an
      * owner (docs/pipeline.md "Rows or pooled sums"): both sides skip them */
-    for (int pass = 0; pass < 2; pass++)
+    /* passes 2 and 3: table 0 a sequence of 3 slots (bags of up to 4 keys: the 4th is not
+     * read), the -1s kept */
+    for (int pass = 0; pass < 4; pass++)
     for (int c = 0; c < 2; c++) {
-        if (pass && c == 0)
+        p.L = pass >= 2 ? 3 : 0;
+        if (pass == 1 && c == 0)
             for (uint32_t k = 0; k < p.nnz; k++)
                 if (k % 3 == 1) p.pos[k] = -1;
         long row0 = chunks[c][0], n = chunks[c][1];
-        size_t m = (size_t)n * (size_t)p.T * (size_t)p.d;
+        size_t m = (size_t)n * cu_pool_slots(&p) * (size_t)p.d;
         float *P0 = cu_garbage(m), *P1 = cu_garbage(m);
         cu_pool_fwd_cpu(&p, row0, n, P0);
         for (size_t e = 0; e < m; e++) /* k_pool_fwd */
-            np_elem_pool_fwd(p.rows, p.off, p.pos, p.nb, row0, p.T, p.d, P1, e);
+            np_elem_pool_fwd(p.rows, p.off, p.pos, p.nb, row0, p.T, p.L, p.d, P1, e);
         cu_same("pool_fwd P", P1, P0, m);
 
         /* backward of P as dP into the window's grads, zeroed by the first chunk */
@@ -120,7 +123,7 @@ static void test_pool(void **state) {
             for (size_t e = 0; e < gsz; e++) /* k_zero_counted */
                 g1[e] = 0.0f;
         for (size_t e = 0; e < (size_t)p.T * (size_t)p.d; e++) /* k_pool_bwd */
-            np_elem_pool_bwd(P0, p.off, p.pos, p.nb, row0, n, p.T, p.d, g1, e);
+            np_elem_pool_bwd(P0, p.off, p.pos, p.nb, row0, n, p.T, p.L, p.d, g1, e);
         cu_same("pool_bwd g", g1, g0, gsz);
         free(P0);
         free(P1);

@@ -47,20 +47,22 @@ static void test_pool(void **state) {
     float *g0 = cu_garbage(gcap), *g1 = cu_garbage(gcap);
     float *g_d = up(g0, FL(gcap));
     const long chunks[][2] = {{0, 130}, {130, 170}};
-    for (int c = 0; c < 2; c++) {
+    for (int pass = 0; pass < 4; pass++) { /* bags, then table 0 a sequence (3 slots) */
+        int c = pass % 2;
+        p.L = pass < 2 ? 0 : 3;
         long row0 = chunks[c][0], n = chunks[c][1];
-        size_t m = (size_t)n * (size_t)p.T * (size_t)p.d;
+        size_t m = (size_t)n * cu_pool_slots(&p) * (size_t)p.d;
         float *P0 = cu_garbage(m), *P1 = cu_garbage(m);
         float *P_d = up(P1, FL(m));
         cu_pool_fwd_cpu(&p, row0, n, P0);
-        np_cuda_pool_fwd_on(stream, rows_d, off_d, pos_d, P_d, p.nb, row0, n, p.T, p.d);
+        np_cuda_pool_fwd_on(stream, rows_d, off_d, pos_d, P_d, p.nb, row0, n, p.T, p.L, p.d);
         down(P1, P_d, FL(m));
         cu_same("pool_fwd P", P1, P0, m);
 
         if (c == 0) memset(g0, 0, FL(gsz));
         cu_pool_bwd_cpu(&p, P0, row0, n, g0);
         np_cuda_pool_bwd_on(stream, P_d, off_d, pos_d, c == 0 ? meta_d + 1 : NULL, g_d, gcap, p.nb,
-                            row0, n, p.T, p.d);
+                            row0, n, p.T, p.L, p.d);
         down(g1, g_d, FL(gcap));
         cu_same("pool_bwd g (and the untouched tail)", g1, g0, gcap);
         free(P0);

@@ -90,6 +90,7 @@ static const struct {
     {"zipf", LIB, "the synthetic generator (test_data_synthetic)"},
     {"hot", LIB, "the synthetic generator (test_data_synthetic)"},
     {"groups", LIB, "the synthetic generator (test_data_synthetic)"},
+    {"seq-len", LIB, "np_graph_create, the pooling kernels, the sources (test_seq.sh)"},
     {"model", LIB, "np_graph_from_config (test_model, test_dcnv2.sh)"},
     {"tables", LIB, "np_model_create"},
     {"rows", LIB, "np_model_create"},

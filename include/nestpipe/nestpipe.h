@@ -300,6 +300,9 @@ typedef struct np_config {
        "" (the default), "--sched", "FILE:LINE" or "STARPU_SCHED" (np_train_run applies
        that variable like StarPU and says here what it overrode) */
     char sched_from[NP_PATH_MAX + 48];
+    /* added in 0.7 */
+    int seq_len; /* key "seq-len": table 0 is a sequence of at most seq_len keys, one
+                    embedding per position (docs/model.md); 0 = a pooled bag like the rest */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -363,6 +366,11 @@ NP_API int np_config_top_input(const np_config *cfg);
 /* Dense features per sample: "dense-features", or when it is auto the first "bottom" size
  * (what the data sources read and generate, and the width of NP_IN_DENSE). */
 NP_API int np_config_dense(const np_config *cfg);
+/* Slots of the pooled embeddings (NP_IN_POOLED is slots x dim wide): one per table, and
+ * seq-len for table 0 when it is a sequence (its keys in order, one slot each, zeros past
+ * the sequence's end). np_config_slot gives table t's first slot. Added in 0.7. */
+NP_API int np_config_slots(const np_config *cfg);
+NP_API int np_config_slot(const np_config *cfg, int t);
 /* 1 when key `key` holds other than its default (-1 for an unknown key). */
 NP_API int np_config_is_set(const np_config *cfg, const char *key);
 /* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Sequence features (--seq-len) end to end: an HSTU model file over table 0's sequence
+# trains under the StarPU engine to the reference's model within rel 1e-4 on 1, 2 and 4
+# ranks; every pipeline gives the bytes of sequential; a sequence always travels as rows
+# (--exchange pooled pools only the other tables) and still matches; the built-in DLRM
+# takes the sequence's slots; sequences longer than seq-len are refused, naming the record.
+# usage: test_seq.sh PATH/TO/nestpipe PATH/TO/tests/models
+set -u
+NP=$1
+MODELS=$2
+W=$(mktemp -d /tmp/np_seq_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+mpi_test_env
+MPIRUN=(timeout 180 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np)
+
+SM=(--model-file "$MODELS/hstu_rank.ini" --tables 4 --seq-len 6 --dim 8 --rows 500 --batch 64
+    --steps 4 --eval-samples 64 --quiet)
+matches() { # NAME A B: within rel 1e-4
+  if "$NP" compare --rtol 1e-4 "$2" "$3" >"$W/cmp" 2>&1; then ok "$1"; else bad "$1: $(tail -3 "$W/cmp")"; fi
+}
+
+expect_ok "hstu model trains (reference)" "$NP" train "${SM[@]}" --engine reference \
+  --dump-params "$W/ref" --metrics-json "$W/ref.json"
+grep -qE '"train_loss": *[0-9]' "$W/ref.json" && ok "finite loss" || bad "no finite loss: $(cat "$W/ref.json")"
+grep -qE '"seq_len": *6' "$W/ref.json" && ok "metrics name seq_len" || bad "metrics lack seq_len"
+# the check can fail: one step more is another model
+expect_ok "reference, 5 steps" "$NP" train "${SM[@]}" --engine reference --steps 5 --dump-params "$W/ref5"
+if "$NP" compare --rtol 1e-4 "$W/ref5" "$W/ref" >/dev/null 2>&1; then bad "compare cannot tell 4 steps from 5"; else ok "compare tells 4 steps from 5"; fi
+
+for chunks in 1 2; do
+  expect_ok "starpu, chunks $chunks" "$NP" train "${SM[@]}" --chunks $chunks --dump-params "$W/sp$chunks"
+  matches "starpu chunks $chunks = reference" "$W/sp$chunks" "$W/ref"
+done
+
+for R in 2 4; do
+  if "${MPIRUN[@]}" $R "$NP" train "${SM[@]}" --dump-params "$W/r$R" >"$W/out" 2>&1; then
+    matches "$R ranks = reference" "$W/r$R" "$W/ref"
+  else bad "$R ranks: $(tail -3 "$W/out")"; fi
+done
+
+for p in sequential dbp fwp nestpipe; do
+  "${MPIRUN[@]}" 2 "$NP" train "${SM[@]}" --pipeline $p --windows 2 --dump-params "$W/p_$p" \
+    >"$W/out" 2>&1 || bad "2 ranks, $p: $(tail -3 "$W/out")"
+done
+for p in dbp fwp nestpipe; do
+  cmp -s "$W/p_$p" "$W/p_sequential" && ok "$p = sequential, bit for bit" || bad "$p differs from sequential"
+done
+matches "nestpipe (2 ranks, 2 windows) = reference" "$W/p_nestpipe" "$W/ref"
+
+# pooled sums for the bags, rows for the sequence: 3 of 4 tables' segments pooled
+if "${MPIRUN[@]}" 2 "$NP" train "${SM[@]}" --exchange pooled --dump-params "$W/pooled" \
+  --metrics-json "$W/pooled.json" >"$W/out" 2>&1; then
+  matches "--exchange pooled = reference" "$W/pooled" "$W/ref"
+  grep -qE '"exchange_pooled_share": *0\.75' "$W/pooled.json" && ok "the sequence went as rows" \
+    || bad "pooled share: $(grep -o '"exchange_pooled_share": [^,]*' "$W/pooled.json")"
+else bad "--exchange pooled: $(tail -3 "$W/out")"; fi
+
+# the built-in DLRM over 3 tables and a sequence of 4: 6 slots, both engines agree
+DL=(--model dlrm --tables 3 --seq-len 4 --rows 300 --batch 64 --steps 3 --eval-samples 64 --quiet)
+expect_ok "dlrm with a sequence (reference)" "$NP" train "${DL[@]}" --engine reference --dump-params "$W/dl.ref"
+expect_ok "dlrm with a sequence (starpu)" "$NP" train "${DL[@]}" --dump-params "$W/dl.sp"
+matches "dlrm with a sequence: starpu = reference" "$W/dl.sp" "$W/dl.ref"
+"$NP" train "${DL[@]}" --print-config >"$W/cfg" 2>&1
+grep -qE '^seq-len = 4' "$W/cfg" && ok "print-config shows seq-len" || bad "print-config: $(grep seq "$W/cfg")"
+
+# sequences longer than seq-len: generated with 8, trained with 5
+expect_ok "generate sequences" "$NP" generate "$W/s8.bin" --samples 300 --tables 3 --seq-len 8 --rows 300
+expect_fail "a longer sequence is refused" 2 "table 0 holds a sequence of" -- \
+  "$NP" train --data "bin:$W/s8.bin" --tables 3 --seq-len 5 --rows 300 --batch 64 --steps 2 --quiet
+grep -qF "s8.bin: record " "$W/err" && ok "the error names the file and record" || bad "error: $(cat "$W/err")"
+expect_ok "the same file trains with seq-len 8" "$NP" train --data "bin:$W/s8.bin" --tables 3 \
+  --seq-len 8 --rows 300 --batch 64 --steps 2 --quiet
+expect_fail "seq-len out of range" 2 "seq-len" -- "$NP" train --seq-len 5000 --steps 1 --quiet
+printf 'output = top\n[top]\nkind = hstu\nin = pooled:0-0\nlen = 5\n' >"$W/len.ini"
+expect_fail "hstu len that does not divide the sequence" 2 "is not len (5) positions" -- \
+  "$NP" train --model-file "$W/len.ini" --tables 2 --seq-len 6 --dim 8 --steps 1 --quiet
+
+echo "test_seq: $pass passed, $failed failed"
+[[ $failed -eq 0 ]]
