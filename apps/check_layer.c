@@ -62,6 +62,7 @@ static const sample samples[] = {
     {"slice", "7", "from=2,to=5", 0},
     {"slice", "5", "from=1", 0},
     {"hstu", "12", "len=3,heads=2,buckets=4", 0},
+    {"nextitem", "12,12,15", "len=4", 0},
 };
 
 /* "nestpipe: check-layer: ..." on stderr; returns the bad-input exit code. */

@@ -33,12 +33,12 @@ static const char *generate_help =
 
 /* Records of cfg's synthetic training stream as Criteo TSV lines, `count` of them. */
 static np_status write_tsv(const np_config *cfg, long count, const char *out, np_error *err) {
-    if (np_config_dense(cfg) != 13 || cfg->tables != 26 || cfg->hot > 1)
+    if (np_config_dense(cfg) != 13 || cfg->tables != 26 || cfg->hot > 1 || cfg->seq_len > 0)
         return np_error_set(err, NP_STATUS_BAD_INPUT,
                             "generate --format tsv writes Criteo's layout (13 dense features, 26 "
-                            "tables, one key per bag); this config has %d, %d and hot %d: use "
-                            "--format bin",
-                            np_config_dense(cfg), cfg->tables, cfg->hot);
+                            "tables, one key per bag, no sequence); this config has %d, %d, hot "
+                            "%d and seq-len %d: use --format bin",
+                            np_config_dense(cfg), cfg->tables, cfg->hot, cfg->seq_len);
     np_source_t *src = NULL;
     np_batch b = {0};
     np_outfile o = {0};

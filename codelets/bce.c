@@ -1,5 +1,5 @@
-/* StarPU codelets of the loss: sigmoid + BCE of one chunk, forward and backward. The
- * arithmetic is kernels/bce.c's. */
+/* StarPU codelets of the loss: sigmoid + BCE of one chunk (or, with loss = output, the
+ * output itself), forward and backward. The arithmetic is kernels/bce.c's. */
 #include "codelets/cl.h"
 #include "kernels/kernels.h"
 
@@ -7,13 +7,13 @@ static void bce_fwd_cpu(void *buffers[], void *cl_arg) {
     const np_cl_bce_args *a = cl_arg;
     const float *y = NP_BUF(buffers, 1);
     double *loss = NP_BUF(buffers, 2);
-    *loss = np_sigmoid_bce_fwd(NP_BUF(buffers, 0), y + a->row0, NULL, a->n);
+    *loss = np_loss_fwd(a->output, NP_BUF(buffers, 0), y + a->row0, NULL, a->n);
 }
 
 static void bce_bwd_cpu(void *buffers[], void *cl_arg) {
     const np_cl_bce_args *a = cl_arg;
     const float *y = NP_BUF(buffers, 1);
-    np_sigmoid_bce_bwd(NP_BUF(buffers, 0), y + a->row0, a->scale, NP_BUF(buffers, 2), a->n);
+    np_loss_bwd(a->output, NP_BUF(buffers, 0), y + a->row0, a->scale, NP_BUF(buffers, 2), a->n);
 }
 
 NP_CODELET_CUDA(np_cl_bce_fwd, bce_fwd_cpu, np_cuda_bce_fwd, "bce_fwd");

@@ -61,6 +61,7 @@ extern struct starpu_codelet np_cl_pool_fwd, np_cl_pool_bwd;
 typedef struct np_cl_bce_args {
     long row0, n;
     float scale; /* 1 / global batch */
+    int output;  /* loss = output: the logits are each sample's loss (np_loss_fwd) */
 } np_cl_bce_args;
 extern struct starpu_codelet np_cl_bce_fwd, np_cl_bce_bwd;
 

@@ -40,14 +40,14 @@ extern "C" void np_cuda_bce_fwd(void *buffers[], void *cl_arg) {
     const np_cl_bce_args *a = (const np_cl_bce_args *)cl_arg;
     const float *y = (const float *)NP_BUF(buffers, 1);
     np_cuda_bce_fwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
-                       y + a->row0, (double *)NP_BUF(buffers, 2), a->n);
+                       y + a->row0, (double *)NP_BUF(buffers, 2), a->n, a->output);
 }
 
 extern "C" void np_cuda_bce_bwd(void *buffers[], void *cl_arg) {
     const np_cl_bce_args *a = (const np_cl_bce_args *)cl_arg;
     const float *y = (const float *)NP_BUF(buffers, 1);
     np_cuda_bce_bwd_on(starpu_cuda_get_local_stream(), (const float *)NP_BUF(buffers, 0),
-                       y + a->row0, a->scale, (float *)NP_BUF(buffers, 2), a->n);
+                       y + a->row0, a->scale, (float *)NP_BUF(buffers, 2), a->n, a->output);
 }
 
 extern "C" void np_cuda_sum(void *buffers[], void *cl_arg) {

@@ -16,7 +16,7 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       c->n_rows, c->tables);
     /* a model file states every layer: the built-in models' size keys would be ignored */
     static const char *const builder_keys[] = {"model", "bottom", "top", "deep", "cross-layers",
-                                               "cross-rank"};
+                                               "cross-rank", "hstu-blocks", "hstu-heads"};
     for (size_t k = 0; c->model_file[0] && k < sizeof builder_keys / sizeof *builder_keys; k++)
         if (np_config_is_set(c, builder_keys[k]) == 1)
             return np_err(err, NP_STATUS_BAD_INPUT,

@@ -84,6 +84,7 @@ void np_cfg_show_split_rows(const np_config *c, char *buf, size_t n);
 /* Named values, in enum order, NULL-terminated (place_kinds: NP_PLACE_KINDS names). */
 extern const char *const np_cfg_data_names[];
 extern const char *const np_cfg_model_names[];
+extern const char *const np_cfg_loss_names[];
 extern const char *const np_cfg_optim_names[];
 extern const char *const np_cfg_engine_names[];
 extern const char *const np_cfg_pipeline_names[];

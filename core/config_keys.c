@@ -48,12 +48,21 @@ int np_config_dense(const np_config *cfg) {
     return cfg->dense_features > 0 ? cfg->dense_features : cfg->bottom[0];
 }
 
+int np_config_seq_slots(const np_config *cfg) {
+    return cfg->seq_len > 0 ? cfg->seq_len + cfg->seq_negatives : 0;
+}
+
 int np_config_slots(const np_config *cfg) {
-    return np_slot_first(cfg->tables, cfg->seq_len);
+    return np_slot_first(cfg->tables, np_config_seq_slots(cfg));
 }
 
 int np_config_slot(const np_config *cfg, int t) {
-    return np_slot_first(t, cfg->seq_len);
+    return np_slot_first(t, np_config_seq_slots(cfg));
+}
+
+np_loss np_config_loss(const np_config *cfg) {
+    if (cfg->loss != NP_LOSS_AUTO) return cfg->loss;
+    return cfg->model == NP_MODEL_HSTU ? NP_LOSS_OUTPUT : NP_LOSS_BCE;
 }
 
 int64_t np_config_rows(const np_config *cfg, int t) {
@@ -114,8 +123,9 @@ const key_def np_cfg_keys[] = {
             "synthetic latent groups sharing keys across tables; 0 = none", NULL, groups, 0,
             1L << 20, "an integer in [0, 2^20] (0: independent tables)", 0),
 
-    ENUM_KEY("model", "model", "dlrm|dcnv2", "dlrm",
-             "DLRM (dot interaction) or DCN-v2 (cross layers + deep MLP)", "model", model,
+    ENUM_KEY("model", "model", "dlrm|dcnv2|hstu", "dlrm",
+             "DLRM (dot interaction), DCN-v2 (cross layers + deep MLP) or\n"
+             "HSTU (a generative sequence recommender over table 0's sequence)", "model", model,
              np_cfg_model_names, 0),
     INT_KEY("tables", "model", "T", "26", "embedding tables", "tables", tables, 1, NP_MAX_TABLES,
             "an integer in [1, 1024]", 0),
@@ -128,6 +138,22 @@ const key_def np_cfg_keys[] = {
             "table 0 is a sequence of up to L keys, one embedding per\n"
             "position (0: a pooled bag like every table)",
             "seq_len", seq_len, 0, 4096, "an integer in [0, 4096] (0: no sequence)", 0),
+    INT_KEY("seq-negatives", "model", "K", "0",
+            "with seq-len: K negative items a sample, drawn by the sources\n"
+            "and put before the history (table 0's first K slots)",
+            "seq_negatives", seq_negatives, 0, 4096, "an integer in [0, 4096]", 0),
+    INT_KEY("seq-clusters", "data", "C", "32",
+            "synthetic sequences drift through C item clusters by a Markov\n"
+            "chain (0: independent Zipf draws)",
+            NULL, seq_clusters, 0, 1L << 20, "an integer in [0, 2^20]", 0),
+    INT_KEY("hstu-blocks", "model", "B", "2", "hstu: HSTU blocks", NULL, hstu_blocks, 1,
+            NP_MAX_LAYERS, "an integer in [1, 16]", 0),
+    INT_KEY("hstu-heads", "model", "H", "2", "hstu: attention heads (dim must split into them)",
+            NULL, hstu_heads, 1, 4096, "an integer in [1, 4096]", 0),
+    ENUM_KEY("loss", "model", "auto|bce|output", "auto",
+             "bce: sigmoid BCE of the logit; output: the output node is each\n"
+             "sample's loss (auto: output for hstu, bce otherwise)",
+             "loss", loss, np_cfg_loss_names, 0),
     CUSTOM_KEY("bottom", "model", "13-64-16", "13-64-16",
                "bottom MLP sizes, input first, last = dim", "bottom", NP_KEY_LIST, bottom,
                "layer sizes like 13-512-256-64-16 (input first, 2 to 17 sizes in [1, 65536])", 0),

@@ -110,7 +110,8 @@ int np_cfg_copy_path(char *dst, const char *src) {
 
 
 const char *const np_cfg_data_names[] = {"synthetic", "criteo", "bin", NULL};
-const char *const np_cfg_model_names[] = {"dlrm", "dcnv2", NULL};
+const char *const np_cfg_model_names[] = {"dlrm", "dcnv2", "hstu", NULL};
+const char *const np_cfg_loss_names[] = {"auto", "bce", "output", NULL};
 const char *const np_cfg_optim_names[] = {"sgd", "rowwise-adagrad", NULL};
 const char *const np_cfg_engine_names[] = {"reference", "starpu", NULL};
 const char *const np_cfg_pipeline_names[] = {"sequential", "dbp", "async", "fwp",

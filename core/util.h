@@ -92,6 +92,9 @@ enum {
     NP_STREAM_TEACHER = 0x20000,         /* + table index: hidden teacher key weights */
     NP_STREAM_TEACHER_DENSE = NP_STREAM_TEACHER + NP_MAX_TABLES, /* teacher dense weights */
     NP_STREAM_GRADCHECK = 0x40000, /* + input k: the gradient check's inputs; + 8 its R */
+    NP_STREAM_SEQ_NEG = 0x50000,   /* a sequence's negative items (seeded by its history) */
+    NP_STREAM_SEQ_CHAIN,           /* synthetic sequences: the cluster chain's moves */
+    NP_STREAM_SEQ_ITEM,            /* synthetic sequences: the item within a cluster */
 };
 
 #endif

@@ -45,11 +45,13 @@ void np_cuda_pool_fwd_on(void *stream, const float *rows, const uint32_t *off,
 void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_t *off,
                          const int64_t *pos, const int64_t *uq, float *g, size_t g_cap,
                          long nb, long row0, long n, int T, int L, int d);
-/* *loss (one double, device) = the BCE summed over the n samples in order (one thread). */
-void np_cuda_bce_fwd_on(void *stream, const float *z, const float *y, double *loss, long n);
-/* dz (n) = (sigmoid(z) - y) * scale, in double, rounded once. */
+/* *loss (one double, device) = the BCE summed over the n samples in order (one thread);
+ * with output != 0 (loss = output) the sum of z itself, as np_loss_fwd. */
+void np_cuda_bce_fwd_on(void *stream, const float *z, const float *y, double *loss, long n,
+                        int output);
+/* dz (n) = (sigmoid(z) - y) * scale, in double, rounded once; scale with output != 0. */
 void np_cuda_bce_bwd_on(void *stream, const float *z, const float *y, float scale, float *dz,
-                        long n);
+                        long n, int output);
 /* out = in[0] + ... + in[k-1] elementwise (1 <= k <= 64; in is a HOST array of device
  * pointers). rows NULL: count floats; else rows is a DEVICE pointer to a row count read by
  * the kernel, count = *rows * width floats, at most out_cap. */

@@ -59,29 +59,30 @@ extern "C" void np_cuda_pool_bwd_on(void *stream, const float *dP, const uint32_
 
 // One thread: the chunk's loss summed in sample order, as the CPU does (deterministic;
 // chunks are a few thousand samples at most).
-__global__ void k_bce_fwd(const float *z, const float *y, double *loss, long n) {
+__global__ void k_bce_fwd(const float *z, const float *y, double *loss, long n, int output) {
     if (blockIdx.x || threadIdx.x) return;
     double sum = 0.0;
     for (long s = 0; s < n; s++)
-        sum = np_dadd(sum, np_elem_bce(z[s], y[s]));
+        sum = np_dadd(sum, output ? (double)z[s] : np_elem_bce(z[s], y[s]));
     *loss = sum;
 }
 
-__global__ void k_bce_bwd(const float *z, const float *y, float scale, float *dz, size_t n) {
-    NP_CUDA_FOR(e, n) dz[e] = np_elem_bce_grad(z[e], y[e], scale);
+__global__ void k_bce_bwd(const float *z, const float *y, float scale, float *dz, size_t n,
+                          int output) {
+    NP_CUDA_FOR(e, n) dz[e] = output ? scale : np_elem_bce_grad(z[e], y[e], scale);
 }
 
 extern "C" void np_cuda_bce_fwd_on(void *stream, const float *z, const float *y, double *loss,
-                                   long n) {
-    k_bce_fwd<<<1, 1, 0, (cudaStream_t)stream>>>(z, y, loss, n); // n == 0 writes 0
+                                   long n, int output) {
+    k_bce_fwd<<<1, 1, 0, (cudaStream_t)stream>>>(z, y, loss, n, output); // n == 0 writes 0
     NP_CUDA_LAUNCHED();
 }
 
 extern "C" void np_cuda_bce_bwd_on(void *stream, const float *z, const float *y, float scale,
-                                   float *dz, long n) {
+                                   float *dz, long n, int output) {
     if (n <= 0) return;
     k_bce_bwd<<<np_cuda_grid((size_t)n), NP_CUDA_BLOCK, 0, (cudaStream_t)stream>>>(z, y, scale, dz,
-                                                                                   (size_t)n);
+                                                                                   (size_t)n, output);
     NP_CUDA_LAUNCHED();
 }
 

@@ -98,8 +98,39 @@ np_status np_batch_check_seq(const np_batch *b, int L, np_error *err) {
     for (long i = 0; i < b->n; i++)
         if (b->offsets[i + 1] - b->offsets[i] > (uint32_t)L)
             return np_err(err, NP_STATUS_BAD_INPUT,
-                          "batch sample %ld: table 0 holds a sequence of %u keys, longer than "
-                          "seq-len %d",
+                          "batch sample %ld: table 0 holds a sequence of %u keys, more than its "
+                          "%d slots (seq-negatives + seq-len)",
                           i, b->offsets[i + 1] - b->offsets[i], L);
+    return NP_OK;
+}
+
+np_status np_batch_add_negatives(np_batch *b, int K, int64_t rows0, uint64_t seed, np_error *err) {
+    if (K <= 0 || b->n_tables < 1 || b->n < 1) return NP_OK;
+    size_t n = (size_t)b->n, n1 = n + 1, add = n * (size_t)K;
+    if (b->nnz + add > UINT32_MAX)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "a batch of %zu keys and %zu negatives overflows 32-bit offsets", b->nnz, add);
+    np_status st = np_batch_reserve_keys(b, b->nnz + add, err);
+    if (st) return st;
+    uint32_t *o0 = b->offsets;
+    size_t end0 = o0[n]; /* table 0's keys are [0, end0) */
+    memmove(b->keys + end0 + add, b->keys + end0, (b->nnz - end0) * sizeof *b->keys);
+    for (int t = 1; t < b->n_tables; t++)
+        for (size_t i = 0; i < n1; i++)
+            b->offsets[(size_t)t * n1 + i] += (uint32_t)add;
+    /* table 0 from its last bag back: each bag moves right by i*K, then its negatives */
+    for (size_t i = n; i-- > 0;) {
+        uint32_t k0 = o0[i], len = o0[i + 1] - k0;
+        int64_t *dst = b->keys + k0 + i * (size_t)K;
+        memmove(dst + K, b->keys + k0, (size_t)len * sizeof *dst);
+        uint64_t h = np_mix64(seed ^ 0x6e656773u);
+        for (uint32_t k = 0; k < len; k++)
+            h = np_mix64(h ^ (uint64_t)dst[K + (int)k]);
+        for (int j = 0; j < K; j++)
+            dst[j] = (int64_t)(np_rng_u64(h, NP_STREAM_SEQ_NEG, (uint64_t)j) % (uint64_t)rows0);
+    }
+    for (size_t i = 1; i < n1; i++)
+        o0[i] += (uint32_t)(i * (size_t)K);
+    b->nnz += add;
     return NP_OK;
 }

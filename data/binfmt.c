@@ -363,7 +363,7 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
     /* records in blocks (each is a pure function of its index) of at most 2^24 keys, as
      * many as a bag size allows up to 4096 records: a block fits a batch's 32-bit offsets */
     uint64_t max_bag = cfg->hot <= 1 ? 1 : (uint64_t)cfg->hot + (uint64_t)cfg->hot / 2;
-    uint64_t per_rec = (uint64_t)T * max_bag;
+    uint64_t per_rec = (uint64_t)T * max_bag + (uint64_t)cfg->seq_len; /* + a sequence */
     long block = (long)((UINT64_C(1) << 24) / per_rec);
     if (block > 4096) block = 4096;
     if (block < 1) block = 1;

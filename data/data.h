@@ -39,10 +39,16 @@ NP_NODISCARD np_status np_batch_reserve(np_batch *b, long n, int n_dense, int n_
 
 /* Grows b->keys to hold nnz keys (cap_nnz); offsets are uint32, so nnz must fit in 32 bits. */
 NP_NODISCARD np_status np_batch_reserve_keys(np_batch *b, size_t nnz, np_error *err);
-/* With seq_len L > 0, every bag of table 0 holds at most L keys (a sequence); else a bad
- * input naming the sample. The sources check each record as they read it; the trainers
+/* With L > 0 (np_config_seq_slots), every bag of table 0 holds at most L keys (a sequence,
+ * after its negatives); else a bad input naming the sample. The sources check each record as they read it; the trainers
  * check a program's own batches with this. */
 NP_NODISCARD np_status np_batch_check_seq(const np_batch *b, int L, np_error *err);
+/* Puts K negative items before each bag of table 0 (of rows0 rows): uniform draws from the
+ * counter-based stream seeded by (seed, the bag's keys), so that a record gets the same
+ * negatives wherever and whenever it is read (any rank, any split of the batch, a file or
+ * the generator). Other tables' keys move along. */
+NP_NODISCARD np_status np_batch_add_negatives(np_batch *b, int K, int64_t rows0, uint64_t seed,
+                                              np_error *err);
 
 /* ---------------------------------------------------------------- synthetic (synthetic.c) */
 

@@ -19,6 +19,7 @@ struct np_source {
     int skip_bad;  /* cfg->skip_bad_lines */
     int n_dense, T;
     int seq_len;        /* cfg->seq_len: table 0's bags hold at most this many keys (0: any) */
+    int seq_neg;        /* cfg->seq_negatives: negatives put before each sequence */
     int64_t *rows;      /* (T) rows per table: file keys are reduced modulo these */
     uint64_t delivered; /* records of this split handed out in batches so far */
     long skipped;       /* bad lines of this split skipped */
@@ -120,6 +121,7 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
     s->n_dense = np_config_dense(cfg);
     s->T = cfg->tables;
     s->seq_len = cfg->seq_len;
+    s->seq_neg = cfg->seq_len > 0 ? cfg->seq_negatives : 0;
     np_status st;
     s->seed = cfg->seed;
     if (split == NP_SPLIT_TRAIN && cfg->data != NP_DATA_SYNTHETIC && cfg->shuffle_buffer > 0) {
@@ -477,6 +479,7 @@ np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *
             st = emit_stage(src, src->st_n < n ? src->st_n : n, b, &e);
         }
     }
+    if (st == NP_OK) st = np_batch_add_negatives(b, src->seq_neg, src->rows[0], src->seed, &e);
     if (st == NP_OK || st == NP_STATUS_END_OF_DATA) return st;
     src->failed = st;
     src->failure = e;
@@ -499,6 +502,7 @@ np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_bat
         np_error e;
         np_status st =
             np_syn_fill(src->syn, src->split, src->every, src->delivered + (uint64_t)lo, n, b, &e);
+        if (!st) st = np_batch_add_negatives(b, src->seq_neg, src->rows[0], src->seed, &e);
         if (st) {
             src->failed = st;
             src->failure = e;

@@ -33,7 +33,8 @@
 struct np_syn {
     uint64_t seed;
     int n_dense, T, hot;
-    int seq_len; /* table 0 a sequence: lengths uniform in [1, seq_len] */
+    int seq_len;      /* table 0 a sequence: lengths uniform in [min(2, L), L] */
+    int seq_clusters; /* its items follow a Markov chain over this many clusters (0: Zipf) */
     double zipf;
     long groups;        /* latent groups correlating tables; 0 = independent */
     int64_t *rows;      /* (T) rows per table */
@@ -147,6 +148,7 @@ np_status np_syn_create(const np_config *cfg, np_syn **out, np_error *err) {
     s->T = T;
     s->hot = cfg->hot;
     s->seq_len = cfg->seq_len;
+    s->seq_clusters = cfg->seq_clusters;
     s->zipf = cfg->zipf;
     s->groups = cfg->groups;
     np_status st = NP_STATUS_NO_MEMORY;
@@ -203,11 +205,11 @@ fail:
 }
 
 /* Keys in bag (i, t): exactly hot when hot <= 1, else uniform in [hot - hot/2, hot + hot/2];
- * table 0's sequence (seq-len L): uniform in [1, L]. */
+ * table 0's sequence (seq-len L): uniform in [2, L] (a next item to predict), [1, 1] for L = 1. */
 static uint32_t bag_size(const np_syn *s, uint64_t i, int t) {
     int seq = t == 0 && s->seq_len > 0;
     if (!seq && s->hot <= 1) return (uint32_t)s->hot;
-    uint32_t lo = seq ? 1u : (uint32_t)(s->hot - s->hot / 2);
+    uint32_t lo = seq ? (s->seq_len >= 2 ? 2u : 1u) : (uint32_t)(s->hot - s->hot / 2);
     uint32_t hi = seq ? (uint32_t)s->seq_len : (uint32_t)(s->hot + s->hot / 2);
     double u = np_rng_uniform(s->seed, NP_STREAM_SYN_COUNT, i * (uint64_t)s->T + (uint64_t)t);
     uint32_t c = lo + (uint32_t)(u * (double)(hi - lo + 1));
@@ -268,11 +270,46 @@ static int64_t zipf_rank(const np_syn *s, int t, double x) {
  * to the guide and CDF loads). */
 #define SYN_PREFETCH 8
 
+/* The planted structure of synthetic sequences (docs/data.md "Sequences"): table 0's items
+ * fall into C clusters of consecutive ids; a user starts in a random cluster, and each next
+ * item stays in the cluster (0.4), moves to the next one (0.4) or jumps to a random one
+ * (0.2); within a cluster the item is log-uniform (popularity ~ 1/(rank+1)). Every draw
+ * comes from the counter of (sample, position), so any rank makes any slice. */
+static void draw_chain_keys(const np_syn *s, np_split split, long every, uint64_t j0, long n,
+                            const uint32_t *off_t, int64_t *keys) {
+    int64_t rows = s->rows[0];
+    int64_t C = s->seq_clusters < rows ? s->seq_clusters : rows;
+    for (long r = 0; r < n; r++) {
+        uint64_t i = np_split_index(split, every, j0 + (uint64_t)r);
+        int64_t c = (int64_t)(np_rng_u64(s->seed, NP_STREAM_SEQ_CHAIN, (i << 16) + 0xffffu) %
+                              (uint64_t)C);
+        for (uint32_t k = 0; k < off_t[r + 1] - off_t[r]; k++) {
+            uint64_t ctr = (i << 16) + k;
+            if (k > 0) {
+                double u = np_rng_uniform(s->seed, NP_STREAM_SEQ_CHAIN, ctr);
+                if (u >= 0.8)
+                    c = (int64_t)((u - 0.8) / 0.2 * (double)C);
+                else if (u >= 0.4)
+                    c = c + 1;
+                c = c >= C ? c % C : c;
+            }
+            int64_t lo = c * rows / C, size = (c + 1) * rows / C - lo;
+            double u2 = np_rng_uniform(s->seed, NP_STREAM_SEQ_ITEM, ctr);
+            int64_t rank = (int64_t)exp(u2 * log((double)size + 1.0)) - 1;
+            keys[off_t[r] + k] = lo + (rank < 0 ? 0 : rank >= size ? size - 1 : rank);
+        }
+    }
+}
+
 /* Table t's keys of samples j0 .. j0+n-1 (slots off_t[0] .. off_t[n] of keys), each
  * the rank of its uniform draw (Zipf by inverse CDF, or uniform), rotated by its sample's
  * group shift where there are latent groups (docs/data.md "Synthetic data"). */
 static void draw_table_keys(np_syn *s, np_split split, long every, uint64_t j0, long n, int t,
                             const uint32_t *off_t, int64_t *keys) {
+    if (t == 0 && s->seq_len > 0 && s->seq_clusters > 0) {
+        draw_chain_keys(s, split, every, j0, n, off_t, keys);
+        return;
+    }
     int64_t rows = s->rows[t];
     const double *cdf = s->cdf[t];
     uint32_t q0 = off_t[0], q1 = off_t[n];

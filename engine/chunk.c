@@ -92,7 +92,7 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
                          .W = e->W,
                          .R = e->R,
                          .zero = k == &e->ch[k->w * e->C],
-                         .L = m->cfg.seq_len};
+                         .L = np_config_seq_slots(&m->cfg)};
     np_task_ctx c = *ctx;
     int ci = (int)(k - e->ch);
     c.chunk = ci;
@@ -131,7 +131,10 @@ np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k, const 
     }
     c.node = -1;
     /* the loss is the mean over the GLOBAL batch: every rank scales by 1/G */
-    np_cl_bce_args ba = {.row0 = 0, .n = k->n, .scale = 1.0f / (float)e->cfg.batch};
+    np_cl_bce_args ba = {.row0 = 0,
+                         .n = k->n,
+                         .scale = 1.0f / (float)e->cfg.batch,
+                         .output = np_config_loss(&e->cfg) == NP_LOSS_OUTPUT};
     TRY(np_submit_bce(&c, &ba, k->act[g->output].h, sl->label_part[ci], k->loss.h, k->dact[g->output].h,
                       err));
     for (int v = g->n - 1; v >= 0; v--) {

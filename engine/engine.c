@@ -382,7 +382,9 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     snprintf(n, sizeof n, "%d", cfg->tables);
     np_trace_set_info(e->trace, "tables", n);
     np_trace_set_info(e->trace, "model", cfg->model_file[0] ? cfg->model_file
-                                         : cfg->model == NP_MODEL_DCNV2 ? "dcnv2" : "dlrm");
+                                         : cfg->model == NP_MODEL_DCNV2 ? "dcnv2"
+                                         : cfg->model == NP_MODEL_HSTU  ? "hstu"
+                                                                        : "dlrm");
     np_trace_set_info(e->trace, "shard", cfg->shard == NP_SHARD_TABLE ? "table" : "row");
     const char *link = getenv("NP_LINK_GBIT"); /* comm/mpi.c checked it */
     if (link && cfg->ranks > 1) np_trace_set_info(e->trace, "link_gbit", link);

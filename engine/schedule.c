@@ -268,7 +268,7 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
                           "(n=%ld, dense=%d, tables=%d)",
                           b[i]->n, b[i]->n_dense, b[i]->n_tables, e->nb, np_config_dense(&m->cfg), m->T);
     for (int i = 0; i < n; i++) {
-        np_status bad = np_batch_check_seq(b[i], m->cfg.seq_len, err);
+        np_status bad = np_batch_check_seq(b[i], np_config_seq_slots(&m->cfg), err);
         if (bad) return bad;
     }
     e->pending = 1;

@@ -22,6 +22,25 @@ double np_sigmoid_bce_fwd(const float *z, const float *y, float *p, long B) { /*
     return sum;
 }
 
+double np_loss_fwd(int output, const float *z, const float *y, float *p, long B) {
+    if (!output) return np_sigmoid_bce_fwd(z, y, p, B);
+    double sum = 0.0;
+    for (long s = 0; s < B; s++) {
+        if (p) p[s] = z[s];
+        sum += (double)z[s];
+    }
+    return sum;
+}
+
+void np_loss_bwd(int output, const float *z, const float *y, float scale, float *dz, long B) {
+    if (!output) {
+        np_sigmoid_bce_bwd(z, y, scale, dz, B);
+        return;
+    }
+    for (long s = 0; s < B; s++)
+        dz[s] = scale;
+}
+
 void np_sigmoid_bce_bwd(const float *z, const float *y, float scale, float *dz, long B) {
     /* z, y, dz: (B). Done in double and rounded once, so dz is the correctly rounded
      * (sigmoid - y) * scale, whatever the sign or size of z. */

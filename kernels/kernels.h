@@ -67,6 +67,12 @@ double np_sigmoid_bce_fwd(const float *z, const float *y, float *p, long B);
 /* dz[s] = (sigmoid(z[s]) - y[s]) * scale; scale = 1/G for a mean over the global batch. */
 void np_sigmoid_bce_bwd(const float *z, const float *y, float scale, float *dz, long B);
 
+/* The run's loss (np_config_loss): the BCE above, or with output != 0 the output itself
+ * (each sample's loss, from a loss kind): the sum of z in sample order, in double (p[s] = z[s]
+ * when p is given), and dz[s] = scale. */
+double np_loss_fwd(int output, const float *z, const float *y, float *p, long B);
+void np_loss_bwd(int output, const float *z, const float *y, float scale, float *dz, long B);
+
 /* ---- optimizers */
 /* w -= lr * g, elementwise. */
 void np_sgd_dense(float *w, const float *g, size_t n, float lr);

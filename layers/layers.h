@@ -1,5 +1,5 @@
 /* The built-in layer kinds, one file each with its CPU kernels (and in the CUDA flavour its
- * CUDA slots in <kind>.cu beside it): linear, dot, concat, cross, slice, hstu. Each definition is
+ * CUDA slots in <kind>.cu beside it): linear, dot, concat, cross, slice, hstu, nextitem. Each definition is
  * registered by the model's registry (model/layer.c) at start-up; the kernels are also
  * called directly by tests and benches. Layers know their buffers and the public layer API
  * (nestpipe/layer.h), never the model, the graph or the engine. */
@@ -18,6 +18,7 @@ extern const np_layer_def np_layer_concat; /* [in0 || in1 || ...] */
 extern const np_layer_def np_layer_cross;  /* DCN-v2 cross; i[0] rank (0: full W) */
 extern const np_layer_def np_layer_slice;  /* columns [i[0], i[1]) (i[1] = 0: to the end) */
 extern const np_layer_def np_layer_hstu;   /* HSTU block; i[0] len, i[1] heads, i[2] buckets */
+extern const np_layer_def np_layer_nextitem; /* next-item sampled softmax loss; i[0] len */
 
 /* ---- hstu: the relative-position bucket of distance delta >= 0 among nb buckets */
 int np_hstu_bucket(int delta, int nb);

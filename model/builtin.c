@@ -50,10 +50,55 @@ fail:
     return NP_STATUS_BAD_INPUT;
 }
 
+/* HSTU (Zhai et al. 2024) as a generative recommender: table 0's slots hold K negatives
+ * then the history of L items (seq-negatives, seq-len); hstu-blocks HSTU blocks over the
+ * history, then next-item prediction at every position against the negatives (nextitem,
+ * the loss itself: loss = output). */
+static np_status build_hstu(const np_config *cfg, np_graph_t *g, np_error *err) {
+    int d = cfg->dim, K = cfg->seq_negatives, L = cfg->seq_len, hist, neg, x, loss;
+    np_layer_hp hs = {.i = {K * d, (K + L) * d}}, ns = {.i = {0, K * d}};
+    TRY(hist = np_graph_add(g, "history", "slice", &hs, 1, (int[]){NP_IN_POOLED}, err));
+    TRY(neg = np_graph_add(g, "negatives", "slice", &ns, 1, (int[]){NP_IN_POOLED}, err));
+    x = hist;
+    for (int b = 0; b < cfg->hstu_blocks; b++) {
+        char name[32];
+        snprintf(name, sizeof name, "hstu.%d", b);
+        np_layer_hp hp = {.i = {L, cfg->hstu_heads, 32}};
+        TRY(x = np_graph_add(g, name, "hstu", &hp, 1, &x, err));
+    }
+    np_layer_hp lp = {.i = {L}};
+    TRY(loss = np_graph_add(g, "nextitem", "nextitem", &lp, 3, (int[]){x, hist, neg}, err));
+    return np_graph_set_output(g, loss, err);
+fail:
+    return NP_STATUS_BAD_INPUT;
+}
+
 #undef TRY
+
+/* HSTU's rules: a sequence with negatives, one table, heads that split dim, its loss. */
+static np_status check_hstu(const np_config *c, np_error *err) {
+    if (c->seq_len < 2 || c->seq_negatives < 1)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "model hstu needs a sequence (--seq-len L >= 2) and negatives "
+                      "(--seq-negatives K >= 1); got seq-len %d, seq-negatives %d",
+                      c->seq_len, c->seq_negatives);
+    if (c->tables != 1)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "model hstu reads table 0's sequence only: use --tables 1 (got %d)",
+                      c->tables);
+    if (c->dim % c->hstu_heads)
+        return np_err(err, NP_STATUS_BAD_INPUT, "hstu-heads: %d heads do not split dim %d",
+                      c->hstu_heads, c->dim);
+    if (np_config_loss(c) != NP_LOSS_OUTPUT)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "loss: model hstu is trained on its own loss (nextitem): use --loss "
+                      "output or auto");
+    return NP_OK;
+}
 
 /* The built-in models' own rules: the shapes their builders assume. */
 static np_status check_builtin(const np_config *c, np_error *err) {
+    if (c->model == NP_MODEL_HSTU) return check_hstu(c, err);
     int last_bottom = c->bottom[c->n_bottom - 1];
     if (last_bottom != c->dim)
         return np_err(err, NP_STATUS_BAD_INPUT,
@@ -91,7 +136,9 @@ np_status np_graph_from_config(const np_config *cfg, np_graph_t **out, np_error 
     np_graph_t *g;
     st = np_graph_create(cfg, &g, err);
     if (st) return st;
-    st = cfg->model == NP_MODEL_DCNV2 ? build_dcnv2(cfg, g, err) : build_dlrm(cfg, g, err);
+    st = cfg->model == NP_MODEL_DCNV2  ? build_dcnv2(cfg, g, err)
+         : cfg->model == NP_MODEL_HSTU ? build_hstu(cfg, g, err)
+                                       : build_dlrm(cfg, g, err);
     if (st) {
         np_graph_free(g);
         return st;

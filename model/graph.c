@@ -14,7 +14,7 @@ np_status np_graph_create(const np_config *cfg, np_graph_t **out, np_error *err)
     if (!g) return NP_STATUS_NO_MEMORY;
     g->dense_w = np_config_dense(cfg);
     g->pooled_w = np_config_slots(cfg) * cfg->dim;
-    g->seq_len = cfg->seq_len;
+    g->seq_slots = np_config_seq_slots(cfg);
     g->output = -1;
     *out = g;
     return NP_OK;

@@ -37,7 +37,7 @@ typedef struct np_node {
 
 struct np_graph {
     int dense_w, pooled_w; /* widths of NP_IN_DENSE and NP_IN_POOLED */
-    int seq_len;           /* cfg->seq_len: table 0's slots (np_slot_first) */
+    int seq_slots;         /* np_config_seq_slots: table 0's slots when a sequence (np_slot_first) */
     int n;
     np_node node[NP_MAX_NODES]; /* topological by construction: inputs come first */
     int output;                 /* the logit node, -1 until set */

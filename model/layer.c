@@ -22,6 +22,7 @@ static const np_layer_def *const builtin[] = {
     &np_layer_cross,
     &np_layer_slice,
     &np_layer_hstu,
+    &np_layer_nextitem,
 };
 
 static np_layer_def registry[NP_MAX_LAYER_KINDS];

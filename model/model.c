@@ -133,12 +133,12 @@ np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, n
     np_status st = np_config_check(cfg, err);
     if (st) return st;
     if (graph->dense_w != np_config_dense(cfg) ||
-        graph->pooled_w != np_config_slots(cfg) * cfg->dim || graph->seq_len != cfg->seq_len)
+        graph->pooled_w != np_config_slots(cfg) * cfg->dim || graph->seq_slots != np_config_seq_slots(cfg))
         return np_err(err, NP_STATUS_BAD_INPUT,
-                      "graph: built for %d dense features and %d pooled floats (seq-len %d), but "
-                      "the config has %d and %d slots x %d (seq-len %d)",
-                      graph->dense_w, graph->pooled_w, graph->seq_len, np_config_dense(cfg),
-                      np_config_slots(cfg), cfg->dim, cfg->seq_len);
+                      "graph: built for %d dense features and %d pooled floats (%d sequence slots), "
+                      "but the config has %d and %d slots x %d (%d sequence slots)",
+                      graph->dense_w, graph->pooled_w, graph->seq_slots, np_config_dense(cfg),
+                      np_config_slots(cfg), cfg->dim, np_config_seq_slots(cfg));
     np_model_t *m = np_zalloc(1, sizeof *m, "model", err);
     if (!m) return NP_STATUS_NO_MEMORY;
     m->cfg = *cfg;

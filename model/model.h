@@ -39,6 +39,20 @@ typedef struct np_fwd_ws np_fwd_ws; /* activations and gradients for up to cap_n
 NP_NODISCARD np_status np_fwd_ws_create(const np_model_t *m, long cap_n, np_fwd_ws **out,
                                         np_error *err);
 void np_fwd_ws_free(np_fwd_ws *ws);
+/* After np_reference_forward: the (n, width) values of a graph input or node (NP_IN_POOLED:
+ * the pooled embeddings; NP_IN_DENSE is the batch's own). */
+const float *np_fwd_ws_values(const np_fwd_ws *ws, int node);
+
+/* ---- next-item ranking (model/eval.c), for a model whose output is a nextitem loss */
+/* Each sequence of b with a history of 2..L items (table 0's bag after its K negatives):
+ * its vector Y[s, len-2] (Y: (n, L*d)) into user and its last item into target, in sample
+ * order. Returns how many. */
+long np_rank_select(const float *Y, const np_batch *b, int L, int K, int d, float *user,
+                    int64_t *target);
+/* rank[u] = 1 + the items of E (items, d) whose dot product with user u beats its target's
+ * strictly; tscore (nu) gets the target's score; scores holds nu x 1024 floats. */
+void np_rank_items(const float *user, long nu, int d, const float *E, int64_t items,
+                   const int64_t *target, float *tscore, float *scores, long *rank);
 
 /* Forward pass; writes the probability of every sample to prob (n) if non-NULL and returns
  * the SUM of the BCE over the batch in *loss_sum. The tables are read directly. */

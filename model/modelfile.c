@@ -137,8 +137,8 @@ static int pooled_range(const char *name, long *a, long *b, int *ok) {
 /* The columns [from, to) of tables a..b in the pooled embeddings: slot by slot
  * (np_slot_first), so a sequence table 0 spans its seq-len slots. */
 static void pooled_cols(const np_graph_t *g, long a, long b, int dim, long *from, long *to) {
-    *from = (long)np_slot_first((int)a, g->seq_len) * dim;
-    *to = (long)np_slot_first((int)b + 1, g->seq_len) * dim;
+    *from = (long)np_slot_first((int)a, g->seq_slots) * dim;
+    *to = (long)np_slot_first((int)b + 1, g->seq_slots) * dim;
 }
 
 /* Whether node v is the slice a name pooled:A-B promises: kind slice over the pooled
@@ -618,10 +618,10 @@ static const char *write_problem(const np_graph_t *g, int v) {
     if (!canon || a > b || strcmp(np_node_def(x)->kind, "slice") || x->shape.n_in != 1 ||
         x->in[0] != NP_IN_POOLED)
         return kept;
-    int slots = np_slot_first((int)b + 1, g->seq_len) - np_slot_first((int)a, g->seq_len);
+    int slots = np_slot_first((int)b + 1, g->seq_slots) - np_slot_first((int)a, g->seq_slots);
     if (slots < 1 || x->shape.out % slots) return kept;
     int dim = x->shape.out / slots;
-    if (g->pooled_w % dim || (long)np_slot_first((int)b + 1, g->seq_len) * dim > g->pooled_w ||
+    if (g->pooled_w % dim || (long)np_slot_first((int)b + 1, g->seq_slots) * dim > g->pooled_w ||
         !pooled_node_ok(g, v, dim, a, b))
         return kept;
     return NULL;

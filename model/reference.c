@@ -92,7 +92,7 @@ static np_status check_batch(const np_model_t *m, const np_fwd_ws *ws, const np_
                       "batch shape (n=%ld, dense=%d, tables=%d) does not fit the model "
                       "(cap=%ld, dense=%d, tables=%d)",
                       b->n, b->n_dense, b->n_tables, ws->cap, np_config_dense(&m->cfg), m->T);
-    np_status st = np_batch_check_seq(b, m->cfg.seq_len, err);
+    np_status st = np_batch_check_seq(b, np_config_seq_slots(&m->cfg), err);
     if (st) return st;
     /* a key outside its table would read (or, backward, write) outside its rows: a
      * program's own batch is checked here as route checks the engine's */
@@ -152,7 +152,7 @@ static double forward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b
     const np_graph_t *g = m->graph;
     long n = b->n;
     int d = m->d;
-    int L = m->cfg.seq_len;
+    int L = np_config_seq_slots(&m->cfg);
     for (int t = 0; t < m->T; t++) {
         float *P = ws->P + (size_t)np_slot_first(t, L) * d;
         const uint32_t *off = b->offsets + (size_t)t * (n + 1);
@@ -165,7 +165,8 @@ static double forward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b
         np_layer_io io = node_io(m, ws, b, v, 0, NULL);
         np_node_def(&g->node[v])->fwd(&io);
     }
-    return np_sigmoid_bce_fwd(ws->act[g->output], b->label, prob, n);
+    return np_loss_fwd(np_config_loss(&m->cfg) == NP_LOSS_OUTPUT, ws->act[g->output], b->label,
+                       prob, n);
 }
 
 /* Backward of (BCE sum * scale): dense grads overwrite gdense (n_dense); table t's row
@@ -176,14 +177,15 @@ static void backward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b,
     const np_graph_t *g = m->graph;
     long n = b->n;
     int d = m->d;
-    np_sigmoid_bce_bwd(ws->act[g->output], b->label, scale, ws->dact[g->output], n);
+    np_loss_bwd(np_config_loss(&m->cfg) == NP_LOSS_OUTPUT, ws->act[g->output], b->label, scale,
+                ws->dact[g->output], n);
     for (int v = g->n - 1; v >= 0; v--) {
         sum_edges(g, ws, v, n, ws->dact[v]);
         np_layer_io io = node_io(m, ws, b, v, 1, gdense);
         np_node_def(&g->node[v])->bwd(&io);
     }
     sum_edges(g, ws, NP_IN_POOLED, n, ws->dP);
-    int L = m->cfg.seq_len;
+    int L = np_config_seq_slots(&m->cfg);
     for (int t = 0; t < m->T; t++) {
         const float *dP = ws->dP + (size_t)np_slot_first(t, L) * d;
         const uint32_t *off = b->offsets + (size_t)t * (n + 1);
@@ -192,6 +194,10 @@ static void backward_core(const np_model_t *m, np_fwd_ws *ws, const np_batch *b,
         else
             np_embbag_bwd(dP, (long)g->pooled_w, off, idx[t], n, d, drows[t]);
     }
+}
+
+const float *np_fwd_ws_values(const np_fwd_ws *ws, int node) {
+    return node == NP_IN_POOLED ? ws->P : node >= 0 ? ws->act[node] : NULL;
 }
 
 np_status np_reference_forward(const np_model_t *m, np_fwd_ws *ws, const np_batch *b, float *prob,

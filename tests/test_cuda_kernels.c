@@ -89,16 +89,24 @@ static void test_bce(void **state) {
     float *z_d = up(z, FL(N)), *y_d = up(y, FL(N)), *dz_d = up(dz1, FL(N));
     double *loss_d = up(NULL, sizeof(double)), loss;
     for (long n = 0; n <= N; n += N) { /* an empty chunk's loss is 0 */
-        np_cuda_bce_fwd_on(stream, z_d, y_d, loss_d, n);
+        np_cuda_bce_fwd_on(stream, z_d, y_d, loss_d, n, 0);
         down(&loss, loss_d, sizeof loss);
         double ref = np_sigmoid_bce_fwd(z, y, NULL, n);
         if (!(fabs(loss - ref) <= BCE_LOSS_RTOL * fabs(ref)))
             fail_msg("bce loss of %ld: got %.17g want %.17g", n, loss, ref);
     }
     np_sigmoid_bce_bwd(z, y, 1.0f / 4096.0f, dz0, N);
-    np_cuda_bce_bwd_on(stream, z_d, y_d, 1.0f / 4096.0f, dz_d, N);
+    np_cuda_bce_bwd_on(stream, z_d, y_d, 1.0f / 4096.0f, dz_d, N, 0);
     down(dz1, dz_d, FL(N));
     cu_close("bce dz", dz1, dz0, N, BCE_GRAD_ATOL, BCE_GRAD_RTOL);
+    /* loss = output: the sum of z in sample order, and dz = scale, exactly */
+    np_cuda_bce_fwd_on(stream, z_d, y_d, loss_d, N, 1);
+    down(&loss, loss_d, sizeof loss);
+    if (loss != np_loss_fwd(1, z, y, NULL, N)) fail_msg("output loss: got %.17g", loss);
+    np_cuda_bce_bwd_on(stream, z_d, y_d, 1.0f / 4096.0f, dz_d, N, 1);
+    down(dz1, dz_d, FL(N));
+    np_loss_bwd(1, z, y, 1.0f / 4096.0f, dz0, N);
+    cu_same("output dz", dz1, dz0, N);
     free(z);
     free(y);
     free(dz0);

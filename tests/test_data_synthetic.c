@@ -224,6 +224,69 @@ static void test_syn_bag_sizes(void **state) {
     np_batch_free(&b);
 }
 
+/* Sequences (seq-len): lengths in [2, L]; with seq-clusters the chain of docs/data.md
+ * (stay 0.4, next cluster 0.4, a random one 0.2) shows in consecutive items; seq-negatives
+ * K puts K items before each history, the same for a record whatever the batch it comes in,
+ * and the other tables' keys are left alone. */
+static void test_syn_sequences(void **state) {
+    (void)state;
+    np_config c;
+    syn_config(&c);
+    set(&c, "seq-len", "30");
+    set(&c, "seq-clusters", "10");
+    set(&c, "rows", "1000");
+    np_source_t *s = open_ok(&c, NP_SPLIT_TRAIN);
+    np_batch b = {0};
+    next_ok(s, 4000, &b);
+    long moves = 0, stay = 0, next = 0, lens[31] = {0};
+    for (long r = 0; r < b.n; r++) {
+        uint32_t cnt;
+        const int64_t *k = bag(&b, 0, r, &cnt);
+        assert_true(cnt >= 2 && cnt <= 30);
+        lens[cnt]++;
+        for (uint32_t q = 1; q < cnt; q++) {
+            int64_t c0 = k[q - 1] / 100, c1 = k[q] / 100; /* 10 clusters of 100 items */
+            moves++;
+            stay += c1 == c0;
+            next += c1 == (c0 + 1) % 10;
+        }
+    }
+    assert_true(lens[2] > 0 && lens[30] > 0);
+    /* stay: 0.4 + 0.2/10; next: 0.4 + 0.2/10 (about 58,000 moves: sd 0.002) */
+    assert_true(fabs((double)stay / moves - 0.42) < 0.01);
+    assert_true(fabs((double)next / moves - 0.42) < 0.01);
+    np_source_free(s);
+
+    set(&c, "seq-negatives", "5");
+    np_source_t *a = open_ok(&c, NP_SPLIT_TRAIN), *w = open_ok(&c, NP_SPLIT_TRAIN);
+    np_batch big = {0}, part = {0};
+    next_ok(w, 40, &big);
+    for (long lo = 0; lo < 40; lo += 10) {
+        next_ok(a, 10, &part);
+        for (long r = 0; r < 10; r++) {
+            uint32_t cb, cp, cq;
+            const int64_t *kb = bag(&big, 0, lo + r, &cb), *kp = bag(&part, 0, r, &cp);
+            const int64_t *hist = bag(&b, 0, lo + r, &cq); /* the same train record */
+            assert_int_equal(cb, cp);
+            assert_memory_equal(kb, kp, cb * sizeof *kb);
+            assert_int_equal(cb, cq + 5); /* the history of the same record, after 5 negatives */
+            assert_memory_equal(kb + 5, hist, cq * sizeof *kb);
+            for (int j = 0; j < 5; j++)
+                assert_true(kb[j] >= 0 && kb[j] < 1000);
+            for (int t = 1; t < 4; t++) {
+                const int64_t *x = bag(&big, t, lo + r, &cb), *y = bag(&b, t, lo + r, &cq);
+                assert_int_equal(cb, cq);
+                assert_memory_equal(x, y, cb * sizeof *x);
+            }
+        }
+    }
+    np_batch_free(&big);
+    np_batch_free(&part);
+    np_batch_free(&b);
+    np_source_free(a);
+    np_source_free(w);
+}
+
 /* Huge tables: uniform keys need no CDF; Zipf keys refuse a CDF larger than 2^28 rows. */
 static void test_syn_huge_rows(void **state) {
     (void)state;
@@ -405,6 +468,7 @@ int main(void) {
         cmocka_unit_test(test_syn_uniform),     cmocka_unit_test(test_syn_bag_sizes),
         cmocka_unit_test(test_syn_huge_rows),   cmocka_unit_test(test_syn_labels),
         cmocka_unit_test(test_split_synthetic), cmocka_unit_test(test_syn_pinned),
+        cmocka_unit_test(test_syn_sequences),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

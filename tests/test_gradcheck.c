@@ -59,7 +59,7 @@ static void expect_pass(const char *kind, np_layer_hp hp, int n_in, const int *w
  * gets its cases when it is added. */
 static void test_builtin_kinds(void **state) {
     (void)state;
-    static const char *const covered[] = {"linear", "dot", "concat", "cross", "slice", "hstu"};
+    static const char *const covered[] = {"linear", "dot", "concat", "cross", "slice", "hstu", "nextitem"};
     for (int i = 0; np_layer_kind_at(i); i++) {
         const char *k = np_layer_kind_at(i);
         int found = !strncmp(k, "gc_", 3); /* this test's own kinds */
@@ -88,6 +88,8 @@ static void test_builtin_kinds(void **state) {
     expect_pass("hstu", (np_layer_hp){.i = {3, 1, 4}}, 1, (int[]){3 * 4}, 0);
     expect_pass("hstu", (np_layer_hp){.i = {5, 2, 4}}, 1, (int[]){5 * 4}, 3); /* far buckets */
     expect_pass("hstu", (np_layer_hp){.i = {1, 2, 0}}, 1, (int[]){1 * 6}, 2);
+    expect_pass("nextitem", (np_layer_hp){.i = {4}}, 3, (int[]){4 * 3, 4 * 3, 5 * 3}, 0);
+    expect_pass("nextitem", (np_layer_hp){.i = {2}}, 3, (int[]){2 * 4, 2 * 4, 1 * 4}, 3);
 }
 
 /* ---- planted kinds: y = x * w + b per column (w, b of the input's width), each with one

@@ -215,6 +215,49 @@ static void test_hstu_formula(void **state) {
     cu_rig_free(&r); /* its gradients: test_gradcheck (steps shrunk where h = 0.05 is coarse) */
 }
 
+/* nextitem by its definition in double: position p predicts X_{p+1} against the K
+ * negatives, padding (an all-zero X row) and the last position predict nothing, the sum
+ * over positions divided by L; and its gradient at a padded position is zero. */
+static void test_nextitem_formula(void **state) {
+    (void)state;
+    enum { L = 5, d = 3, K = 4 };
+    cu_rig r;
+    rig_make(&r, "nextitem", (np_layer_hp){.i = {L}}, 3, (int[]){L * d, L * d, K * d}, 3);
+    for (long s = 0; s < r.n; s++) /* sample s: its last s+0 positions are padding */
+        for (int p = L - (int)s; p < L; p++)
+            memset(r.in[1] + (s * L + p) * d, 0, d * sizeof(float));
+    rig_loss(&r);
+    for (long s = 0; s < r.n; s++) {
+        const float *Y = r.in[0] + s * L * d, *X = r.in[1] + s * L * d, *N = r.in[2] + s * K * d;
+        double want = 0;
+        for (int p = 0; p + 1 < L - (int)s; p++) {
+            double sc[K + 1];
+            for (int j = 0; j <= K; j++) {
+                const float *e = j ? N + (j - 1) * d : X + (p + 1) * d;
+                sc[j] = 0;
+                for (int c = 0; c < d; c++)
+                    sc[j] += (double)Y[p * d + c] * e[c];
+            }
+            double z = 0;
+            for (int j = 0; j <= K; j++)
+                z += exp(sc[j]);
+            want += log(z) - sc[0];
+        }
+        want /= L;
+        if (!tu_close(r.out[0][s], want, 1e-5, 1e-5))
+            fail_msg("nextitem loss of sample %ld = %g, definition %g", s, (double)r.out[0][s], want);
+    }
+    memcpy(r.dout[0], r.R, (size_t)r.n * sizeof(float));
+    np_layer_io io = cu_rig_io(&r, 0);
+    r.def->bwd(&io);
+    /* sample 2: positions 3, 4 are padding; position 2 predicts nothing, position 3 is no target */
+    for (int c = 0; c < 2 * d; c++) {
+        assert_true(r.din[0][1][(2 * L + 3) * d + c] == 0.0f);
+        assert_true(r.din[0][0][(2 * L + 2) * d + c % d] == 0.0f);
+    }
+    cu_rig_free(&r);
+}
+
 static void test_shape_errors(void **state) {
     (void)state;
     np_config c;
@@ -492,6 +535,7 @@ int main(void) {
         cmocka_unit_test(test_fd_cross_full),  cmocka_unit_test(test_fd_cross_lowrank),
         cmocka_unit_test(test_fd_concat_dot_linear), cmocka_unit_test(test_cross_formula),
         cmocka_unit_test(test_hstu_formula),
+        cmocka_unit_test(test_nextitem_formula),
         cmocka_unit_test(test_shape_errors),   cmocka_unit_test(test_register_rules),
         cmocka_unit_test(test_dcnv2_model_fd), cmocka_unit_test(test_init_params),
         cmocka_unit_test(test_dense_flops),    cmocka_unit_test(test_graph_guards),

@@ -380,11 +380,73 @@ static void test_auc_exact(void **state) {
     assert_true(isnan(np_auc(s3, l4, 4)));
 }
 
+/* Next-item ranking: which vector and which item each sequence brings (its history after
+ * K negatives: position len-2 predicts item len-1; histories of 1 item or more than L are
+ * skipped), and ranks against a naive count over 2,500 items (three blocks). */
+static void test_rank_items(void **state) {
+    (void)state;
+    enum { L = 4, K = 2, d = 3, N = 4 };
+    static const uint32_t lens[N] = {K + 3, K + 1, K + 4, K + 2}; /* histories 3, 1, 4, 2 */
+    np_batch b = {.n = N, .n_tables = 1};
+    uint32_t off[N + 1] = {0};
+    int64_t keys[64];
+    for (int s = 0; s < N; s++)
+        off[s + 1] = off[s] + lens[s];
+    for (uint32_t k = 0; k < off[N]; k++)
+        keys[k] = 100 + k;
+    b.offsets = off;
+    b.keys = keys;
+    b.nnz = off[N];
+    float Y[N * L * d];
+    for (int i = 0; i < N * L * d; i++)
+        Y[i] = (float)i;
+    float user[N * d];
+    int64_t target[N];
+    assert_int_equal(np_rank_select(Y, &b, L, K, d, user, target), 3);
+    /* sample 0: position 1, last key at off 4; sample 2: position 2, key 5+5; sample 3 */
+    const int pos[3] = {0 * L + 1, 2 * L + 2, 3 * L + 0};
+    const int64_t want[3] = {100 + 4, 100 + off[2] + 5, 100 + off[3] + 3};
+    for (int u = 0; u < 3; u++) {
+        assert_int_equal(target[u], want[u]);
+        assert_memory_equal(user + u * d, Y + pos[u] * d, d * sizeof(float));
+    }
+    enum { ITEMS = 2500, NU = 5 };
+    float *E = malloc(ITEMS * d * sizeof(float)), us[NU * d], ts[NU];
+    float *sc = malloc(NU * 1024 * sizeof(float));
+    long rank[NU];
+    int64_t tg[NU] = {0, 1023, 1024, 2499, 1500};
+    uint64_t seed = 3;
+    for (int i = 0; i < ITEMS * d; i++)
+        E[i] = (float)((long)(tu_next(&seed) % 2001) - 1000) / 1000.0f;
+    for (int i = 0; i < NU * d; i++)
+        us[i] = (float)((long)(tu_next(&seed) % 2001) - 1000) / 1000.0f;
+    np_rank_items(us, NU, d, E, ITEMS, tg, ts, sc, rank);
+    for (int u = 0; u < NU; u++) {
+        double t = 0;
+        for (int c = 0; c < d; c++)
+            t += (double)us[u * d + c] * E[tg[u] * d + c];
+        long sure = 0, near = 0; /* above the target; within float error of it */
+        for (int j = 0; j < ITEMS; j++) {
+            double x = 0;
+            for (int c = 0; c < d; c++)
+                x += (double)us[u * d + c] * E[j * d + c];
+            sure += x > t + 1e-5;
+            near += j != tg[u] && fabs(x - t) <= 1e-5;
+        }
+        if (rank[u] < sure + 1 || rank[u] > sure + 1 + near)
+            fail_msg("user %d: rank %ld, naive %ld (+%ld near ties)", u, rank[u], sure + 1, near);
+        if (!(fabs(ts[u] - t) < 1e-5)) fail_msg("user %d: target score %g, naive %g", u, (double)ts[u], t);
+    }
+    free(E);
+    free(sc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_gradient_fd), cmocka_unit_test(test_init_deterministic),
         cmocka_unit_test(test_dump_layout),       cmocka_unit_test(test_step_sgd),
         cmocka_unit_test(test_step_adagrad),      cmocka_unit_test(test_auc_exact),
+        cmocka_unit_test(test_rank_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,8 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg,
     json_object_set_new(o, "eval_samples", json_integer(r->eval.n));
     json_object_set_new(o, "eval_logloss", num(r->eval.logloss));
     json_object_set_new(o, "eval_auc", num(r->eval.auc));
+    json_object_set_new(o, "eval_hr10", num(r->eval.hr10));
+    json_object_set_new(o, "eval_ndcg10", num(r->eval.ndcg10));
     /* the config keys, from the key table: every one under "config", and the ones with a
      * metric name also at the top; then the values the run resolved (auto, the policy) */
     json_t *config = json_object();

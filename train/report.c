@@ -56,6 +56,14 @@ static void json_num(FILE *f, const char *key, double x) {
         fprintf(f, ", \"%s\": null", key);
 }
 
+void np_run_eval_figures(const np_eval_result *ev, const char *prefix, char *buf, size_t n) {
+    if (!isnan(ev->hr10))
+        snprintf(buf, n, "%sloss %.5f  %shr@10 %.4f  %sndcg@10 %.4f", prefix, ev->logloss, prefix,
+                 ev->hr10, prefix, ev->ndcg10);
+    else
+        snprintf(buf, n, "%slogloss %.5f  %sauc %.4f", prefix, ev->logloss, prefix, ev->auc);
+}
+
 int np_run_log_line(FILE *f, long step, double loss, double sps, double seconds,
                     const np_eval_result *ev) {
     fprintf(f, "{\"step\": %ld", step);
@@ -68,6 +76,10 @@ int np_run_log_line(FILE *f, long step, double loss, double sps, double seconds,
         fprintf(f, ", \"eval_samples\": %ld", ev->n);
         json_num(f, "eval_logloss", ev->logloss);
         json_num(f, "eval_auc", ev->auc);
+        if (!isnan(ev->hr10)) {
+            json_num(f, "eval_hr10", ev->hr10);
+            json_num(f, "eval_ndcg10", ev->ndcg10);
+        }
     }
     fputs("}\n", f);
     return fflush(f) || ferror(f) ? -1 : 0; /* flushed: `tail -f` follows the run */
@@ -81,10 +93,11 @@ void np_run_print_done(const np_run *u) {
     if (cfg->engine == NP_ENGINE_STARPU) /* the policy that ran, and where it came from */
         snprintf(sched, sizeof sched, "  sched %s (%s)", cfg->sched,
                  cfg->sched_from[0] ? cfg->sched_from : "default");
-    printf("done: steps %ld  samples/s %.0f  train_loss %.5f (first %.5f)  eval_logloss "
-           "%.5f  eval_auc %.4f  (eval %ld samples)%s\n",
-           r->steps, r->samples_per_s, r->train_loss, r->train_loss_first, r->eval.logloss,
-           r->eval.auc, r->eval.n, sched);
+    char ev[96];
+    np_run_eval_figures(&r->eval, "eval_", ev, sizeof ev);
+    printf("done: steps %ld  samples/s %.0f  train_loss %.5f (first %.5f)  %s  (eval %ld "
+           "samples)%s\n",
+           r->steps, r->samples_per_s, r->train_loss, r->train_loss_first, ev, r->eval.n, sched);
     if (r->skipped_lines) printf("skipped %ld malformed lines (--skip-bad-lines)\n", r->skipped_lines);
     if (r->pipeline == NP_PIPELINE_DBP) {
         long ran = r->steps - u->s0 > 0 ? r->steps - u->s0 : 1;

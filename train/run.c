@@ -88,8 +88,10 @@ static np_status eval_now(np_run *u, np_error *err) {
     r->evals++;
     if (u->lead && !cfg->quiet) {
         if (u->tty) fputc('\n', stderr);
-        printf("eval at step %ld: logloss %.5f  auc %.4f  (%ld samples, %.3f s)\n", r->steps,
-               ev.logloss, ev.auc, ev.n, np_run_now() - te);
+        char figs[96];
+        np_run_eval_figures(&ev, "", figs, sizeof figs);
+        printf("eval at step %ld: %s  (%ld samples, %.3f s)\n", r->steps, figs, ev.n,
+               np_run_now() - te);
         fflush(stdout);
     }
     if (u->log && np_run_log_line(u->log, r->steps, NAN, NAN, NAN, &ev))

@@ -94,6 +94,9 @@ void np_run_progress(const np_run *u, long step, double loss, double sps, double
                      int final);
 /* One --log-json line: a step, or with ev the run's end and its evaluation (loss is then
  * the summary's train_loss; an evaluation during training has NaN seconds). 0 or -1. */
+/* "logloss X  auc Y" (with prefix "eval_": eval_logloss, eval_auc), or for a next-item
+ * model "loss X  hr@10 Y  ndcg@10 Z". */
+void np_run_eval_figures(const np_eval_result *ev, const char *prefix, char *buf, size_t n);
 int np_run_log_line(FILE *f, long step, double loss, double sps, double seconds,
                     const np_eval_result *ev);
 /* The run's closing lines ("done: ...", skipped lines, the dbp sync). */

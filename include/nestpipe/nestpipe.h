@@ -172,7 +172,14 @@ typedef enum np_priorities {
 typedef enum np_model_kind {
     NP_MODEL_DLRM,  /* bottom MLP, dot interaction with the pooled embeddings, top MLP */
     NP_MODEL_DCNV2, /* bottom MLP, cross layers beside a deep MLP on [bottom || pooled], top */
+    NP_MODEL_HSTU,  /* HSTU blocks over table 0's sequence, next-item sampled softmax (0.7) */
 } np_model_kind;
+/* What the trainers minimise (key "loss"). Added in 0.7. */
+typedef enum np_loss {
+    NP_LOSS_AUTO,   /* output for --model hstu, bce otherwise */
+    NP_LOSS_BCE,    /* sigmoid + binary cross-entropy of the output logit against the label */
+    NP_LOSS_OUTPUT, /* the output node's value is each sample's loss (a loss kind: nextitem) */
+} np_loss;
 typedef enum np_precision {
     NP_PRECISION_FP32, /* every product in fp32 */
     NP_PRECISION_BF16, /* dense products on bf16 inputs, fp32 accumulation and weights */
@@ -303,6 +310,12 @@ typedef struct np_config {
     /* added in 0.7 */
     int seq_len; /* key "seq-len": table 0 is a sequence of at most seq_len keys, one
                     embedding per position (docs/model.md); 0 = a pooled bag like the rest */
+    int seq_negatives; /* key "seq-negatives": K items the sources draw per sample, table
+                          0's first K keys (its first K slots), before the history */
+    int seq_clusters;  /* key "seq-clusters": synthetic sequences drift through this many
+                          item clusters by a Markov chain (0: independent Zipf draws) */
+    int hstu_blocks, hstu_heads; /* keys "hstu-blocks", "hstu-heads": --model hstu */
+    np_loss loss;                /* key "loss" */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -371,6 +384,11 @@ NP_API int np_config_dense(const np_config *cfg);
  * the sequence's end). np_config_slot gives table t's first slot. Added in 0.7. */
 NP_API int np_config_slots(const np_config *cfg);
 NP_API int np_config_slot(const np_config *cfg, int t);
+/* Slots of table 0 when it is a sequence: seq-negatives + seq-len (0 without one): the most
+ * keys a bag of table 0 holds once the sources added the negatives. Added in 0.7. */
+NP_API int np_config_seq_slots(const np_config *cfg);
+/* The loss "auto" resolves to. Added in 0.7. */
+NP_API np_loss np_config_loss(const np_config *cfg);
 /* 1 when key `key` holds other than its default (-1 for an unknown key). */
 NP_API int np_config_is_set(const np_config *cfg, const char *key);
 /* Windows per local batch: "windows", or when it is 0 (auto) 4 for fwp and nestpipe and 1
@@ -605,8 +623,14 @@ NP_API const char *np_cuda_info(void);
 
 typedef struct np_eval_result {
     long n;         /* samples evaluated */
-    double logloss; /* mean BCE */
-    double auc;     /* exact ROC AUC, ties averaged; NaN if one class is absent */
+    double logloss; /* mean BCE (loss = output: the mean of the output, each sample's loss) */
+    double auc;     /* exact ROC AUC, ties averaged; NaN if one class is absent or loss = output */
+    /* added in 0.7: a model whose output is a nextitem loss predicts each sequence's last
+     * item from the one before, ranked against every item of table 0 (docs/model.md);
+     * NaN for other models */
+    double hr10;   /* share of sequences whose last item ranks in the top 10 */
+    double ndcg10; /* mean of 1 / log2(rank + 1) over those in the top 10 (rank 1 = top) */
+    long ranked;   /* sequences ranked (2 items or more) */
 } np_eval_result;
 
 /* Evaluates m on every remaining batch of src (forward only), in pieces of
