@@ -26,6 +26,28 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                           !strcmp(builder_keys[k], "bottom")
                               ? " (dense-features sets the data's dense width)"
                               : "");
+    if (c->seq_negatives > 0 && c->seq_len == 0)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "seq-negatives: %d negatives go before a sequence, and there is none: set "
+                      "--seq-len",
+                      c->seq_negatives);
+    if (c->data == NP_DATA_MOVIELENS && c->seq_len < 2)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "data movielens:%s: its records are users' histories; set --seq-len L "
+                      ">= 2 (table 0 a sequence of the last L movies)",
+                      c->data_path);
+    if (c->data == NP_DATA_MOVIELENS && np_config_is_set(c, "eval-every") == 1 &&
+        c->eval_every != 2)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "eval-every: data movielens:%s holds out each user's last movie itself "
+                      "(its records alternate: history, then history with the held-out movie); "
+                      "leave eval-every unset",
+                      c->data_path);
+    if (c->eval_data == NP_DATA_MOVIELENS)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "eval-data movielens:%s: MovieLens holds its own evaluation records; use "
+                      "data = movielens:PATH, which holds out each user's last movie",
+                      c->eval_data_path);
     if (c->data == NP_DATA_CRITEO && (c->tables != 26 || np_config_dense(c) != 13))
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "data criteo:%s: Criteo records have 13 dense and 26 categorical "

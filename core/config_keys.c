@@ -91,8 +91,9 @@ int64_t np_config_rows(const np_config *cfg, int t) {
 
 /* Every key, in the help's order. The defaults are those of docs/cli.md. */
 const key_def np_cfg_keys[] = {
-    CUSTOM_KEY("data", "data", "synthetic|criteo:PATH|bin:PATH", "synthetic", "training data",
-               NULL, NP_KEY_TEXT, data, "synthetic, criteo:PATH or bin:PATH", 0),
+    CUSTOM_KEY("data", "data", "synthetic|criteo:PATH|bin:PATH|movielens:PATH", "synthetic",
+               "training data", NULL, NP_KEY_TEXT, data,
+               "synthetic, criteo:PATH, bin:PATH or movielens:PATH", 0),
     BOOL_KEY("skip-bad-lines", "data",
              "skip and count malformed Criteo lines (default: stop at the first)", NULL,
              skip_bad_lines, 0),

@@ -109,7 +109,7 @@ int np_cfg_copy_path(char *dst, const char *src) {
 }
 
 
-const char *const np_cfg_data_names[] = {"synthetic", "criteo", "bin", NULL};
+const char *const np_cfg_data_names[] = {"synthetic", "criteo", "bin", "movielens", NULL};
 const char *const np_cfg_model_names[] = {"dlrm", "dcnv2", "hstu", NULL};
 const char *const np_cfg_loss_names[] = {"auto", "bce", "output", NULL};
 const char *const np_cfg_optim_names[] = {"sgd", "rowwise-adagrad", NULL};
@@ -133,6 +133,8 @@ int np_cfg_parse_spec(np_data_kind *kind, char *path, const char *none_word, con
         *kind = NP_DATA_CRITEO;
     } else if (!strncmp(v, "bin:", 4) && !np_cfg_copy_path(path, v + 4)) {
         *kind = NP_DATA_BIN;
+    } else if (!strncmp(v, "movielens:", 10) && !np_cfg_copy_path(path, v + 10)) {
+        *kind = NP_DATA_MOVIELENS;
     } else {
         return -1;
     }
@@ -140,7 +142,7 @@ int np_cfg_parse_spec(np_data_kind *kind, char *path, const char *none_word, con
 }
 void np_cfg_show_spec(np_data_kind kind, const char *path, const char *none_word, char *buf,
                       size_t n) {
-    if ((unsigned)kind > NP_DATA_BIN)
+    if ((unsigned)kind > NP_DATA_MOVIELENS)
         snprintf(buf, n, "?");
     else if (kind == NP_DATA_SYNTHETIC)
         snprintf(buf, n, "%s", none_word);

@@ -99,6 +99,20 @@ NP_NODISCARD np_status np_tsv_next_line(np_tsv_reader *r, const char **line, siz
 const char *np_tsv_path(const np_tsv_reader *r);
 void np_tsv_close(np_tsv_reader *r);
 
+/* ---------------------------------------------------------------- MovieLens (movielens.c) */
+
+typedef struct np_ml_reader np_ml_reader;
+/* Opens ratings.dat (UserID::MovieID::Rating::Timestamp, grouped by user in increasing
+ * order); records keep the last max_len movies of a history. */
+NP_NODISCARD np_status np_ml_open(const char *path, int max_len, np_ml_reader **out, np_error *err);
+/* The next record: for each user with 3 ratings or more, its history without the last movie,
+ * then its whole history (record 2j and 2j+1 of user j), movies in time order; *keys valid
+ * until the next call. NP_STATUS_END_OF_DATA at the end; a bad line is NP_STATUS_BAD_INPUT
+ * naming path:line. */
+NP_NODISCARD np_status np_ml_next(np_ml_reader *r, uint32_t *count, const uint64_t **keys,
+                                  np_error *err);
+void np_ml_close(np_ml_reader *r);
+
 /* ---------------------------------------------------------------- binary (binfmt.c) */
 
 #define NP_BIN_HEADER_BYTES 40

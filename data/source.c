@@ -29,6 +29,7 @@ struct np_source {
     np_syn *syn;         /* NP_DATA_SYNTHETIC */
     np_tsv_reader *tsv;  /* NP_DATA_CRITEO */
     np_bin_reader *bin;  /* NP_DATA_BIN */
+    np_ml_reader *ml;    /* NP_DATA_MOVIELENS: records alternate train, held out (every 2) */
     uint64_t next_index; /* files: stream index of the next record to read */
     int eof;             /* files: no more records of this split */
     int epochs, epoch;   /* files, train split: passes over the file, and the current one */
@@ -73,6 +74,7 @@ void np_source_free(np_source_t *src) {
     np_syn_free(src->syn);
     np_tsv_close(src->tsv);
     np_bin_close(src->bin);
+    np_ml_close(src->ml);
     free(src->rows);
     free(src->st_label);
     free(src->st_dense);
@@ -108,6 +110,7 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
     s->kind = cfg->data;
     s->split = split;
     s->every = cfg->eval_every > 0 ? cfg->eval_every : 0;
+    if (cfg->data == NP_DATA_MOVIELENS) s->every = 2; /* a user's held-out record is odd */
     s->eval_cap = cfg->eval_samples > 0 ? cfg->eval_samples : 0;
     int all = split == NP_SPLIT_ALL;
     if (all) { /* every record: the eval split of a hold-out that holds every one, uncapped */
@@ -184,6 +187,15 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
         if ((st = np_bin_open(cfg->data_path, s->n_dense, s->T, &s->bin, err))) goto fail;
         s->rec_dense = np_alloc((size_t)s->n_dense, sizeof(float), "record dense", err);
         s->rec_count = np_alloc((size_t)s->T, sizeof(uint32_t), "record counts", err);
+        if (!s->rec_dense || !s->rec_count) {
+            st = NP_STATUS_NO_MEMORY;
+            goto fail;
+        }
+        break;
+    case NP_DATA_MOVIELENS:
+        if ((st = np_ml_open(cfg->data_path, cfg->seq_len, &s->ml, err))) goto fail;
+        s->rec_dense = np_zalloc((size_t)s->n_dense, sizeof(float), "record dense", err);
+        s->rec_count = np_zalloc((size_t)s->T, sizeof(uint32_t), "record counts", err);
         if (!s->rec_dense || !s->rec_count) {
             st = NP_STATUS_NO_MEMORY;
             goto fail;
@@ -341,6 +353,10 @@ static np_status next_epoch(np_source_t *s, np_error *err) {
         np_tsv_close(s->tsv);
         s->tsv = NULL;
         st = np_tsv_open(s->path, &s->tsv, err);
+    } else if (s->ml) {
+        np_ml_close(s->ml);
+        s->ml = NULL;
+        st = np_ml_open(s->path, s->seq_len, &s->ml, err);
     } else {
         np_bin_close(s->bin);
         s->bin = NULL;
@@ -385,6 +401,17 @@ static np_status fill_stage(np_source_t *s, long n, np_error *err) {
             }
             if (st) return st;
             if ((st = take(s, i, rec.label, rec.dense, ones, rec.cat, err))) return st;
+        } else if (s->ml) { /* a history: label 1, no dense features, table 0 alone */
+            const uint64_t *keys;
+            st = np_ml_next(s->ml, &s->rec_count[0], &keys, err);
+            if (st == NP_STATUS_END_OF_DATA) {
+                if ((st = next_epoch(s, err))) return st;
+                continue;
+            }
+            if (st) return st;
+            s->next_index++;
+            if (!member) continue;
+            if ((st = take(s, i, 1.0f, s->rec_dense, s->rec_count, keys, err))) return st;
         } else {
             float label;
             const uint64_t *keys;

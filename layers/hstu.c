@@ -74,13 +74,17 @@ static np_status hstu_shape(const np_layer_hp *hp, np_layer_shape *s, np_error *
 }
 
 /* The L x L blocks of one call (k of them). Kernels have no error path: when even this
- * allocation fails, the output (n_out floats) is filled with NaN, which the next update's
- * finite check stops on, naming the step, rather than training on garbage. */
+ * allocation fails, the output (n_out floats; backward: dW1 and din) is filled with NaN,
+ * which the next update's finite check stops on, naming the step, rather than training on
+ * garbage. */
+static void blocks_failed(float *out, size_t n_out) {
+    for (size_t i = 0; i < n_out; i++)
+        out[i] = NAN;
+}
+
 static float *blocks(int L, int k, float *out, size_t n_out) {
     float *b = malloc((size_t)k * (size_t)L * (size_t)L * sizeof *b);
-    if (!b)
-        for (size_t i = 0; i < n_out; i++)
-            out[i] = NAN;
+    if (!b) blocks_failed(out, n_out);
     return b;
 }
 
@@ -225,7 +229,10 @@ static void hstu_bwd(const np_layer_io *io) {
             g[j] = rs * (g[j] - m1 - (o[j] - mu) * rs * m2);
     }
     float *S = blocks(L, 3, dW1, (size_t)4 * d * d);
-    if (!S) return;
+    if (!S) {
+        if (io->din[0]) blocks_failed(io->din[0], (size_t)rows * d);
+        return;
+    }
     for (long s = 0; s < z.n; s++)
         attn_bwd(&z, uvqk + (size_t)s * L * 4 * d, dG + (size_t)s * L * d, io->param[3],
                  duvqk + (size_t)s * L * 4 * d, drab, S, S + (size_t)L * L, S + 2 * (size_t)L * L);

@@ -34,10 +34,18 @@ static np_status ranker_init(ranker *r, const np_model_t *m, long piece, np_erro
     if (g->output < 0 || strcmp(np_node_def(&g->node[g->output])->kind, "nextitem") ||
         np_config_seq_slots(&m->cfg) == 0 || m->local_rows[0] != m->rows[0])
         return NP_OK;
+    /* ranked only when the loss reads what the ranking assumes: its history is table 0's
+     * sequence after the K negatives, len seq-len positions of dim */
+    const np_node *x = &g->node[g->output], *h = x->in[1] >= 0 ? &g->node[x->in[1]] : NULL;
+    int L = m->cfg.seq_len, K = m->cfg.seq_negatives, d = m->d;
+    if (x->hp.i[0] != L || x->shape.in[0] != L * d || !h ||
+        strcmp(np_node_def(h)->kind, "slice") || h->in[0] != NP_IN_POOLED ||
+        h->hp.i[0] != K * d || h->hp.i[1] != (K + L) * d)
+        return NP_OK;
     r->node = g->output;
-    r->L = m->cfg.seq_len;
-    r->K = m->cfg.seq_negatives;
-    r->d = m->d;
+    r->L = L;
+    r->K = K;
+    r->d = d;
     if (!(r->user = np_alloc((size_t)piece * (size_t)r->d, sizeof(float), "eval users", err)) ||
         !(r->target = np_alloc((size_t)piece, sizeof(int64_t), "eval targets", err)) ||
         !(r->tscore = np_alloc((size_t)piece, sizeof(float), "eval target scores", err)) ||

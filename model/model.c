@@ -119,6 +119,27 @@ static np_status check_memory(const np_config *c, const np_graph_t *g, np_error 
     return NP_OK;
 }
 
+/* The loss fits the output node: a loss kind (nextitem) is trained with loss = output, and
+ * loss = output minimises what a loss kind computes, not a built-in layer's values. */
+static np_status check_loss(const np_config *cfg, const np_graph_t *g, np_error *err) {
+    if (g->output < 0) return NP_OK; /* the graph's own check says so */
+    const char *name = g->node[g->output].name, *kind = np_node_def(&g->node[g->output])->kind;
+    static const char *const layers[] = {"linear", "dot", "concat", "cross", "slice", "hstu"};
+    int output = np_config_loss(cfg) == NP_LOSS_OUTPUT;
+    if (!strcmp(kind, "nextitem") && !output)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "loss: the output node %s is a nextitem loss, each sample's loss itself; "
+                      "train it with --loss output",
+                      name);
+    for (size_t k = 0; output && k < sizeof layers / sizeof *layers; k++)
+        if (!strcmp(kind, layers[k]))
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "loss output: the output node %s is a %s layer, not a loss; use --loss "
+                          "bce for a click logit, or end the model with a loss kind (nextitem)",
+                          name, kind);
+    return NP_OK;
+}
+
 np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, np_model_t **out,
                                 np_error *err) {
     *out = NULL;
@@ -139,6 +160,7 @@ np_status np_model_create_graph(const np_config *cfg, const np_graph_t *graph, n
                       "but the config has %d and %d slots x %d (%d sequence slots)",
                       graph->dense_w, graph->pooled_w, graph->seq_slots, np_config_dense(cfg),
                       np_config_slots(cfg), cfg->dim, np_config_seq_slots(cfg));
+    if ((st = check_loss(cfg, graph, err))) return st;
     np_model_t *m = np_zalloc(1, sizeof *m, "model", err);
     if (!m) return NP_STATUS_NO_MEMORY;
     m->cfg = *cfg;

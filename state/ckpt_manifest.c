@@ -32,9 +32,9 @@ static const char *exact(char *buf, size_t n, double v) {
  * built-in models' size keys. */
 static void config_text(const np_config *c, sbuf *b, int own_graph) {
     char x[40];
-    static const char *data[] = {"synthetic", "criteo", "bin"};
-    if (!own_graph)
-        ck_sb_printf(b, "config model %s\n", c->model == NP_MODEL_DCNV2 ? "dcnv2" : "dlrm");
+    static const char *data[] = {"synthetic", "criteo", "bin", "movielens"};
+    static const char *models[] = {"dlrm", "dcnv2", "hstu"};
+    if (!own_graph) ck_sb_printf(b, "config model %s\n", models[c->model]);
     ck_sb_printf(b, "config tables %d\n", c->tables);
     ck_sb_printf(b, "config rows ");
     for (int t = 0; t < c->tables; t++)
@@ -48,6 +48,14 @@ static void config_text(const np_config *c, sbuf *b, int own_graph) {
                   c->cross_rank);
         sb_list(b, "deep", c->deep, c->n_deep);
     }
+    if (!own_graph && c->model == NP_MODEL_HSTU)
+        ck_sb_printf(b, "config hstu-blocks %d\nconfig hstu-heads %d\n", c->hstu_blocks,
+                     c->hstu_heads);
+    /* 0.7's keys, only when in use: older checkpoints keep their fingerprint */
+    if (c->seq_len > 0)
+        ck_sb_printf(b, "config seq-len %d\nconfig seq-negatives %d\n", c->seq_len,
+                     c->seq_negatives);
+    if (np_config_loss(c) != NP_LOSS_BCE) ck_sb_printf(b, "config loss output\n");
     ck_sb_printf(b, "config batch %ld\nconfig lr %s\n", c->batch, exact(x, sizeof x, c->lr));
     ck_sb_printf(b, "config sparse-optim %s\n",
               c->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD ? "rowwise-adagrad" : "sgd");
@@ -68,6 +76,8 @@ static void config_text(const np_config *c, sbuf *b, int own_graph) {
     if (c->data == NP_DATA_SYNTHETIC)
         ck_sb_printf(b, "config zipf %s\nconfig hot %d\nconfig groups %ld\n",
                   exact(x, sizeof x, c->zipf), c->hot, c->groups);
+    if (c->data == NP_DATA_SYNTHETIC && c->seq_len > 0)
+        ck_sb_printf(b, "config seq-clusters %d\n", c->seq_clusters);
 }
 
 /* 1 when m's graph is the one cfg's built-in model builds (no model file, the same nodes,

@@ -93,8 +93,8 @@ static void test_set_bad_values(void **state) {
     expect_bad("rows", "10,,20", "comma list");
     expect_bad("rows", "0", "row counts");
     expect_bad("rows", "10,", "trailing comma");
-    expect_bad("data", "criteo:", "synthetic, criteo:PATH or bin:PATH");
-    expect_bad("data", "parquet:x", "synthetic, criteo:PATH or bin:PATH");
+    expect_bad("data", "criteo:", "synthetic, criteo:PATH, bin:PATH or movielens:PATH");
+    expect_bad("data", "parquet:x", "synthetic, criteo:PATH, bin:PATH or movielens:PATH");
     expect_bad("sparse-optim", "adam", "sgd or rowwise-adagrad");
     expect_bad("engine", "gpu", "reference or starpu");
     expect_bad("tables", "1025", "[1, 1024]");

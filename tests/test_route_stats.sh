@@ -2,7 +2,7 @@
 # `nestpipe route-stats --ranks R` computes, in one process, the bytes R ranks exchange:
 # they must equal (not approach) the bytes_exchanged that R real ranks count in their
 # metrics, for R = 2, 3, 4, rows and pooled sums, contiguous and clustered windows, row-
-# and table-wise sharding; per rank, they must equal what each rank's exchange tasks
+# and table-wise sharding, a sequence feature with its negatives; per rank, they must equal what each rank's exchange tasks
 # record in the trace. Bad arguments are refused with one line.
 # usage: test_route_stats.sh PATH/TO/nestpipe
 set -u
@@ -64,6 +64,8 @@ check "R=3 nestpipe, hot 3, pooled where cheaper" 3 --pipeline nestpipe --hot 3
 check "R=4 fwp, clustered windows, hot 2" 4 --pipeline fwp --windows 3 --cluster keys --hot 2
 check "R=4 table-wise, exchange pooled" 4 --pipeline fwp --shard table --exchange pooled --hot 2
 check "R=3 dbp, rows" 3 --pipeline dbp --exchange rows --hot 2
+check "R=3 nestpipe, a sequence with negatives as rows, the bags pooled" 3 --pipeline nestpipe \
+  --seq-len 12 --seq-negatives 4 --hot 3
 
 # bad input: one line, exit 2
 expect_refused() { # NAME PATTERN ARGS...

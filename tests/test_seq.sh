@@ -102,6 +102,16 @@ for p in dbp fwp; do
 done
 cmp -s "$W/h.r2" "$W/h.sequential" && ok "hstu: nestpipe = sequential, bit for bit" || bad "hstu: nestpipe differs"
 
+# a checkpoint at step 3, resumed at 2 ranks: the bytes of the uninterrupted 2-rank run
+rm -rf "$W/ck" && mkdir -p "$W/ck"
+if "${MPIRUN[@]}" 2 "$NP" train "${HS[@]}" --pipeline sequential --windows 2 --chunks 2 --steps 3 \
+  --checkpoint-dir "$W/ck" --checkpoint-every 3 >"$W/out" 2>&1 &&
+  "${MPIRUN[@]}" 2 "$NP" train "${HS[@]}" --pipeline sequential --windows 2 --chunks 2 \
+    --resume "$W/ck" --dump-params "$W/h.resumed" >"$W/out" 2>&1; then
+  cmp -s "$W/h.resumed" "$W/h.sequential" && ok "hstu: resumed at step 3 = uninterrupted, bit for bit" \
+    || bad "hstu: the resumed run differs"
+else bad "hstu checkpoint/resume: $(tail -3 "$W/out")"; fi
+
 # it learns the planted chain: 2,000 items, 32 clusters; chance is HR@10 = 0.005
 LEARN=(--model hstu --tables 1 --seq-len 20 --seq-negatives 16 --dim 16 --rows 2000 --batch 128
        --eval-samples 512 --sparse-optim rowwise-adagrad --lr 0.2)
@@ -113,12 +123,43 @@ if awk -v a="$h1" -v b="$h300" 'BEGIN { exit !(a != "" && a < 0.03 && b > 0.2) }
   ok "hstu learns: HR@10 $h1 after 1 step, $h300 after 300"
 else bad "hstu HR@10: $h1 after 1 step, $h300 after 300: $(tail -2 "$W/l300")"; fi
 
+# MovieLens' ratings.dat: 80 users of 3 to 40 ratings in time order reversed (the reader
+# sorts them), movies 1..300; both engines, 2 ranks, and the evaluation ranks every user
+awk 'BEGIN { srand(5); for (u = 1; u <= 80; u++) { n = 3 + int(rand() * 38); m = 1 + int(rand() * 300)
+  for (k = n; k >= 1; k--) printf "%d::%d::%d::%d\n", u, 1 + (m + 7 * k) % 300, 1 + int(rand() * 5), 1000 + 10 * k } }' \
+  >"$W/ratings.dat"
+ML=(--model hstu --tables 1 --data "movielens:$W/ratings.dat" --rows 301 --seq-len 16
+    --seq-negatives 8 --dim 8 --batch 16 --steps 4 --sparse-optim rowwise-adagrad --lr 0.1 --quiet)
+expect_ok "movielens (reference)" "$NP" train "${ML[@]}" --engine reference --dump-params "$W/ml.ref" \
+  --metrics-json "$W/ml.json"
+grep -qE '"eval_samples": *80[,}]' "$W/ml.json" && ok "movielens: 80 users evaluated" \
+  || bad "movielens eval: $(grep -o '"eval_samples": [^,]*' "$W/ml.json")"
+if "${MPIRUN[@]}" 2 "$NP" train "${ML[@]}" --dump-params "$W/ml.r2" >"$W/out" 2>&1; then
+  matches "movielens: 2 ranks = reference" "$W/ml.r2" "$W/ml.ref"
+else bad "movielens, 2 ranks: $(tail -3 "$W/out")"; fi
+expect_fail "movielens needs a sequence" 2 "set --seq-len L >= 2" -- \
+  "$NP" train --data "movielens:$W/ratings.dat" --tables 1 --steps 1 --quiet
+expect_fail "movielens holds out its own" 2 "eval-every: data movielens" -- \
+  "$NP" train "${ML[@]}" --eval-every 5
+printf '1::2::3::4\n1::2::x::4\n' >"$W/bad.dat"
+expect_fail "a bad ratings line" 2 "bad.dat:2: '1::2::x::4' is not UserID::MovieID::Rating::Timestamp" -- \
+  "$NP" train "${ML[@]}" --data "movielens:$W/bad.dat"
+
 expect_fail "hstu needs negatives" 2 "model hstu needs a sequence" -- \
   "$NP" train --model hstu --tables 1 --seq-len 8 --steps 1 --quiet
 expect_fail "hstu reads one table" 2 "use --tables 1" -- \
   "$NP" train --model hstu --tables 2 --seq-len 8 --seq-negatives 4 --steps 1 --quiet
 expect_fail "hstu heads split dim" 2 "hstu-heads: 3 heads do not split dim 16" -- \
   "$NP" train --model hstu --tables 1 --seq-len 8 --seq-negatives 4 --hstu-heads 3 --steps 1 --quiet
+expect_fail "loss output needs a loss kind" 2 "loss output: the output node top.1 is a linear layer" -- \
+  "$NP" train --loss output --steps 1 --quiet
+printf 'output = loss\n[hist]\nkind = slice\nin = pooled\nfrom = 32\nto = 128\n[neg]\nkind = slice\nin = pooled\nto = 32\n[loss]\nkind = nextitem\nin = hist, hist, neg\nlen = 12\n' >"$W/ni.ini"
+expect_fail "a nextitem output needs loss output" 2 "loss: the output node loss is a nextitem loss" -- \
+  "$NP" train --model-file "$W/ni.ini" --tables 1 --seq-len 12 --seq-negatives 4 --dim 8 --steps 1 --quiet
+expect_ok "the same with --loss output" "$NP" train --model-file "$W/ni.ini" --tables 1 --seq-len 12 \
+  --seq-negatives 4 --dim 8 --steps 2 --loss output --quiet
+expect_fail "negatives need a sequence" 2 "seq-negatives: 4 negatives go before a sequence" -- \
+  "$NP" train --seq-negatives 4 --steps 1 --quiet
 expect_fail "hstu trains on its own loss" 2 "loss: model hstu is trained on its own loss" -- \
   "$NP" train --model hstu --tables 1 --seq-len 8 --seq-negatives 4 --loss bce --steps 1 --quiet
 

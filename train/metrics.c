@@ -16,7 +16,10 @@ static json_t *num(double x) {
 }
 
 static const char *data_name(np_data_kind k) {
-    return k == NP_DATA_SYNTHETIC ? "synthetic" : k == NP_DATA_CRITEO ? "criteo" : "bin";
+    return k == NP_DATA_SYNTHETIC ? "synthetic"
+           : k == NP_DATA_CRITEO  ? "criteo"
+           : k == NP_DATA_BIN     ? "bin"
+                                  : "movielens";
 }
 
 /* A config key's value as JSON, typed by the key table: a number, a boolean, a string (null

@@ -148,7 +148,13 @@ NP_API const char *np_closest_word(const char *typed, const char *const *words, 
 #define NP_MAX_TABLES 1024
 #define NP_PATH_MAX 1024
 
-typedef enum np_data_kind { NP_DATA_SYNTHETIC, NP_DATA_CRITEO, NP_DATA_BIN } np_data_kind;
+/* NP_DATA_MOVIELENS: added in 0.7 */
+typedef enum np_data_kind {
+    NP_DATA_SYNTHETIC,
+    NP_DATA_CRITEO,
+    NP_DATA_BIN,
+    NP_DATA_MOVIELENS,
+} np_data_kind;
 typedef enum np_sparse_optim { NP_SPARSE_SGD, NP_SPARSE_ROWWISE_ADAGRAD } np_sparse_optim;
 typedef enum np_engine { NP_ENGINE_REFERENCE, NP_ENGINE_STARPU } np_engine;
 typedef enum np_shard {
@@ -380,8 +386,9 @@ NP_API int np_config_top_input(const np_config *cfg);
  * (what the data sources read and generate, and the width of NP_IN_DENSE). */
 NP_API int np_config_dense(const np_config *cfg);
 /* Slots of the pooled embeddings (NP_IN_POOLED is slots x dim wide): one per table, and
- * seq-len for table 0 when it is a sequence (its keys in order, one slot each, zeros past
- * the sequence's end). np_config_slot gives table t's first slot. Added in 0.7. */
+ * seq-negatives + seq-len for table 0 when it is a sequence (its keys in order, one slot
+ * each, zeros past the sequence's end). np_config_slot gives table t's first slot. Added in
+ * 0.7. */
 NP_API int np_config_slots(const np_config *cfg);
 NP_API int np_config_slot(const np_config *cfg, int t);
 /* Slots of table 0 when it is a sequence: seq-negatives + seq-len (0 without one): the most
@@ -629,7 +636,8 @@ typedef struct np_eval_result {
      * item from the one before, ranked against every item of table 0 (docs/model.md);
      * NaN for other models */
     double hr10;   /* share of sequences whose last item ranks in the top 10 */
-    double ndcg10; /* mean of 1 / log2(rank + 1) over those in the top 10 (rank 1 = top) */
+    double ndcg10; /* mean over the ranked sequences of 1 / log2(rank + 1) when rank <= 10,
+                      else 0 (rank 1 = top) */
     long ranked;   /* sequences ranked (2 items or more) */
 } np_eval_result;
 
