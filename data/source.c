@@ -184,16 +184,11 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
         if ((st = np_tsv_open(cfg->data_path, &s->tsv, err))) goto fail;
         break;
     case NP_DATA_BIN:
-        if ((st = np_bin_open(cfg->data_path, s->n_dense, s->T, &s->bin, err))) goto fail;
-        s->rec_dense = np_alloc((size_t)s->n_dense, sizeof(float), "record dense", err);
-        s->rec_count = np_alloc((size_t)s->T, sizeof(uint32_t), "record counts", err);
-        if (!s->rec_dense || !s->rec_count) {
-            st = NP_STATUS_NO_MEMORY;
-            goto fail;
-        }
-        break;
-    case NP_DATA_MOVIELENS:
-        if ((st = np_ml_open(cfg->data_path, cfg->seq_len, &s->ml, err))) goto fail;
+    case NP_DATA_MOVIELENS: /* one record at a time, into these (zero: MovieLens' dense) */
+        st = cfg->data == NP_DATA_BIN
+                 ? np_bin_open(cfg->data_path, s->n_dense, s->T, &s->bin, err)
+                 : np_ml_open(cfg->data_path, cfg->seq_len, &s->ml, err);
+        if (st) goto fail;
         s->rec_dense = np_zalloc((size_t)s->n_dense, sizeof(float), "record dense", err);
         s->rec_count = np_zalloc((size_t)s->T, sizeof(uint32_t), "record counts", err);
         if (!s->rec_dense || !s->rec_count) {
