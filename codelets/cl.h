@@ -88,6 +88,19 @@ typedef struct np_cl_report {
     uint32_t pooled;   /* route: those of them sent pooled (docs/pipeline.md "Rows or pooled sums") */
     int32_t fail;   /* 1: a bad key, an overflow, no memory or an MPI error */
     int32_t nonfinite; /* 1: an update left a NaN or inf parameter (training diverged) */
+    /* what the trace records of it (docs/tracing.md "What a task records"):
+     * keys, uniq: route: the batch's keys and the distinct (window, table) rows among them;
+     *   route_owner: the keys received as owner and the distinct rows they name */
+    uint64_t keys, uniq;
+    /* its collectives (exchange.c's x_ helpers): how many, the time inside them, and
+     * starpu_timing_now() (the clock of StarPU's profiling times) at the first one's start
+     * and the last one's end */
+    uint32_t colls;
+    /* npeer > 0: the task's argument block holds, peer_off bytes from this report, 2 npeer
+     * uint64: the payload bytes it sent to each rank, then those it received from each
+     * (its own rank's 0) */
+    uint32_t npeer, peer_off;
+    double comm_us, comm_first, comm_last;
 } np_cl_report;
 
 /* Route, exchanges and the all-reduce (codelets/exchange.c). `comm` is NULL on one rank
@@ -113,6 +126,7 @@ typedef struct np_cl_xchg_args {
      * codelets (CUDA only); route and a2a_keys stay on the CPU and on MPI. A host backend
      * here (a test's transport) replaces MPI in the CPU codelets. */
     struct np_backend *be;
+    uint64_t peer[2 * NP_XCHG_MAX_RANKS]; /* out.npeer's bytes by peer (np_cl_report) */
 } np_cl_xchg_args;
 /* route buffers: offsets R, keys R, uniq W (Uq scratch), pos W, sendkeys W, meta RW.
  * Window w is the samples [nb*w/W, nb*(w+1)/W). Dedups each (window, table)'s keys,

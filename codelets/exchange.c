@@ -25,33 +25,70 @@ static np_backend *host_backend(const np_cl_xchg_args *a, np_backend *tmp) {
     return tmp;
 }
 
-static int x_alltoall_i64(np_backend *b, const int64_t *send, int64_t *recv, int per_rank) {
+/* What a collective adds to the task's report (np_cl_report): one more collective, its
+ * time since t0, and the payload bytes it sent to and received from each peer (scounts[q]
+ * and rcounts[q] elements of elem bytes; a NULL array: n elements for every peer). */
+static void account(np_cl_xchg_args *a, const np_backend *b, double t0, const int64_t *scounts,
+                    const int64_t *rcounts, size_t n, size_t elem) {
+    double t1 = starpu_timing_now();
+    np_cl_report *o = &a->out;
+    if (!o->colls++) o->comm_first = t0;
+    o->comm_last = t1;
+    o->comm_us += t1 - t0;
+    int R = b->size < NP_XCHG_MAX_RANKS ? b->size : NP_XCHG_MAX_RANKS;
+    o->npeer = (uint32_t)R;
+    o->peer_off = (uint32_t)offsetof(np_cl_xchg_args, peer); /* out is the first field */
+    for (int q = 0; q < R; q++) {
+        if (q == b->rank) continue;
+        a->peer[q] += (uint64_t)(scounts ? (size_t)scounts[q] : n) * elem;
+        a->peer[R + q] += (uint64_t)(rcounts ? (size_t)rcounts[q] : n) * elem;
+    }
+}
+
+static int x_alltoall_i64(np_cl_xchg_args *a, np_backend *b, const int64_t *send, int64_t *recv,
+                          int per_rank) {
     if (!b) {
         memcpy(recv, send, (size_t)per_rank * sizeof(int64_t));
         return 0;
     }
-    return b->ops->alltoall(b, send, recv, (size_t)per_rank, sizeof(int64_t), NULL);
+    double t0 = starpu_timing_now();
+    int rc = b->ops->alltoall(b, send, recv, (size_t)per_rank, sizeof(int64_t), NULL);
+    account(a, b, t0, NULL, NULL, (size_t)per_rank, sizeof(int64_t));
+    return rc;
 }
 
-static int x_alltoallv(np_backend *b, const void *send, const int64_t *scounts, void *recv,
-                       const int64_t *rcounts, size_t elem) {
+static int x_alltoallv(np_cl_xchg_args *a, np_backend *b, const void *send,
+                       const int64_t *scounts, void *recv, const int64_t *rcounts, size_t elem) {
     if (!b) {
         memcpy(recv, send, (size_t)scounts[0] * elem);
         return 0;
     }
-    return b->ops->alltoallv(b, send, scounts, recv, rcounts, elem, NULL);
+    double t0 = starpu_timing_now();
+    int rc = b->ops->alltoallv(b, send, scounts, recv, rcounts, elem, NULL);
+    account(a, b, t0, scounts, rcounts, 0, elem);
+    return rc;
 }
 
-static int x_allgather(np_backend *b, const void *send, void *recv, size_t n, size_t elem) {
+static int x_allgather(np_cl_xchg_args *a, np_backend *b, const void *send, void *recv, size_t n,
+                       size_t elem) {
     if (!b) {
         memcpy(recv, send, n * elem);
         return 0;
     }
-    return b->ops->allgather(b, send, recv, n, elem, NULL);
+    double t0 = starpu_timing_now();
+    int rc = b->ops->allgather(b, send, recv, n, elem, NULL);
+    account(a, b, t0, NULL, NULL, n, elem);
+    return rc;
 }
 
-static int x_allgatherv_inplace(np_backend *b, void *buf, const int64_t *counts, size_t elem) {
-    return b ? b->ops->allgatherv_inplace(b, buf, counts, elem, NULL) : 0;
+/* every rank's counts[rank] elements to every other rank */
+static int x_allgatherv_inplace(np_cl_xchg_args *a, np_backend *b, void *buf,
+                                const int64_t *counts, size_t elem) {
+    if (!b) return 0;
+    double t0 = starpu_timing_now();
+    int rc = b->ops->allgatherv_inplace(b, buf, counts, elem, NULL);
+    account(a, b, t0, NULL, counts, (size_t)counts[b->rank], elem);
+    return rc;
 }
 
 /* ---- route (requester side) */
@@ -101,6 +138,9 @@ static void route_cpu(void *buffers[], void *cl_arg) {
         }
     }
     tbase[nwt] = base;
+    a->out.uniq = (uint64_t)base;
+    for (int t = 0; t < T; t++)
+        a->out.keys += off[(size_t)t * (a->nb + 1) + a->nb] - off[(size_t)t * (a->nb + 1)];
     /* 2. each (owner, window, table) segment: its distinct keys, keys and bags, and so
      *    its form; the keys it sends and the rows it returns */
     memset(cu, 0, 3 * nowt * sizeof *cu);
@@ -219,7 +259,7 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
     int T = a->T, R = a->R, W = a->W;
     int64_t st[NP_XCHG_MAX_RANKS], rt[NP_XCHG_MAX_RANKS];
     np_backend mpi, *be = host_backend(a, &mpi);
-    if (x_alltoall_i64(be, meta + NP_META_SC(T, W, 0, 0, 0), meta + NP_META_RC(T, W, R, 0, 0, 0),
+    if (x_alltoall_i64(a, be, meta + NP_META_SC(T, W, 0, 0, 0), meta + NP_META_RC(T, W, R, 0, 0, 0),
                        W * T)) {
         a->out.fail = 1;
         return;
@@ -232,7 +272,7 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
         nsend += st[q];
     }
     meta[NP_META_NRECV] = nrecv;
-    if ((size_t)nrecv > a->cap_recv || x_alltoallv(be, send, st, recv, rt, sizeof(int64_t))) {
+    if ((size_t)nrecv > a->cap_recv || x_alltoallv(a, be, send, st, recv, rt, sizeof(int64_t))) {
         a->out.fail = 1;
         return;
     }
@@ -302,6 +342,8 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
     }
     meta[NP_META_UCNT(T)] = ubase;
     meta[NP_META_UO] = ubase;
+    a->out.keys = (uint64_t)nrecv;
+    a->out.uniq = (uint64_t)ubase;
     free(keys);
 }
 
@@ -322,7 +364,7 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
         a->out.bytes = 0;
         return;
     }
-    if (x_alltoallv(be, sbuf, p.send, Rin, p.recv, d * sizeof(float))) {
+    if (x_alltoallv(a, be, sbuf, p.send, Rin, p.recv, d * sizeof(float))) {
         a->out.fail = 1;
         return;
     }
@@ -335,7 +377,7 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
 /* One part (0 fresh, 1 shared) of a split exchange, counted from both sides' bitmaps:
  * packed into sbuf, sent, received packed into recv (Rin itself for the fresh part) and
  * placed in Rin. *rows: rows sent. 0, or -1 when the collective failed. */
-static int send_part(const np_xchg_plan *p, np_backend *be, const int64_t *map,
+static int send_part(np_cl_xchg_args *a, const np_xchg_plan *p, np_backend *be, const int64_t *map,
                      const int64_t *keys, const float *E, size_t d, const uint32_t *obits,
                      const uint32_t *rbits, int part, float *sbuf, float *recv, float *Rin,
                      uint64_t *rows) {
@@ -343,7 +385,7 @@ static int send_part(const np_xchg_plan *p, np_backend *be, const int64_t *map,
     np_xchg_part_counts(p, obits, 0, part, cs);
     np_xchg_part_counts(p, rbits, 1, part, cr);
     np_xchg_pack_part(p, map, keys, E, d, obits, part, sbuf);
-    if (x_alltoallv(be, sbuf, cs, recv, cr, d * sizeof(float))) return -1;
+    if (x_alltoallv(a, be, sbuf, cs, recv, cr, d * sizeof(float))) return -1;
     np_xchg_place_part(p, rbits, part, recv, d, Rin);
     for (int q = 0; q < p->R; q++)
         if (q != (be ? be->rank : 0)) *rows += (uint64_t)cs[q]; /* to other ranks */
@@ -373,12 +415,12 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     np_xchg_bit_counts(&p, 0, ws);
     np_xchg_bit_counts(&p, 1, wr);
     /* the requesters learn which of their rows come now, then get them */
-    if (x_alltoallv(be, obits, ws, rbits, wr, sizeof *obits)) {
+    if (x_alltoallv(a, be, obits, ws, rbits, wr, sizeof *obits)) {
         a->out.fail = 1;
         return;
     }
     uint64_t rows = 0, words = 0;
-    if (send_part(&p, be, map, keys, E, d, obits, rbits, 0, sbuf, Rin, Rin, &rows)) {
+    if (send_part(a, &p, be, map, keys, E, d, obits, rbits, 0, sbuf, Rin, Rin, &rows)) {
         a->out.fail = 1;
         return;
     }
@@ -400,7 +442,7 @@ static void rows_shared_cpu(void *buffers[], void *cl_arg) {
     const int64_t *keys = p.pooled ? NP_BUF(buffers, 9) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     uint64_t rows = 0;
-    if (send_part(&p, be, map, keys, E, d, obits, rbits, 1, sbuf, rbuf, Rin, &rows)) {
+    if (send_part(a, &p, be, map, keys, E, d, obits, rbits, 1, sbuf, rbuf, Rin, &rows)) {
         a->out.fail = 1;
         return;
     }
@@ -421,7 +463,7 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     np_backend mpi, *be = host_backend(a, &mpi);
     const float *src = grows; /* one rank without MPI: the grads are already here */
     if (be) {
-        if (x_alltoallv(be, grows, p.send, rbuf, p.recv, d * sizeof(float))) {
+        if (x_alltoallv(a, be, grows, p.send, rbuf, p.recv, d * sizeof(float))) {
             a->out.fail = 1;
             return;
         }
@@ -449,7 +491,7 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
     np_xchg_allreduce_plan p;
     np_xchg_plan_allreduce(a->n, R, me, &p);
     if (!p.rs) {
-        if (x_allgather(be, mine, all, a->n, sizeof(float))) {
+        if (x_allgather(a, be, mine, all, a->n, sizeof(float))) {
             a->out.fail = 1;
             return;
         }
@@ -460,14 +502,14 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
         return;
     }
     /* slice q of mine to rank q; all gets slice `me` of every rank, rank after rank */
-    if (x_alltoallv(be, mine, p.len, all, p.got, sizeof(float))) {
+    if (x_alltoallv(a, be, mine, p.len, all, p.got, sizeof(float))) {
         a->out.fail = 1;
         return;
     }
     for (int r = 0; r < R; r++)
         parts[r] = all + (size_t)r * (size_t)p.len[me];
     np_sum_ordered(parts, R, (size_t)p.len[me], out + p.lo[me]);
-    if (x_allgatherv_inplace(be, out, p.len, sizeof(float))) {
+    if (x_allgatherv_inplace(a, be, out, p.len, sizeof(float))) {
         a->out.fail = 1;
         return;
     }

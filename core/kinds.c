@@ -43,6 +43,7 @@ const np_node_kind_def np_node_kinds[NP_NODE_KIND_COUNT] = {
     [NP_NODE_WRITEBACK]     = {"writeback",     {196, 156, 148}, 0,                  ANY,    NONE,   BATCH},
     [NP_NODE_DENSE_UPDATE]  = {"dense_update",  {174, 199, 232}, 0,                  UPDATE, NONE,   CRITICAL},
     [NP_NODE_DATA]          = {"data",          {99, 99, 99},    DRIVER,             ANY,    NONE,   INPUT},
+    [NP_NODE_CONTROL]       = {"control",       {199, 199, 199}, DRIVER,             ANY,    NONE,   INPUT},
 };
 /* clang-format on */
 

@@ -33,6 +33,8 @@ typedef enum np_node_kind {
     NP_NODE_WRITEBACK,     /* the batch's rows -> the tables */
     NP_NODE_DENSE_UPDATE,  /* the optimizer on a layer's dense parameters */
     NP_NODE_DATA, /* the driver reading or generating a batch (not a task: the "driver" row) */
+    NP_NODE_CONTROL, /* the driver's collectives on the control channel (the ranks agreeing
+                        on a batch's sizes; not a task: the "driver" row) */
     NP_NODE_KIND_COUNT
 } np_node_kind;
 

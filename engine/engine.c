@@ -610,9 +610,15 @@ double np_engine_clock_us(const np_sp_engine *e) {
 }
 
 void np_engine_trace_data(np_sp_engine *e, long batch, double start_us, double end_us) {
+    np_engine_trace_driver(e, NP_NODE_DATA, "data", batch, start_us, end_us, 0);
+}
+
+void np_engine_trace_driver(np_sp_engine *e, np_node_kind kind, const char *name, long batch,
+                            double start_us, double end_us, uint64_t bytes) {
     if (!e || !e->trace) return;
-    np_trace_event ev = {.name = "data",
-                         .kind = NP_NODE_DATA,
+    np_trace_event ev = {.name = name,
+                         .kind = kind,
+                         .bytes = bytes,
                          .batch = batch,
                          .window = -1,
                          .node = -1,

@@ -47,6 +47,10 @@ const np_trace *np_engine_trace(const np_sp_engine *e);
  * batch `batch` between two such times: a "data" event on the row after the workers. */
 double np_engine_clock_us(const np_sp_engine *e);
 void np_engine_trace_data(np_sp_engine *e, long batch, double start_us, double end_us);
+/* The driver's own work of kind (NP_KIND_DRIVER: data, control) on the trace's driver row;
+ * name must outlive the trace (a literal); bytes: what it sent to other ranks. */
+void np_engine_trace_driver(np_sp_engine *e, np_node_kind kind, const char *name, long batch,
+                            double start_us, double end_us, uint64_t bytes);
 
 /* Checkpoints: hold waits until every submitted task that writes the model's dense
  * parameters, tables or optimizer state has run and keeps them readable in main memory

@@ -224,11 +224,15 @@ static np_status window_keys_bound(const np_batch *b, int W, size_t *out, np_err
     return NP_OK;
 }
 
-static np_status make_room(np_sp_engine *e, const np_batch *b, np_error *err) {
+static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_error *err) {
     int64_t max_nnz = (int64_t)b->nnz;
+    double t0 = np_engine_clock_us(e);
     if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &max_nnz, 1))
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
                       e->cfg.rank);
+    if (e->comm) /* the control channel's collective, on the driver's row of the trace */
+        np_engine_trace_driver(e, NP_NODE_CONTROL, "agree_sizes", batch, t0, np_engine_clock_us(e),
+                               (uint64_t)(e->R - 1) * sizeof max_nnz);
     size_t need = (size_t)b->nnz, need_recv = (size_t)max_nnz * (size_t)e->R, need_win;
     np_status st = window_keys_bound(b, e->W, &need_win, err);
     if (st) return st;
@@ -247,7 +251,7 @@ static np_status submit_stage(np_sp_engine *e, int s, long b, const np_batch *sr
     np_status st;
     switch (s) {
     case 0:
-        return (st = make_room(e, src, err)) ? st : submit_prefetch(e, b, src, err);
+        return (st = make_room(e, b, src, err)) ? st : submit_prefetch(e, b, src, err);
     case 1:
         return submit_h2d(e, b, err);
     case 2:

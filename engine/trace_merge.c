@@ -22,6 +22,9 @@ typedef struct wire_event {
     int64_t segments, pooled;
     double pred_us, submit_us;
     int64_t issued;
+    double flops, pack_us, comm_us, unpack_us;
+    uint64_t keys, uniq;
+    int64_t colls, npeer; /* npeer: its 2 npeer peer counts follow in the second gather */
 } wire_event;
 
 /* Maps a task name received from another rank to this process's codelet name string, which
@@ -37,6 +40,7 @@ static const char *codelet_name(const char *name) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!strcmp(all[i]->name, name)) return all[i]->name;
     if (!strcmp(name, "data")) return "data"; /* the driver's own work */
+    if (!strcmp(name, "agree_sizes")) return "agree_sizes";
     return np_layer_codelet_name(name);
 }
 
@@ -48,9 +52,26 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
     int64_t n = (int64_t)np_trace_count(e->trace);
     int64_t *counts = calloc((size_t)R, sizeof *counts);
     wire_event *mine = calloc((size_t)n + 1, sizeof *mine), *all = NULL;
-    np_status st = counts && mine ? NP_OK : np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory");
-    for (int64_t i = 0; !st && i < n; i++) {
+    /* the events' peer counts, one array after another in event order */
+    int64_t np_mine = 0, np_total = 0, *pcounts = calloc((size_t)R, sizeof *pcounts);
+    for (int64_t i = 0; i < n; i++)
+        np_mine += 2 * (int64_t)np_trace_get(e->trace, (size_t)i)->npeer;
+    uint64_t *pmine = malloc(((size_t)np_mine + 1) * sizeof *pmine), *pall = NULL;
+    np_status st = counts && mine && pcounts && pmine
+                       ? NP_OK
+                       : np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory");
+    for (int64_t i = 0, at = 0; !st && i < n; i++) {
         const np_trace_event *ev = np_trace_get(e->trace, (size_t)i);
+        mine[i].flops = ev->flops;
+        mine[i].keys = ev->keys;
+        mine[i].uniq = ev->uniq;
+        mine[i].colls = ev->colls;
+        mine[i].pack_us = ev->pack_us;
+        mine[i].comm_us = ev->comm_us;
+        mine[i].unpack_us = ev->unpack_us;
+        mine[i].npeer = ev->npeer;
+        if (ev->npeer) memcpy(pmine + at, ev->peer, 2 * (size_t)ev->npeer * sizeof *pmine);
+        at += 2 * (int64_t)ev->npeer;
         snprintf(mine[i].name, sizeof mine[i].name, "%s", ev->name ? ev->name : "?");
         mine[i].kind = (int32_t)ev->kind;
         mine[i].window = ev->window;
@@ -73,12 +94,24 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
     }
     int64_t total = 0, bad = st != NP_OK;
     if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &bad, 1) ||
-        (!bad && np_comm_allgather(e->comm, NP_CHAN_CTL, &n, counts, 1, sizeof n)))
+        (!bad && (np_comm_allgather(e->comm, NP_CHAN_CTL, &n, counts, 1, sizeof n) ||
+                  np_comm_allgather(e->comm, NP_CHAN_CTL, &np_mine, pcounts, 1, sizeof n))))
         bad = 1;
-    for (int r = 0; r < R; r++)
+    for (int r = 0; !bad && r < R; r++) {
         total += counts[r];
-    if (!bad && me == 0 && !(all = calloc((size_t)total + 1, sizeof *all))) bad = 1;
-    if (!bad && np_comm_gatherv(e->comm, NP_CHAN_CTL, mine, n, all, counts, sizeof *all)) bad = 1;
+        np_total += pcounts[r];
+    }
+    /* rank 0 may run out of memory here: the gathers below still run on every rank */
+    int64_t short_0 = 0;
+    if (!bad && me == 0 && (!(all = calloc((size_t)total + 1, sizeof *all)) ||
+                            !(pall = malloc(((size_t)np_total + 1) * sizeof *pall))))
+        short_0 = 1;
+    if (!bad && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &short_0, 1)) bad = 1;
+    if (!bad && short_0) bad = 1;
+    if (!bad && (np_comm_gatherv(e->comm, NP_CHAN_CTL, mine, n, all, counts, sizeof *all) ||
+                 np_comm_gatherv(e->comm, NP_CHAN_CTL, pmine, np_mine, pall, pcounts,
+                                 sizeof *pall)))
+        bad = 1;
     np_trace *merged = NULL;
     if (!bad && me == 0 && !(st = np_trace_create(&merged, err))) {
         np_trace_copy_names(merged, e->trace); /* the layers' names; workers follow */
@@ -88,8 +121,13 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
             np_trace_set_worker_name(merged, (int)w, name);
         }
         np_trace_set_worker_name(merged, (int)starpu_worker_get_count(), "driver");
-        for (int64_t i = 0; i < total; i++) {
+        for (int64_t i = 0, at = 0; i < total; i++) {
             all[i].name[sizeof all[i].name - 1] = 0;
+            /* a malformed peer count from another rank reads as none */
+            int64_t np_i = all[i].npeer > 0 && all[i].npeer <= NP_TRACE_MAX_PEERS &&
+                                   at + 2 * all[i].npeer <= np_total
+                               ? all[i].npeer
+                               : 0;
             np_trace_event ev = {.name = codelet_name(all[i].name),
                                  .kind = (np_node_kind)all[i].kind,
                                  .batch = (long)all[i].batch,
@@ -108,7 +146,17 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .pooled = (uint32_t)all[i].pooled,
                                  .pred_us = isfinite(all[i].pred_us) && all[i].pred_us > 0
                                                 ? all[i].pred_us
-                                                : 0};
+                                                : 0,
+                                 .flops = all[i].flops,
+                                 .keys = all[i].keys,
+                                 .uniq = all[i].uniq,
+                                 .colls = (uint32_t)all[i].colls,
+                                 .pack_us = all[i].pack_us,
+                                 .comm_us = all[i].comm_us,
+                                 .unpack_us = all[i].unpack_us,
+                                 .npeer = (uint32_t)np_i,
+                                 .peer = np_i ? pall + at : NULL};
+            at += 2 * (all[i].npeer > 0 ? all[i].npeer : 0);
             /* a malformed count from another rank reads as none */
             ev.n_deps = all[i].n_deps >= 0 && all[i].n_deps <= NP_TRACE_MAX_DEPS
                             ? (int)all[i].n_deps
@@ -123,6 +171,9 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
     free(counts);
     free(mine);
     free(all);
+    free(pcounts);
+    free(pmine);
+    free(pall);
     if (bad && !st) st = np_err(err, NP_STATUS_INTERNAL, "rank %d: merging the trace failed", me);
     if (st) {
         np_trace_free(merged);

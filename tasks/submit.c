@@ -61,6 +61,23 @@ uint32_t np_task_footprint(struct starpu_task *task) {
     return h;
 }
 
+
+/* A collective task's time split (np_trace_event's colls to peer) from what its collectives
+ * reported: before the first, inside them, after the last; clamped into the task's span. */
+static void split_time(const np_cl_report *rep, np_trace_event *ev) {
+    double t0 = ev->start_us, t1 = ev->end_us;
+    double first = rep->comm_first < t0 ? t0 : rep->comm_first > t1 ? t1 : rep->comm_first;
+    double last = rep->comm_last < first ? first : rep->comm_last > t1 ? t1 : rep->comm_last;
+    ev->colls = rep->colls;
+    ev->pack_us = first - t0;
+    ev->unpack_us = t1 - last;
+    ev->comm_us = rep->comm_us < last - first ? rep->comm_us : last - first;
+    if (rep->npeer && rep->peer_off) {
+        ev->npeer = rep->npeer;
+        ev->peer = (uint64_t *)((const char *)rep + rep->peer_off); /* copied by the record */
+    }
+}
+
 /* Runs on the worker right after the task: adds what the task reported (the first field
  * of its arguments) to the engine's counters, and records it with StarPU's profiling
  * times in the trace. Callbacks of several workers run at once: atomics. */
@@ -85,6 +102,8 @@ static void task_done(void *arg) {
         ti->ev.bytes = rep->bytes;
         ti->ev.segments = rep->segments;
         ti->ev.pooled = rep->pooled;
+        ti->ev.keys = rep->keys;
+        ti->ev.uniq = rep->uniq;
     }
     if (ti->cp && task && task->profiling_info) /* a recorded step's task: its duration */
         np_cp_ran(ti->cp, ti->cp_slot,
@@ -100,6 +119,8 @@ static void task_done(void *arg) {
         /* what a dm* policy predicted from the perf model (NaN or 0 otherwise) */
         ti->ev.pred_us = isfinite(task->predicted) && task->predicted > 0 ? task->predicted : 0;
         ti->ev.submit_us = starpu_timing_timespec_to_us(&pi->submit_time);
+        if (rep && rep->colls) /* its collectives, on the profiling times' clock */
+            split_time(rep, &ti->ev);
         np_trace_record(ti->trace, &ti->ev);
     }
     free(ti);
@@ -178,7 +199,8 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                   .rank = ctx->rank,
                                   .bytes = bytes == NP_REPORT_IN_ARGS ? 0 : bytes,
                                   .node = ctx->node,
-                                  .chunk = ctx->chunk};
+                                  .chunk = ctx->chunk,
+                                  .flops = ctx->flops > 0 && isfinite(ctx->flops) ? ctx->flops : 0};
         if (ctx->trace) { /* its data-flow edges, for the trace's flow events */
             unsigned char acc[64];
             const void *hs[64];

@@ -347,9 +347,11 @@ static void test_trace_matches_graph(void **state) {
     for (long b = 0; b < steps; b++)
         assert_int_equal(per_batch[b], expect / steps);
     for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
-        /* dual-buffer sync exists only in pipelined modes, the all-reduce on several ranks,
-         * and the driver's data reads only where the driver records them (the CLI) */
-        if (k == NP_NODE_SYNC || k == NP_NODE_ALLREDUCE || k == NP_NODE_DATA) {
+        /* dual-buffer sync exists only in pipelined modes, the all-reduce and the control
+         * channel on several ranks, and the driver's data reads only where the driver
+         * records them (the CLI) */
+        if (k == NP_NODE_SYNC || k == NP_NODE_ALLREDUCE || k == NP_NODE_DATA ||
+            k == NP_NODE_CONTROL) {
             assert_int_equal(kinds[k], 0);
             continue;
         }

@@ -42,10 +42,12 @@ check() { # NAME R [flags...]
   # where pooled sums are expected, some segments went pooled (else the case tests rows only)
   if [[ $name == *pooled* ]] && ! grep -q '"pooled": [1-9]' "$W/rs.json"; then bad "$name: no segment pooled"; fi
   # per rank: the trace's exchange tasks against route-stats' per-rank figures
-  python3 - "$W/t.json" "$W/rs.json" <<'PY' >"$W/py" 2>&1 && ok "$name: per rank" || bad "$name: per rank: $(cat "$W/py")"
-import json, sys
+  python3 - "$W/t.json" "$W/rs.json" "$W/m.json" "$R" "$name" "$*" <<'PY' >"$W/py" 2>&1 && ok "$name: per rank, per peer, counts" || bad "$name: per rank: $(cat "$W/py")"
+import collections, json, sys
 t = json.load(open(sys.argv[1]))
 rs = json.load(open(sys.argv[2]))
+m = json.load(open(sys.argv[3]))
+R, name = int(sys.argv[4]), sys.argv[5]
 kind = {"exchange_keys": "keys_sent", "exchange_emb": "rows_sent", "exchange_grad": "grads_sent"}
 got = {}
 for e in t["traceEvents"]:
@@ -56,6 +58,48 @@ for r in rs["per_rank"]:
     for k in kind.values():
         if got.get((r["rank"], k), 0) != r[k]:
             sys.exit("rank %d %s: trace %s, route-stats %s" % (r["rank"], k, got.get((r["rank"], k)), r[k]))
+# what each task records (docs/tracing.md "What a task records")
+X = [e for e in t["traceEvents"] if e.get("ph") == "X"]
+peers, flops, keys = {}, collections.Counter(), collections.Counter()
+for e in X:
+    a, r = e["args"], e["pid"]
+    if a["kind"] in ("exchange_keys", "exchange_emb", "exchange_grad", "allreduce"):
+        # its collectives: a split inside its span, and the bytes it sent, peer by peer
+        if a.get("colls", 0) < 1 or a["pack_us"] + a["comm_us"] + a["unpack_us"] > e["dur"] + 1:
+            sys.exit("rank %d %s batch %d: no split, or one beyond its span: %s" % (r, e["name"], a["batch"], a))
+        s, g = a.get("peer_sent"), a.get("peer_recv")
+        if not s or len(s) != R or len(g) != R or s[r] or g[r] or sum(s) != a["bytes"]:
+            sys.exit("rank %d %s batch %d: peers %s %s against %d bytes" % (r, e["name"], a["batch"], s, g, a["bytes"]))
+        # the same task on every rank: the k-th of its name, batch, window, chunk and node in
+        # submission order (the ranks submit the same graph)
+        key = [r, e["name"], a["batch"], a["window"], a["chunk"], a["node"], a["id"]]
+        peers.setdefault(tuple(key[:6]), []).append((a["id"], s, g))
+    if a["kind"] in ("fwd", "bwd"):
+        flops[(r, a["batch"], a["kind"])] += a.get("flops", 0)
+    if a["kind"] == "route":
+        if not 0 < a.get("uniq", 0) <= a.get("keys", 0): sys.exit("route without keys >= uniq > 0: %s" % a)
+        keys[a["batch"]] += a["keys"]
+# what rank r sent to q is what q received from r, task for task
+for (r, n, b, w, c, node), tasks in peers.items():
+    for k, (_, s, g) in enumerate(sorted(tasks)):
+        for q in range(R):
+            other = sorted(peers.get((q, n, b, w, c, node), []))
+            got = other[k][2][r] if k < len(other) else None
+            if q != r and s[q] != got:
+                sys.exit("%s batch %d window %d chunk %d: rank %d sent %d to rank %d, which received %s" % (n, b, w, c, r, s[q], q, got))
+# the layers' flops: each rank's batch share times the model's flops a sample
+fwd, tot = m["dense_flop_per_sample_fwd"], m["dense_flop_per_sample"]
+for (r, b, k), f in flops.items():
+    want = 96 // R * (fwd if k == "fwd" else tot - fwd)
+    if f != want: sys.exit("rank %d batch %d %s: flops %s, the model says %s" % (r, b, k, f, want))
+if not flops: sys.exit("no layer task")
+# the route's keys: the batch's, bags of hot K keys each in [K - K/2, K + K/2] (the
+# sequence's lengths vary more)
+flags = sys.argv[6].split()
+K = int(flags[flags.index("--hot") + 1]) if "--hot" in flags else 1
+lo, hi = 96 * 6 * (K - K // 2), 96 * 6 * (K + K // 2)
+if "sequence" not in name and not all(lo <= v <= hi for v in keys.values()) or len(keys) != 6:
+    sys.exit("route keys by batch %s, expected %d to %d each" % (dict(keys), lo, hi))
 PY
 }
 

@@ -61,6 +61,7 @@ static void test_kind_names(void **state) {
         [NP_NODE_WRITEBACK] = "writeback",
         [NP_NODE_DENSE_UPDATE] = "dense_update",
         [NP_NODE_DATA] = "data",
+        [NP_NODE_CONTROL] = "control",
     };
     for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
         assert_non_null(want[k]); /* a kind added to the enum needs its name here too */
@@ -135,13 +136,16 @@ static void test_concurrent_record(void **state) {
 /* Times chosen so that ts and dur are not exact binary fractions: the export must keep
  * every double exactly (17 significant digits), not round to a printf default. The last
  * two fields are node and chunk: layers 0 and 2 are named, 1 is not. */
+/* The counts (flops to peer): keys on the first, a split and peers on the second, flops on
+ * the third. */
+static uint64_t sample_peer[6] = {0, 123456789012ULL, 7, 0, 555, 1};
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0, 4, 1234001.5},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0, 0, 0},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 1000, 700, 0, 0, 0, 0, 0, NULL},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1.5, 10.25, 2.75, 3, sample_peer},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0, 4, 1234001.5, 123456789.0, 0, 0, 0, 0, 0, 0, 0, NULL},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -276,8 +280,16 @@ static void test_export_fields(void **state) {
         last_ts = num_of(ev, "ts");
         json_t *args = json_object_get(ev, "args");
         const char *layer = s->node == 0 || s->node == 2 ? sample_layer[s->node] : NULL;
-        assert_int_equal(json_object_size(args),
-                         (layer ? 7 : 6) + (s->pred_us > 0) + 2 * (s->issued > 0));
+        assert_int_equal(json_object_size(args), (layer ? 7 : 6) + (s->pred_us > 0) +
+                                                     2 * (s->issued > 0) + (s->flops > 0) +
+                                                     2 * (s->keys > 0) + 4 * (s->colls > 0) +
+                                                     2 * (s->npeer > 0));
+        if (s->flops > 0) assert_true(num_of(args, "flops") == s->flops);
+        if (s->keys) assert_int_equal(int_of(args, "uniq"), (json_int_t)s->uniq);
+        if (s->colls) assert_true(num_of(args, "comm_us") == s->comm_us);
+        if (s->npeer) /* sent to each rank, then received from each */
+            assert_int_equal(json_integer_value(json_array_get(json_object_get(args, "peer_recv"), 1)),
+                             (json_int_t)s->peer[s->npeer + 1]);
         if (s->pred_us > 0) assert_true(num_of(args, "pred") == s->pred_us);
         if (s->issued > 0) { /* submitted by step issued - 1, at submit_us */
             assert_true(num_of(args, "submit") == s->submit_us);
@@ -311,8 +323,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -338,7 +350,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -468,6 +480,14 @@ static void test_layer_names(void **state) {
         assert_true(b->pred_us == sample[k].pred_us); /* the prediction, 0 where none */
         assert_int_equal(b->issued, sample[k].issued); /* submission: 0 where unknown */
         assert_true(b->submit_us == sample[k].submit_us);
+        assert_true(b->flops == sample[k].flops); /* the counts, 0 where none */
+        assert_true(b->keys == sample[k].keys && b->uniq == sample[k].uniq);
+        assert_int_equal(b->colls, sample[k].colls);
+        assert_true(b->pack_us == sample[k].pack_us && b->comm_us == sample[k].comm_us &&
+                    b->unpack_us == sample[k].unpack_us);
+        assert_int_equal(b->npeer, sample[k].npeer);
+        if (b->npeer) assert_memory_equal(b->peer, sample[k].peer, 2 * b->npeer * sizeof *b->peer);
+        assert_true(!b->npeer == !b->peer);
     }
     assert_string_equal(np_trace_node_name(back, 0), "bottom.0");
     assert_string_equal(np_trace_node_name(back, 2), "cross.1");
@@ -636,6 +656,23 @@ static void test_malformed(void **state) {
                X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"route\",\"batch\":0,\"window\":"
                        "0,\"bytes\":0,\"segments\":2,\"pooled\":3}"),
                NP_STATUS_BAD_INPUT, "args.pooled");
+    expect_bad("uniq.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"route\",\"batch\":0,\"window\":"
+                       "0,\"bytes\":0,\"keys\":2,\"uniq\":3}"),
+               NP_STATUS_BAD_INPUT, "args.uniq");
+    expect_bad("colls.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"exchange_emb\",\"batch\":0,"
+                       "\"window\":0,\"bytes\":0,\"colls\":1,\"pack_us\":-1,\"comm_us\":0,"
+                       "\"unpack_us\":0}"),
+               NP_STATUS_BAD_INPUT, "args.colls");
+    expect_bad("peers.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"exchange_emb\",\"batch\":0,"
+                       "\"window\":0,\"bytes\":0,\"peer_sent\":[0,1],\"peer_recv\":[0]}"),
+               NP_STATUS_BAD_INPUT, "args.peer_sent");
+    expect_bad("peerneg.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"exchange_emb\",\"batch\":0,"
+                       "\"window\":0,\"bytes\":0,\"peer_sent\":[0,1],\"peer_recv\":[0,-4]}"),
+               NP_STATUS_BAD_INPUT, "byte counts");
     expect_bad("nobatch.json",
                X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"window\":0,\"bytes\":0}"),
                NP_STATUS_BAD_INPUT, "args.batch");

@@ -44,6 +44,7 @@ typedef struct item {
     span t;
     int collective; /* an NP_KIND_EXCHANGE kind */
     double wait;    /* np_trace_peer_wait */
+    const np_trace_event *e;
 } item;
 
 static int cmp_span(const void *pa, const void *pb) {
@@ -127,7 +128,9 @@ static void group(const item *it, size_t n, unsigned flags, const span *dense, s
  * says whether it is a window's trace (whose span is the window) and the run's ranks. */
 static void analyze_rank(const np_trace *tr, item *it, size_t n, span *dense, span *tmp,
                          np_trace_rank_stats *rs, np_trace_worker_stats *ws, int *nw) {
-    memset(rs, 0, sizeof *rs);
+    /* the peers' arrays come zeroed from the caller */
+    *rs = (np_trace_rank_stats){
+        .npeer = rs->npeer, .peer_sent = rs->peer_sent, .peer_recv = rs->peer_recv};
     rs->rank = it[0].rank;
     double first = it[0].t.s, last = it[0].t.e;
     for (size_t i = 0; i < n; i++) {
@@ -161,8 +164,18 @@ static void analyze_rank(const np_trace *tr, item *it, size_t n, span *dense, sp
     }
     for (size_t i = 0; i < n; i++)
         if (it[i].collective) {
+            const np_trace_event *e = it[i].e;
             rs->collective_us += it[i].t.e - it[i].t.s;
             rs->peer_wait_us += it[i].wait;
+            if (!e->colls) continue; /* a trace from before 0.7.1, or one rank's copy */
+            rs->split_us += it[i].t.e - it[i].t.s;
+            rs->pack_us += e->pack_us;
+            rs->comm_us += e->comm_us;
+            rs->unpack_us += e->unpack_us;
+            for (uint32_t q = 0; e->peer && q < e->npeer && (int)q < rs->npeer; q++) {
+                rs->peer_sent[q] += e->peer[q];
+                rs->peer_recv[q] += e->peer[e->npeer + q];
+            }
         }
     group(it, n, NP_KIND_PAYLOAD, dense, nd, tmp, &rs->exchange_us, &rs->exchange_exposed_us);
     group(it, n, NP_KIND_LOOKUP, dense, nd, tmp, &rs->lookup_us, &rs->lookup_exposed_us);
@@ -225,6 +238,10 @@ static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {
     o->idle_us += r->idle_us;
     o->collective_us += r->collective_us;
     o->peer_wait_us += r->peer_wait_us;
+    o->split_us += r->split_us;
+    o->pack_us += r->pack_us;
+    o->comm_us += r->comm_us;
+    o->unpack_us += r->unpack_us;
     if (r->batches > o->batches) o->batches = r->batches;
     if (r->span_us > o->span_us) o->span_us = r->span_us;
     if (r->step_us > o->step_us || isnan(o->step_us)) o->step_us = r->step_us;
@@ -378,7 +395,8 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
                        .batch = e->batch,
                        .t = {e->start_us, e->end_us > e->start_us ? e->end_us : e->start_us},
                        .collective = is_collective(e),
-                       .wait = wait[i]};
+                       .wait = wait[i],
+                       .e = e};
     }
     qsort(it, n, sizeof *it, cmp_rank_kind);
     int n_ranks = 0;
@@ -400,6 +418,18 @@ np_status np_trace_analyze(const np_trace *tr, np_trace_report *out, np_error *e
         for (b = a; b < n && it[b].rank == it[a].rank; b++)
             ;
         np_trace_rank_stats *rs = &out->ranks[out->n_ranks++];
+        uint32_t npeer = 0;
+        for (size_t i = a; i < b; i++)
+            if (it[i].collective && it[i].e->npeer > npeer) npeer = it[i].e->npeer;
+        if (npeer) {
+            if (!(rs->peer_sent = np_zalloc(2 * (size_t)npeer, sizeof *rs->peer_sent,
+                                            "trace report", err))) {
+                st = NP_STATUS_NO_MEMORY;
+                goto done;
+            }
+            rs->npeer = (int)npeer;
+            rs->peer_recv = rs->peer_sent + npeer;
+        }
         analyze_rank(tr, it + a, b - a, dense, tmp, rs, out->workers, &out->n_workers);
         if (out->one_rank) no_exchange(rs);
         add_overall(&out->overall, rs);
@@ -422,6 +452,8 @@ done:
 
 void np_trace_report_free(np_trace_report *r) {
     if (!r) return;
+    for (int i = 0; r->ranks && i < r->n_ranks; i++)
+        free(r->ranks[i].peer_sent);
     free(r->ranks);
     free(r->workers);
     for (int i = 0; i < r->n_layers; i++)
@@ -493,6 +525,20 @@ static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_rep
                 "wire and packing\n",
                 r->collective_us / 1e3, r->peer_wait_us / 1e3,
                 (r->collective_us - r->peer_wait_us) / 1e3);
+    if (r->split_us > 0) /* what the tasks themselves timed */
+        fprintf(f,
+                "  their split: %.3f ms packing, %.3f ms inside the collectives, %.3f ms "
+                "unpacking, %.3f ms between\n",
+                r->pack_us / 1e3, r->comm_us / 1e3, r->unpack_us / 1e3,
+                (r->split_us - r->pack_us - r->comm_us - r->unpack_us) / 1e3);
+    if (r->npeer > 0) {
+        fprintf(f, "  bytes sent / received by peer:");
+        for (int q = 0; q < r->npeer; q++)
+            if (q != r->rank)
+                fprintf(f, " %d: %.3f / %.3f MB", q, (double)r->peer_sent[q] / 1e6,
+                        (double)r->peer_recv[q] / 1e6);
+        fprintf(f, "\n");
+    }
 }
 
 static void print_layers(FILE *f, const np_trace_report *r) {
@@ -533,6 +579,21 @@ static json_t *num(double x) {
     return isfinite(x) ? json_real(x) : json_null();
 }
 
+/* [{"peer": q, "sent": bytes, "received": bytes}, ...] for every other rank; NULL: no memory */
+static json_t *peers_json(const np_trace_rank_stats *r) {
+    json_t *a = json_array();
+    for (int q = 0; a && q < r->npeer; q++)
+        if (q != r->rank &&
+            json_array_append_new(a, json_pack("{s:i, s:I, s:I}", "peer", q, "sent",
+                                               (json_int_t)(r->peer_sent[q] & INT64_MAX),
+                                               "received",
+                                               (json_int_t)(r->peer_recv[q] & INT64_MAX)))) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a;
+}
+
 static json_t *rank_json(const np_trace_rank_stats *r, const np_trace_report *rep) {
     json_t *kinds = json_object();
     for (int k = 0; kinds && k < NP_NODE_KIND_COUNT; k++) {
@@ -553,7 +614,11 @@ static json_t *rank_json(const np_trace_rank_stats *r, const np_trace_report *re
                   num(r->exchange_exposed_ratio), "lookup_us", num(r->lookup_us),
                   "lookup_exposed_us", num(r->lookup_exposed_us), "kinds", kinds);
     if (o && (json_object_set_new(o, "collective_us", num(r->collective_us)) ||
-              json_object_set_new(o, "peer_wait_us", num(r->peer_wait_us)))) {
+              json_object_set_new(o, "peer_wait_us", num(r->peer_wait_us)) ||
+              (r->split_us > 0 && json_object_set_new(o, "split", json_pack("{s:o, s:o, s:o, s:o}",
+                  "task_us", num(r->split_us), "pack_us", num(r->pack_us), "comm_us",
+                  num(r->comm_us), "unpack_us", num(r->unpack_us)))) ||
+              (r->npeer > 0 && json_object_set_new(o, "peers", peers_json(r))))) {
         json_decref(o);
         return NULL;
     }

@@ -123,7 +123,59 @@ static int get_num(json_t *obj, const char *key, double *v) {
 }
 
 /* Fills ev from a "ph":"X" event; on failure names the missing or bad field in *what. */
+/* The counts of a task (np_trace_event's flops to peer; written by set_counts in
+ * trace.c): each optional, for traces from before 0.7.1. ev->peer is malloc'd (the caller
+ * frees it once the event is recorded). */
+static np_status read_counts(json_t *args, np_trace_event *ev, const char **what) {
+    json_t *flops = json_object_get(args, "flops");
+    if (flops && (!json_is_number(flops) || !(json_number_value(flops) >= 0) ||
+                  !isfinite(json_number_value(flops))))
+        return *what = "\"args.flops\" is not a count >= 0", NP_STATUS_BAD_INPUT;
+    ev->flops = flops ? json_number_value(flops) : 0;
+    json_int_t keys = 0, uniq = 0, colls = 0;
+    if ((json_object_get(args, "keys") && get_int(args, "keys", 0, INT64_MAX, &keys)) ||
+        (json_object_get(args, "uniq") && get_int(args, "uniq", 0, keys, &uniq)))
+        return *what = "\"args.keys\" or \"args.uniq\" is not a count (uniq <= keys)",
+               NP_STATUS_BAD_INPUT;
+    ev->keys = (uint64_t)keys;
+    ev->uniq = (uint64_t)uniq;
+    if (json_object_get(args, "colls")) {
+        double t[3];
+        if (get_int(args, "colls", 1, UINT32_MAX, &colls) || get_num(args, "pack_us", &t[0]) ||
+            get_num(args, "comm_us", &t[1]) || get_num(args, "unpack_us", &t[2]) ||
+            !(t[0] >= 0 && t[1] >= 0 && t[2] >= 0 && t[0] + t[1] + t[2] <= MAX_TIME_US))
+            return *what = "\"args.colls\" without a count >= 1 and times >= 0 in "
+                           "\"args.pack_us\", \"comm_us\" and \"unpack_us\"",
+                   NP_STATUS_BAD_INPUT;
+        ev->colls = (uint32_t)colls;
+        ev->pack_us = t[0];
+        ev->comm_us = t[1];
+        ev->unpack_us = t[2];
+    }
+    json_t *sent = json_object_get(args, "peer_sent"), *got = json_object_get(args, "peer_recv");
+    if (!sent && !got) return NP_OK;
+    size_t n = json_array_size(sent);
+    if (!json_is_array(sent) || !json_is_array(got) || json_array_size(got) != n || n < 1 ||
+        n > NP_TRACE_MAX_PEERS)
+        return *what = "\"args.peer_sent\" and \"args.peer_recv\" are not two arrays of one "
+                       "count per rank (1 to 4096)",
+               NP_STATUS_BAD_INPUT;
+    if (!(ev->peer = malloc(2 * n * sizeof *ev->peer)))
+        return *what = "out of memory", NP_STATUS_NO_MEMORY;
+    ev->npeer = (uint32_t)n;
+    for (size_t q = 0; q < 2 * n; q++) {
+        json_t *x = json_array_get(q < n ? sent : got, q % n);
+        if (!json_is_integer(x) || json_integer_value(x) < 0)
+            return *what = "\"args.peer_sent\" or \"args.peer_recv\" holds something other "
+                           "than byte counts >= 0",
+                   NP_STATUS_BAD_INPUT;
+        ev->peer[q] = (uint64_t)json_integer_value(x);
+    }
+    return NP_OK;
+}
+
 static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
+    *ev = (np_trace_event){0};
     json_t *args = json_object_get(e, "args"), *name = json_object_get(e, "name");
     json_t *kind = json_object_get(args, "kind");
     json_int_t pid, tid, batch, window, bytes;
@@ -208,7 +260,7 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
     ev->bytes = (uint64_t)bytes;
     ev->node = (int)node;
     ev->chunk = (int)chunk;
-    return NP_OK;
+    return read_counts(args, ev, what);
 }
 
 /* Node names from otherData.layers ([{"node": id, "name": "bottom.0"}, ...]). Names are
@@ -275,17 +327,21 @@ np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) 
         if (!strcmp(ph, "X")) {
             np_trace_event ev;
             const char *what = NULL;
-            if ((st = read_task(e, &ev, &what))) {
+            st = read_task(e, &ev, &what);
+            if (!st && np_trace_record(tr, &ev))
+                st = NP_STATUS_NO_MEMORY, what = NULL;
+            free(ev.peer); /* the trace holds its own copy */
+            if (st == NP_STATUS_NO_MEMORY && !what) {
+                st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory reading %s", path);
+                goto done;
+            }
+            if (st) {
                 const char *k =
                     json_string_value(json_object_get(json_object_get(e, "args"), "kind"));
                 char shown[128]; /* the file's text: control bytes escaped */
                 if (k) k = np_escape(k, strlen(k), shown, sizeof shown);
                 st = np_err(err, st, "trace: %s: traceEvents[%zu] (\"ph\":\"X\"%s%s%s): %s", path,
                             i, k ? ", kind '" : "", k ? k : "", k ? "'" : "", what);
-                goto done;
-            }
-            if (np_trace_record(tr, &ev)) {
-                st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory reading %s", path);
                 goto done;
             }
             /* otherData.layers (read below) names every layer; a file without it (written

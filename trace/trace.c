@@ -82,6 +82,8 @@ void np_trace_free(np_trace *tr) {
     }
     free(tr->writers);
     free(tr->win_ends);
+    for (size_t i = 0; i < tr->n; i++)
+        free(tr->ev[i].peer);
     free(tr->ev);
     pthread_mutex_destroy(&tr->mu);
     free(tr);
@@ -89,13 +91,21 @@ void np_trace_free(np_trace *tr) {
 
 int np_trace_record(np_trace *tr, const np_trace_event *ev) {
     int rc = 0;
+    uint64_t *peer = NULL; /* the event's own copy, made outside the lock */
+    if (ev->npeer && ev->peer && ev->npeer <= NP_TRACE_MAX_PEERS &&
+        (peer = malloc(2 * (size_t)ev->npeer * sizeof *peer)))
+        memcpy(peer, ev->peer, 2 * (size_t)ev->npeer * sizeof *peer);
     pthread_mutex_lock(&tr->mu);
     if (np_grow((void **)&tr->ev, &tr->cap, tr->n + 1, sizeof *tr->ev, "trace events", NULL) !=
         NP_OK) {
         tr->dropped++;
         rc = -1;
+        free(peer);
     } else {
-        tr->ev[tr->n++] = *ev;
+        np_trace_event *e = &tr->ev[tr->n++];
+        *e = *ev;
+        e->peer = peer;
+        e->npeer = peer ? ev->npeer : 0;
     }
     pthread_mutex_unlock(&tr->mu);
     return rc;
@@ -264,6 +274,39 @@ static int cmp_lane(const void *pa, const void *pb) {
  * losing the whole trace to one bad clock reading. */
 static double finite_or_0(double x) {
     return isfinite(x) ? x : 0.0;
+}
+
+/* The counts of a task (np_trace_event's flops to peer) into its args, each only where the
+ * task has it, so other tasks' events stay as before. -1: out of memory. */
+static int set_counts(json_t *args, const np_trace_event *e) {
+    int bad = 0;
+    if (e->flops > 0 && isfinite(e->flops)) bad |= json_object_set_new(args, "flops", json_real(e->flops));
+    if (e->keys || e->uniq)
+        bad |= json_object_set_new(args, "keys", json_integer((json_int_t)e->keys)) ||
+               json_object_set_new(args, "uniq", json_integer((json_int_t)e->uniq));
+    if (e->colls)
+        bad |= json_object_set_new(args, "colls", json_integer((json_int_t)e->colls)) ||
+               json_object_set_new(args, "pack_us", json_real(finite_or_0(e->pack_us))) ||
+               json_object_set_new(args, "comm_us", json_real(finite_or_0(e->comm_us))) ||
+               json_object_set_new(args, "unpack_us", json_real(finite_or_0(e->unpack_us)));
+    if (e->npeer && e->peer) {
+        json_t *sent = json_array(), *got = json_array();
+        for (uint32_t q = 0; sent && got && q < e->npeer; q++)
+            if (json_array_append_new(sent, json_integer((json_int_t)(e->peer[q] & INT64_MAX))) ||
+                json_array_append_new(got, json_integer((json_int_t)(e->peer[e->npeer + q] & INT64_MAX)))) {
+                bad = 1;
+                break;
+            }
+        if (!sent || !got) bad = 1;
+        if (!bad) {
+            bad |= json_object_set_new(args, "peer_sent", sent); /* each steals its array */
+            bad |= json_object_set_new(args, "peer_recv", got);
+        } else {
+            json_decref(sent);
+            json_decref(got);
+        }
+    }
+    return bad ? -1 : 0;
 }
 
 /* Appends v to arr, taking ownership; returns -1 when either allocation failed. */
@@ -450,6 +493,10 @@ static json_t *build_chrome(const np_trace *tr) {
         if (args && e->issued > 0 && isfinite(e->submit_us) && /* when and by which step issued */
             (json_object_set_new(args, "submit", json_real(e->submit_us)) ||
              json_object_set_new(args, "step", json_integer((json_int_t)e->issued - 1)))) {
+            json_decref(args);
+            args = NULL;
+        }
+        if (args && set_counts(args, e)) {
             json_decref(args);
             args = NULL;
         }

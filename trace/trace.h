@@ -46,7 +46,25 @@ typedef struct np_trace_event {
      * driver issues it (docs/scale.md "The replay"). */
     long issued;
     double submit_us;
+    /* What the task counted (docs/tracing.md "What a task records"; 0: none, or a trace
+     * from before 0.7.1): flops, StarPU's count of it (task->flops); keys and uniq: route's
+     * batch keys and the distinct (window, table) rows among them, route_owner's keys
+     * received and the distinct rows they name. */
+    double flops;
+    uint64_t keys, uniq;
+    /* A task that ran collectives on several ranks: how many, and its time split into
+     * pack_us (before the first), comm_us (inside them, waiting for peers included) and
+     * unpack_us (after the last); the rest of its duration ran between them. */
+    uint32_t colls;
+    double pack_us, comm_us, unpack_us;
+    /* npeer > 0: peer holds 2 npeer counts, the payload bytes the task sent to each rank
+     * (its own 0), then those it received from each. The trace that holds the event owns
+     * the array: np_trace_record copies the caller's. */
+    uint32_t npeer;
+    uint64_t *peer;
 } np_trace_event;
+/* At most this many ranks' peers in an event (np_trace_record drops larger arrays). */
+#define NP_TRACE_MAX_PEERS 4096
 
 typedef struct np_trace np_trace;
 
@@ -57,7 +75,8 @@ NP_NODISCARD np_status np_trace_create(np_trace **out, np_error *err);
  * np_trace_t. */
 
 /* Appends one event; safe to call from several threads at once. Returns -1 only when
- * memory runs out (the event is then dropped and counted). */
+ * memory runs out (the event is then dropped and counted). The stored event gets its own
+ * copy of ev->peer (no memory for it: the event is kept without its peers). */
 int np_trace_record(np_trace *tr, const np_trace_event *ev);
 
 /* Data-flow edges of a traced run, for the Chrome export's flow events. Call in submission
@@ -201,6 +220,15 @@ typedef struct np_trace_rank_stats {
      * by np_trace_peer_wait: waiting for the last peer to arrive, and the rest (moving the
      * bytes, packing, summing) */
     double collective_us, peer_wait_us;
+    /* the collectives that recorded their split (docs/tracing.md "What a task records"):
+     * their task time, and its parts packing, inside the collectives (the peer wait
+     * included) and unpacking */
+    double split_us, pack_us, comm_us, unpack_us;
+    /* per rank (not overall): the payload bytes its collectives sent to each of npeer
+     * ranks, and those they received from each (peer_recv = peer_sent + npeer, one
+     * allocation the report frees); npeer 0 when the trace has no peers */
+    int npeer;
+    uint64_t *peer_sent, *peer_recv;
 } np_trace_rank_stats;
 
 /* Per model layer, summed over ranks: the tasks whose event.node is this node. fwd / bwd are

@@ -67,6 +67,22 @@ static np_status batch_ends(const np_trace *tr, batch_end **out, size_t *n, doub
     return NP_OK;
 }
 
+static double inside(double a, double b, double from, double to) {
+    double lo = a > from ? a : from, hi = b < to ? b : to;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* A collective task [s, e) cut to the window: its packing is its first pack_us, its
+ * unpacking its last unpack_us, and its time in the collectives spread over what lies
+ * between; each keeps the part inside the window. */
+static void clip_split(np_trace_event *x, double s, double e, double from, double to) {
+    double mid_s = s + x->pack_us, mid_e = e - x->unpack_us;
+    double mid = mid_e > mid_s ? mid_e - mid_s : 0, kept = inside(mid_s, mid_e, from, to);
+    x->comm_us = mid > 0 ? x->comm_us * kept / mid : 0;
+    x->pack_us = inside(s, mid_s, from, to);
+    x->unpack_us = inside(mid_e, e, from, to);
+}
+
 /* The window [from, to) of tr (within its extent, from < to) into *out. */
 static np_status cut(const np_trace *tr, double from, double to, np_trace **out, np_error *err) {
     size_t n = np_trace_count(tr), n_ends = 0;
@@ -86,6 +102,7 @@ static np_status cut(const np_trace *tr, double from, double to, np_trace **out,
         if (!(e > from && s < to) && !(e == s && s >= from && s <= to)) continue;
         x.start_us = s > from ? s : from;
         x.end_us = e < to ? e : to;
+        if (x.colls) clip_split(&x, s, e, from, to);
         /* the wait is the task's first wait[i] microseconds: what of it is in the window */
         double w = (s + wait[i] < to ? s + wait[i] : to) - x.start_us;
         x.wait_us = w > 0 ? w : 0;
