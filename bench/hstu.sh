@@ -5,32 +5,42 @@
 # - quality and speed against PyTorch: nestpipe on 1 rank and bench/hstu_torch.py (the same
 #   model, negatives, initial distributions, optimizers, batch order and budget), HR@10 and
 #   NDCG@10 over the full item table, samples/s (medians of interleaved repeats); repeat k
-#   runs both sides with --seed k (the initial values and the negatives; the records stay);
+#   runs both sides with --seed k (the negatives; the records stay) and, with --init same
+#   (the default), from the same initial values: PyTorch's draw with torch seed k, written
+#   as a dump (bench/hstu_torch.py --write-init) that nestpipe reads with --init-params;
+#   --init own lets each side draw its own from the same distributions;
 # - the pipelines at 2 ranks over the emulated link (NP_LINK_GBIT, bench/README.md) at each
 #   rate of --gbit: samples/s of sequential, dbp, fwp and nestpipe (medians of untraced
 #   runs), and from one traced run each the lookup and exchange time and the part of it
 #   left exposed.
 # Writes bench/results/<date>-hstu.md.
 #
-#   bash bench/hstu.sh [--steps S] [--repeats R] [--pipe-steps S] [--gbit "10 1"] [--quick]
+# --quality-only skips the pipelines and the speed table (for a machine that is not quiet).
+#
+#   bash bench/hstu.sh [--steps S] [--repeats R] [--pipe-steps S] [--gbit "10 1"]
+#                      [--init same|own] [--quality-only] [--quick]
 set -euo pipefail
+ARGS=${*:+ $*}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-STEPS=300 REPEATS=3 PIPE_STEPS=12 GBIT="10 1" QUICK=0 WINDOWS=4
+STEPS=300 REPEATS=3 PIPE_STEPS=12 GBIT="10 1" QUICK=0 WINDOWS=4 INIT=same QONLY=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
   --steps) STEPS=${2:?--steps needs a value}; shift 2 ;;
   --repeats) REPEATS=${2:?--repeats needs a value}; shift 2 ;;
   --pipe-steps) PIPE_STEPS=${2:?--pipe-steps needs a value}; shift 2 ;;
   --gbit) GBIT=${2:?--gbit needs a value}; shift 2 ;;
+  --init) INIT=${2:?--init needs same or own}; shift 2 ;;
+  --quality-only) QONLY=1; shift ;;
   --quick) QUICK=1; shift ;;
-  -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "hstu.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
 for v in STEPS REPEATS PIPE_STEPS; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "hstu.sh: --${v,,} must be a positive whole number" >&2; exit 2; }
 done
+[[ $INIT == same || $INIT == own ]] || { echo "hstu.sh: --init takes same or own, got '$INIT'" >&2; exit 2; }
 for g in $GBIT; do
   [[ $g =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "hstu.sh: --gbit takes numbers (Gbit/s), got '$g'" >&2; exit 2; }
 done
@@ -45,7 +55,7 @@ MODEL=(--model hstu --tables 1 --rows "$ROWS" --seq-len "$L" --seq-negatives "$K
   --batch "$BATCH" --eval-samples "$EVAL")
 WORK=$(mktemp -d /tmp/np_hstu_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-OUT=bench/results/$(date +%F)-hstu.md
+OUT=bench/results/$(date +%F)-hstu$( ((QONLY)) && echo -quality).md
 mkdir -p bench/results
 export STARPU_SILENT=1 STARPU_HOME=$WORK/starpu OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 log() { echo "hstu.sh: $(date +%T) $*" >&2; }
@@ -81,21 +91,28 @@ torch1() {
 : >"$WORK/quality.tsv"
 NP_RATES="" T_RATES=""
 for ((k = 1; k <= REPEATS; k++)); do
+  INIT_ARGS=()
+  if [[ $INIT == same ]]; then
+    [[ -n $PY ]] || { echo "hstu.sh: --init same needs PyTorch: $TORCH_MISSING" >&2; exit 2; }
+    torch1 --seed "$k" --torch-seed "$k" --write-init "$WORK/init.params"
+    INIT_ARGS=(--init-params "$WORK/init.params")
+  fi
   log "nestpipe 1 rank, run $k/$REPEATS"
-  np1 --steps "$STEPS" --seed "$k" --metrics-json "$WORK/np.json"
+  np1 --steps "$STEPS" --seed "$k" "${INIT_ARGS[@]}" --metrics-json "$WORK/np.json"
   NP_RATES+="$(jget "$WORK/np.json" "['samples_per_s']") "
   printf 'nestpipe\t%s\t%s\t%s\t%s\t%s\n' "$k" "$(jget "$WORK/np.json" "['eval_hr10']")" \
     "$(jget "$WORK/np.json" "['eval_ndcg10']")" "$(jget "$WORK/np.json" "['train_loss_first']")" \
     "$(jget "$WORK/np.json" "['train_loss']")" >>"$WORK/quality.tsv"
   if [[ -n $PY ]]; then
     log "PyTorch, run $k/$REPEATS"
-    torch1 --seed "$k" --torch-seed "$k" >"$WORK/torch.json"
+    torch1 --seed "$k" --torch-seed "$k" "${INIT_ARGS[@]}" >"$WORK/torch.json"
     T_RATES+="$(jget "$WORK/torch.json" "['samples_per_s_median']") "
     printf 'PyTorch\t%s\t%s\t%s\t%s\t%s\n' "$k" "$(jget "$WORK/torch.json" "['eval_hr10']")" \
       "$(jget "$WORK/torch.json" "['eval_ndcg10']")" "$(jget "$WORK/torch.json" "['train_loss_first']")" \
       "$(jget "$WORK/torch.json" "['train_loss']")" >>"$WORK/quality.tsv"
   fi
 done
+rm -f "$WORK/init.params"
 
 # ---- part 2: the pipelines at 2 ranks over the emulated link
 np2() { # GBIT ARGS...
@@ -108,6 +125,7 @@ np2() { # GBIT ARGS...
 PIPES=(sequential dbp fwp nestpipe)
 WARM=2
 : >"$WORK/pipes.tsv"
+((QONLY)) && GBIT=""
 for g in $GBIT; do
 declare -A RATES
 for p in "${PIPES[@]}"; do RATES[$p]=""; done
@@ -136,7 +154,7 @@ done
 {
   echo "# HSTU: nestpipe against PyTorch, and the pipelines with sequences ($(date +%F))"
   echo
-  echo "\`bash bench/hstu.sh$( ((QUICK)) && echo " --quick")\` (steps $STEPS, repeats $REPEATS, pipeline steps $PIPE_STEPS, links $GBIT Gbit/s)."
+  echo "\`bash bench/hstu.sh$ARGS\` (steps $STEPS, repeats $REPEATS, init $INIT$( ((QONLY)) || echo ", pipeline steps $PIPE_STEPS, links $GBIT Gbit/s"))."
   echo "Shape: \`${MODEL[*]}\`; $RECORDS records of the planted Markov chain"
   echo "(docs/data.md \"Sequences\"), generated once and read by both sides."
   echo
@@ -146,11 +164,15 @@ done
   echo
   echo "Both train $STEPS steps of $BATCH sequences on the same records in the same order,"
   echo "then rank each of the first $EVAL held-out sequences' last item against all $ROWS items."
-  echo "Run k of each side has --seed k: the same negatives on both sides, initial values drawn"
-  echo "from the same distributions (not the same values). Train loss: the first step's, then"
-  echo "the mean of the last max(1, steps/10) steps. samples/s: medians of the $REPEATS interleaved"
-  echo "runs (nestpipe's figure includes reading the batches; PyTorch's is its median step, the"
-  echo "batches prepared apart)."
+  if [[ $INIT == same ]]; then
+    echo "Run k of each side has --seed k (the same negatives on both sides) and starts from the"
+    echo "same initial values (PyTorch's draw with torch seed k, read by nestpipe with --init-params)."
+  else
+    echo "Run k of each side has --seed k: the same negatives on both sides, initial values drawn"
+    echo "from the same distributions (not the same values)."
+  fi
+  echo "Train loss: the first step's, then the mean of the last max(1, steps/10) steps."
+  ((QONLY)) || echo "samples/s: medians of the $REPEATS interleaved runs (nestpipe's figure includes reading the batches; PyTorch's is its median step, the batches prepared apart)."
   echo
   echo "| side | seed | HR@10 | NDCG@10 | train loss first → end |"
   echo "|---|---|---|---|---|"
@@ -160,6 +182,17 @@ done
   awk -F'\t' '{n[$1]++; h[$1] += $3; g[$1] += $4} END {for (s in n) printf "| %s | mean | %.4f | %.4f | |\n", s, h[s] / n[s], g[s] / n[s]}' \
     "$WORK/quality.tsv" | sort
   echo
+  # paired by seed: nestpipe minus PyTorch
+  awk -F'\t' '$1 == "nestpipe" {h[$2] = $3; g[$2] = $4} $1 == "PyTorch" && ($2 in h) {
+      n++; dh = h[$2] - $3; dg = g[$2] - $4; sh += dh; sg += dg; qh += dh * dh; qg += dg * dg
+      if (dh < 0) lh++; if (dg < 0) lg++ }
+    END { if (n) {
+      sdh = n > 1 ? sqrt((qh - sh * sh / n) / (n - 1)) : 0; sdg = n > 1 ? sqrt((qg - sg * sg / n) / (n - 1)) : 0
+      printf "Paired by seed (nestpipe minus PyTorch, %d seeds): HR@10 mean %+.4f (sd %.4f, lower on %d seeds), NDCG@10 mean %+.4f (sd %.4f, lower on %d seeds).\n", n, sh / n, sdh, lh, sg / n, sdg, lg } }' "$WORK/quality.tsv"
+  echo
+  if ((QONLY)); then
+    echo "(--quality-only: speed and the pipelines not measured in this run.)"
+  else
   echo "| side | samples/s (median) | runs |"
   echo "|---|---|---|"
   printf '| nestpipe, 1 rank | %.0f | %s |\n' "$(echo "$NP_RATES" | median_of)" "$(printf '%.0f ' $NP_RATES)"
@@ -190,5 +223,6 @@ done
       "$(printf '%.0f ' $runs)" "$(awk -v a="$med" -v b="$seq_rate" 'BEGIN {print a / b}')" \
       "$lk" "$lkx" "$ex" "$exx"
   done <"$WORK/pipes.tsv"
+  fi
 } >"$OUT"
 log "wrote $OUT"

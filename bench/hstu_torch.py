@@ -6,6 +6,10 @@ same initial distributions, optimizers (dense SGD, row-wise Adagrad on the item 
 batch order and budget, and the same evaluation (each held-out sequence's last item ranked
 against every item; HR@10, NDCG@10). Used by bench/hstu.sh.
 
+--write-init PATH writes the initial model (drawn with --torch-seed) as a --dump-params file
+(docs/formats.md) and exits; --init-params PATH starts from such a file instead, so both
+sides can start from the same values (nestpipe train --init-params PATH).
+
 Prints one JSON line: samples/s (median of the timed steps), the losses, HR@10, NDCG@10.
 """
 import argparse
@@ -145,6 +149,53 @@ class HSTU(torch.nn.Module):
         return per.mean(), per.sum()
 
 
+def params_of(m):
+    """nestpipe's dump names and order for --model hstu: hstu.k.{W1,W2,bias,rab}, emb.0."""
+    out = []
+    for k in range(len(m.W1)):
+        out += [(f"hstu.{k}.W1", m.W1[k]), (f"hstu.{k}.W2", m.W2[k]),
+                (f"hstu.{k}.bias", m.bias[k]), (f"hstu.{k}.rab", m.rab[k])]
+    return out + [("emb.0", m.emb.weight)]
+
+
+def write_params(path, m):
+    """The model as a NPPARAMS file (docs/formats.md)."""
+    with open(path, "wb") as f:
+        ps = params_of(m)
+        f.write(b"NPPARAMS" + struct.pack("<II", 1, len(ps)))
+        for name, t in ps:
+            a = t.detach().numpy().astype("<f4")
+            f.write(struct.pack("<I", len(name)) + name.encode())
+            f.write(struct.pack(f"<I{a.ndim}Q", a.ndim, *a.shape))
+            f.write(a.tobytes())
+
+
+def load_params(path, m):
+    """A NPPARAMS file into the model: the same names and shapes, or an error naming them."""
+    b = open(path, "rb").read()
+    if b[:8] != b"NPPARAMS":
+        raise SystemExit(f"{path}: not a --dump-params file")
+    _, n = struct.unpack_from("<II", b, 8)
+    p, got = 16, {}
+    for _ in range(n):
+        (ln,) = struct.unpack_from("<I", b, p)
+        name = b[p + 4:p + 4 + ln].decode()
+        p += 4 + ln
+        (nd,) = struct.unpack_from("<I", b, p)
+        dims = struct.unpack_from(f"<{nd}Q", b, p + 4)
+        p += 4 + 8 * nd
+        cnt = int(np.prod(dims))
+        got[name] = np.frombuffer(b, dtype="<f4", count=cnt, offset=p).reshape(dims)
+        p += 4 * cnt
+    with torch.no_grad():
+        for name, t in params_of(m):
+            if name not in got or tuple(got[name].shape) != tuple(t.shape):
+                raise SystemExit(f"{path}: tensor {name} {tuple(t.shape)} missing or of another shape")
+            t.copy_(torch.from_numpy(got[name].copy()))
+    if len(got) != len(params_of(m)):
+        raise SystemExit(f"{path}: {len(got)} tensors, the model has {len(params_of(m))}")
+
+
 def batch_tensors(seqs, negs, idx, L):
     B = len(idx)
     hist = np.zeros((B, L), dtype=np.int64)
@@ -175,17 +226,24 @@ def main():
     ap.add_argument("--torch-seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--write-init", metavar="PATH", help="write the initial model and exit")
+    ap.add_argument("--init-params", metavar="PATH", help="start from this dump")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.torch_seed)
+    m = HSTU(a.rows, a.dim, a.seq_len, a.blocks, a.heads)
+    if a.write_init:
+        write_params(a.write_init, m)
+        return 0
+    if a.init_params:
+        load_params(a.init_params, m)
     seqs = read_bin(a.data)
     negs = negatives(seqs, a.seq_negatives, a.rows, a.seed)
     held = [i for i in range(len(seqs)) if a.eval_every and i % a.eval_every == a.eval_every - 1]
     train = [i for i in range(len(seqs)) if not (a.eval_every and i % a.eval_every == a.eval_every - 1)]
     if len(train) < a.batch * a.steps:
         raise SystemExit(f"{len(train)} train records, {a.batch * a.steps} needed")
-    m = HSTU(a.rows, a.dim, a.seq_len, a.blocks, a.heads)
     dense = [p for n, p in m.named_parameters() if not n.startswith("emb")]
     opt = torch.optim.SGD(dense, lr=a.lr)
     state = torch.zeros(a.rows)
