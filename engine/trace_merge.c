@@ -24,8 +24,14 @@ typedef struct wire_event {
     int64_t issued;
     double flops, pack_us, comm_us, unpack_us;
     uint64_t keys, uniq;
-    int64_t colls, npeer; /* npeer: its 2 npeer peer counts follow in the second gather */
+    int64_t colls, npeer; /* in the second gather: its 2 npeer peer counts, then its
+                             producers past NP_TRACE_MAX_DEPS (n_deps - NP_TRACE_MAX_DEPS) */
 } wire_event;
+
+/* What an event puts in the second gather. */
+static int64_t extra_of(int64_t npeer, int64_t n_deps) {
+    return 2 * npeer + (n_deps > NP_TRACE_MAX_DEPS ? n_deps - NP_TRACE_MAX_DEPS : 0);
+}
 
 /* Maps a task name received from another rank to this process's codelet name string, which
  * outlives the trace (every rank runs the same codelets). */
@@ -52,10 +58,12 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
     int64_t n = (int64_t)np_trace_count(e->trace);
     int64_t *counts = calloc((size_t)R, sizeof *counts);
     wire_event *mine = calloc((size_t)n + 1, sizeof *mine), *all = NULL;
-    /* the events' peer counts, one array after another in event order */
+    /* the events' peer counts and extra producers, event after event */
     int64_t np_mine = 0, np_total = 0, *pcounts = calloc((size_t)R, sizeof *pcounts);
-    for (int64_t i = 0; i < n; i++)
-        np_mine += 2 * (int64_t)np_trace_get(e->trace, (size_t)i)->npeer;
+    for (int64_t i = 0; i < n; i++) {
+        const np_trace_event *ev = np_trace_get(e->trace, (size_t)i);
+        np_mine += extra_of(ev->npeer, ev->n_deps);
+    }
     uint64_t *pmine = malloc(((size_t)np_mine + 1) * sizeof *pmine), *pall = NULL;
     np_status st = counts && mine && pcounts && pmine
                        ? NP_OK
@@ -72,6 +80,8 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         mine[i].npeer = ev->npeer;
         if (ev->npeer) memcpy(pmine + at, ev->peer, 2 * (size_t)ev->npeer * sizeof *pmine);
         at += 2 * (int64_t)ev->npeer;
+        for (int k = NP_TRACE_MAX_DEPS; k < ev->n_deps; k++)
+            pmine[at++] = (uint64_t)np_trace_dep(ev, k);
         snprintf(mine[i].name, sizeof mine[i].name, "%s", ev->name ? ev->name : "?");
         mine[i].kind = (int32_t)ev->kind;
         mine[i].window = ev->window;
@@ -121,13 +131,15 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
             np_trace_set_worker_name(merged, (int)w, name);
         }
         np_trace_set_worker_name(merged, (int)starpu_worker_get_count(), "driver");
+        int lost = 0;
         for (int64_t i = 0, at = 0; i < total; i++) {
             all[i].name[sizeof all[i].name - 1] = 0;
-            /* a malformed peer count from another rank reads as none */
-            int64_t np_i = all[i].npeer > 0 && all[i].npeer <= NP_TRACE_MAX_PEERS &&
-                                   at + 2 * all[i].npeer <= np_total
-                               ? all[i].npeer
-                               : 0;
+            /* malformed counts from another rank read as none (and what follows in the
+             * second gather as none too: where it starts is lost) */
+            int64_t npeer = all[i].npeer, nd = all[i].n_deps;
+            int fits = !lost && npeer >= 0 && npeer <= NP_TRACE_MAX_PEERS && nd >= 0 &&
+                       nd <= INT32_MAX && at + extra_of(npeer, nd) <= np_total;
+            lost |= !fits;
             np_trace_event ev = {.name = codelet_name(all[i].name),
                                  .kind = (np_node_kind)all[i].kind,
                                  .batch = (long)all[i].batch,
@@ -154,13 +166,15 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .pack_us = all[i].pack_us,
                                  .comm_us = all[i].comm_us,
                                  .unpack_us = all[i].unpack_us,
-                                 .npeer = (uint32_t)np_i,
-                                 .peer = np_i ? pall + at : NULL};
-            at += 2 * (all[i].npeer > 0 ? all[i].npeer : 0);
-            /* a malformed count from another rank reads as none */
-            ev.n_deps = all[i].n_deps >= 0 && all[i].n_deps <= NP_TRACE_MAX_DEPS
-                            ? (int)all[i].n_deps
-                            : 0;
+                                 .npeer = fits ? (uint32_t)npeer : 0,
+                                 .peer = fits && npeer ? pall + at : NULL,
+                                 .n_deps = fits ? (int)nd
+                                           : nd >= 0 && nd <= NP_TRACE_MAX_DEPS ? (int)nd
+                                                                                 : 0,
+                                 .dep_more = fits && nd > NP_TRACE_MAX_DEPS
+                                                 ? (int64_t *)(pall + at + 2 * npeer)
+                                                 : NULL};
+            if (fits) at += extra_of(npeer, nd);
             memcpy(ev.dep, all[i].dep, sizeof ev.dep);
             if (np_trace_record(merged, &ev)) {
                 st = np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory merging ranks");

@@ -157,8 +157,10 @@ static np_status gaps_make(const np_trace *tr, int rank, double gap[NP_NODE_KIND
         const np_trace_event *e = ev[i];
         double ready = e->issued > 0 ? e->submit_us : -INFINITY;
         if (e->worker >= 0 && lane[e->worker] > ready) ready = lane[e->worker];
-        for (int k = 0; k < e->n_deps; k++)
-            if (e->dep[k] > 0 && e->dep[k] <= max_id && end[e->dep[k]] > ready) ready = end[e->dep[k]];
+        for (int k = 0; k < e->n_deps; k++) {
+            int64_t p = np_trace_dep(e, k);
+            if (p > 0 && p <= max_id && end[p] > ready) ready = end[p];
+        }
         g[i] = (kind_gap){(int)e->kind, isfinite(ready) && e->start_us > ready ? e->start_us - ready : 0};
         end[e->id] = e->end_us;
         if (e->worker >= 0) lane[e->worker] = e->end_us;
@@ -486,8 +488,10 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         double s = e->worker >= 0 ? lane[e->worker] : 0;
         double rel = driver_release(&drv, e);
         if (rel > s) s = rel;
-        for (int k = 0; k < e->n_deps; k++)
-            if (e->dep[k] > 0 && e->dep[k] <= max_id && id_end[e->dep[k]] > s) s = id_end[e->dep[k]];
+        for (int k = 0; k < e->n_deps; k++) {
+            int64_t p = np_trace_dep(e, k);
+            if (p > 0 && p <= max_id && id_end[p] > s) s = id_end[p];
+        }
         if (c->no_gaps == 0) s += gap[e->kind] * gap_share;
         t[i].start = s;
         t[i].end = s + t[i].dur;

@@ -123,6 +123,7 @@ static void task_done(void *arg) {
             split_time(rep, &ti->ev);
         np_trace_record(ti->trace, &ti->ev);
     }
+    np_trace_event_release(&ti->ev);
     free(ti);
 }
 
@@ -202,15 +203,23 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                   .chunk = ctx->chunk,
                                   .flops = ctx->flops > 0 && isfinite(ctx->flops) ? ctx->flops : 0};
         if (ctx->trace) { /* its data-flow edges, for the trace's flow events */
-            unsigned char acc[64];
-            const void *hs[64];
-            int m = nbuf < 64 ? nbuf : 64;
+            /* every handle (a sum of many windows reads more than 64) */
+            int m = nbuf;
+            unsigned char acc_s[64], *acc = m > 64 ? malloc((size_t)m) : acc_s;
+            const void *hs_s[64], **hs = m > 64 ? malloc((size_t)m * sizeof *hs) : hs_s;
+            if (!acc || !hs) { /* out of memory: the first 64 handles' edges */
+                if (acc != acc_s) free(acc);
+                if (hs != hs_s) free(hs);
+                acc = acc_s, hs = hs_s, m = 64;
+            }
             for (int i = 0; i < m; i++) {
                 hs[i] = h[i];
                 acc[i] = (unsigned char)(((modes[i] & STARPU_R) ? NP_TRACE_READ : 0) |
                                          ((modes[i] & STARPU_W) ? NP_TRACE_WRITE : 0));
             }
             np_trace_deps(ctx->trace, m, hs, acc, &ti->ev);
+            if (acc != acc_s) free(acc);
+            if (hs != hs_s) free(hs);
             ti->ev.issued = np_trace_get_step(ctx->trace) + 1;
         }
         task->callback_func = task_done;
@@ -220,6 +229,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     if (rc) {
         task_info *ti = task->callback_arg;
         if (ti && ti->cp) np_cp_ran(ti->cp, ti->cp_slot, 0); /* recorded, will never run */
+        if (ti) np_trace_event_release(&ti->ev);
         free(task->callback_arg);
         task->callback_arg = NULL;
         starpu_task_destroy(task);

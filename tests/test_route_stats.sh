@@ -96,6 +96,12 @@ if not flops: sys.exit("no layer task")
 # the route's keys: the batch's, bags of hot K keys each in [K - K/2, K + K/2] (the
 # sequence's lengths vary more)
 flags = sys.argv[6].split()
+# every data-flow edge, however many a task has (8 chunks x 3 windows: a sum of 24)
+ids = {(e["pid"], e["args"]["id"]) for e in X if "id" in e["args"]}
+most = max(len(e["args"].get("deps", [])) for e in X)
+if any((e["pid"], p) not in ids for e in X for p in e["args"].get("deps", [])):
+    sys.exit("an edge to a task the trace does not have")
+if "--chunks" in flags and most <= 16: sys.exit("no task with more than 16 producers: %d" % most)
 K = int(flags[flags.index("--hot") + 1]) if "--hot" in flags else 1
 lo, hi = 96 * 6 * (K - K // 2), 96 * 6 * (K + K // 2)
 if "sequence" not in name and not all(lo <= v <= hi for v in keys.values()) or len(keys) != 6:
@@ -105,7 +111,8 @@ PY
 
 check "R=2 sequential" 2 --pipeline sequential
 check "R=3 nestpipe, hot 3, pooled where cheaper" 3 --pipeline nestpipe --hot 3
-check "R=4 fwp, clustered windows, hot 2" 4 --pipeline fwp --windows 3 --cluster keys --hot 2
+check "R=4 fwp, clustered windows, hot 2, 8 chunks" 4 --pipeline fwp --windows 3 --cluster keys --hot 2 \
+  --chunks 8
 check "R=4 table-wise, exchange pooled" 4 --pipeline fwp --shard table --exchange pooled --hot 2
 check "R=3 dbp, rows" 3 --pipeline dbp --exchange rows --hot 2
 check "R=3 nestpipe, a sequence with negatives as rows, the bags pooled" 3 --pipeline nestpipe \

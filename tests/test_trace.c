@@ -140,12 +140,12 @@ static void test_concurrent_record(void **state) {
  * the third. */
 static uint64_t sample_peer[6] = {0, 123456789012ULL, 7, 0, 555, 1};
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 1000, 700, 0, 0, 0, 0, 0, NULL},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1.5, 10.25, 2.75, 3, sample_peer},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0, 4, 1234001.5, 123456789.0, 0, 0, 0, 0, 0, 0, 0, NULL},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 1000, 700, 0, 0, 0, 0, 0, NULL, NULL},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1.5, 10.25, 2.75, 3, sample_peer, NULL},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0, 4, 1234001.5, 123456789.0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -323,8 +323,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -350,7 +350,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -440,6 +440,57 @@ static void test_flows(void **state) {
         for (int d = 0; d < b->n_deps; d++)
             assert_int_equal(b->dep[d], want->dep[d]);
     }
+    np_trace_free(back);
+    np_trace_free(tr);
+    remove(path);
+}
+
+/* No cap on the edges: a task reading 40 handles written by 40 tasks keeps all 40
+ * producers through record, the export, the reader and a window. */
+static void test_many_deps(void **state) {
+    (void)state;
+    enum { N = 40 };
+    np_trace *tr = new_trace();
+    np_error e = {{0}};
+    int h[N];
+    const void *hs[N];
+    unsigned char wr = NP_TRACE_WRITE, rd[N];
+    np_trace_event ev[N + 1];
+    for (int i = 0; i <= N; i++) {
+        ev[i] = (np_trace_event){.name = "t", .kind = NP_NODE_FWD, .window = -1, .worker = 0,
+                                 .start_us = i, .end_us = i + 0.5, .node = -1, .chunk = -1};
+        if (i < N) {
+            hs[i] = &h[i];
+            rd[i] = NP_TRACE_READ;
+            np_trace_deps(tr, 1, &hs[i], &wr, &ev[i]);
+            assert_int_equal(np_trace_record(tr, &ev[i]), 0);
+        }
+    }
+    np_trace_deps(tr, N, hs, rd, &ev[N]);
+    assert_int_equal(ev[N].n_deps, N);
+    for (int d = 0; d < N; d++)
+        assert_int_equal(np_trace_dep(&ev[N], d), d + 1);
+    assert_int_equal(np_trace_record(tr, &ev[N]), 0);
+    np_trace_event_release(&ev[N]); /* the trace keeps its own copy */
+    const np_trace_event *in = np_trace_get(tr, N);
+    assert_int_equal(in->n_deps, N);
+    assert_int_equal(np_trace_dep(in, N - 1), N);
+    const char *path = tmp_path("deps.json");
+    assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
+    np_trace *back = NULL, *win = NULL;
+    assert_int_equal(np_trace_read_chrome(path, &back, &e), NP_OK);
+    assert_int_equal(np_trace_window(back, 30.0, 41.0, &win, &e), NP_OK);
+    for (int t = 0; t < 2; t++) {
+        const np_trace *x = t ? win : back;
+        const np_trace_event *last = NULL;
+        for (size_t k = 0; k < np_trace_count(x); k++)
+            if (np_trace_get(x, k)->id == N + 1) last = np_trace_get(x, k);
+        assert_non_null(last);
+        assert_int_equal(last->n_deps, N);
+        for (int d = 0; d < N; d++)
+            assert_int_equal(np_trace_dep(last, d), d + 1);
+    }
+    np_trace_free(win);
     np_trace_free(back);
     np_trace_free(tr);
     remove(path);
@@ -717,6 +768,7 @@ int main(void) {
         cmocka_unit_test(test_read_names_and_foreign_phases),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_layer_names), cmocka_unit_test(test_flows),
+        cmocka_unit_test(test_many_deps),
         cmocka_unit_test(test_layer_names_from_args),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -247,7 +247,8 @@ static np_status read_task(json_t *e, np_trace_event *ev, const char **what) {
         if (!json_is_integer(d) || json_integer_value(d) < 1)
             return *what = "\"args.deps\" holds something other than task ids >= 1",
                    NP_STATUS_BAD_INPUT;
-        if (ev->n_deps < NP_TRACE_MAX_DEPS) ev->dep[ev->n_deps++] = json_integer_value(d);
+        if (np_trace_add_dep(ev, json_integer_value(d)))
+            return *what = "out of memory", NP_STATUS_NO_MEMORY;
     }
     ev->name = intern(json_string_value(name));
     if (!ev->name) return *what = "out of memory", NP_STATUS_NO_MEMORY;
@@ -330,7 +331,8 @@ np_status np_trace_read_chrome(const char *path, np_trace **out, np_error *err) 
             st = read_task(e, &ev, &what);
             if (!st && np_trace_record(tr, &ev))
                 st = NP_STATUS_NO_MEMORY, what = NULL;
-            free(ev.peer); /* the trace holds its own copy */
+            free(ev.peer); /* the trace holds its own copies */
+            np_trace_event_release(&ev);
             if (st == NP_STATUS_NO_MEMORY && !what) {
                 st = np_err(err, NP_STATUS_NO_MEMORY, "trace: out of memory reading %s", path);
                 goto done;

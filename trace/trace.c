@@ -82,8 +82,10 @@ void np_trace_free(np_trace *tr) {
     }
     free(tr->writers);
     free(tr->win_ends);
-    for (size_t i = 0; i < tr->n; i++)
+    for (size_t i = 0; i < tr->n; i++) {
         free(tr->ev[i].peer);
+        free(tr->ev[i].dep_more);
+    }
     free(tr->ev);
     pthread_mutex_destroy(&tr->mu);
     free(tr);
@@ -95,17 +97,25 @@ int np_trace_record(np_trace *tr, const np_trace_event *ev) {
     if (ev->npeer && ev->peer && ev->npeer <= NP_TRACE_MAX_PEERS &&
         (peer = malloc(2 * (size_t)ev->npeer * sizeof *peer)))
         memcpy(peer, ev->peer, 2 * (size_t)ev->npeer * sizeof *peer);
+    size_t more = ev->n_deps > NP_TRACE_MAX_DEPS && ev->dep_more
+                      ? (size_t)(ev->n_deps - NP_TRACE_MAX_DEPS)
+                      : 0;
+    int64_t *dep_more = more ? malloc(more * sizeof *dep_more) : NULL;
+    if (dep_more) memcpy(dep_more, ev->dep_more, more * sizeof *dep_more);
     pthread_mutex_lock(&tr->mu);
     if (np_grow((void **)&tr->ev, &tr->cap, tr->n + 1, sizeof *tr->ev, "trace events", NULL) !=
         NP_OK) {
         tr->dropped++;
         rc = -1;
         free(peer);
+        free(dep_more);
     } else {
         np_trace_event *e = &tr->ev[tr->n++];
         *e = *ev;
         e->peer = peer;
         e->npeer = peer ? ev->npeer : 0;
+        e->dep_more = dep_more;
+        if (!dep_more && e->n_deps > NP_TRACE_MAX_DEPS) e->n_deps = NP_TRACE_MAX_DEPS;
     }
     pthread_mutex_unlock(&tr->mu);
     return rc;
@@ -352,6 +362,28 @@ static struct writer *writer_of(np_trace *tr, const void *h, int add) {
     return &tr->writers[k];
 }
 
+int np_trace_add_dep(np_trace_event *ev, int64_t id) {
+    if (ev->n_deps < NP_TRACE_MAX_DEPS) {
+        ev->dep[ev->n_deps++] = id;
+        return 0;
+    }
+    size_t k = (size_t)(ev->n_deps - NP_TRACE_MAX_DEPS);
+    if (!(k & (k - 1)) || !ev->dep_more) { /* grow at powers of two (and from empty) */
+        int64_t *p = realloc(ev->dep_more, (k ? 2 * k : 4) * sizeof *p);
+        if (!p) return -1;
+        ev->dep_more = p;
+    }
+    ev->dep_more[k] = id;
+    ev->n_deps++;
+    return 0;
+}
+
+void np_trace_event_release(np_trace_event *ev) {
+    free(ev->dep_more);
+    ev->dep_more = NULL;
+    if (ev->n_deps > NP_TRACE_MAX_DEPS) ev->n_deps = NP_TRACE_MAX_DEPS;
+}
+
 void np_trace_deps(np_trace *tr, int n, const void *const *handles, const unsigned char *access,
                    np_trace_event *ev) {
     pthread_mutex_lock(&tr->mu);
@@ -363,8 +395,8 @@ void np_trace_deps(np_trace *tr, int n, const void *const *handles, const unsign
         if (!w) continue;
         int dup = 0;
         for (int k = 0; k < ev->n_deps; k++)
-            dup |= ev->dep[k] == w->id;
-        if (!dup && ev->n_deps < NP_TRACE_MAX_DEPS) ev->dep[ev->n_deps++] = w->id;
+            dup |= np_trace_dep(ev, k) == w->id;
+        if (!dup) (void)np_trace_add_dep(ev, w->id); /* out of memory: the edge is lost */
     }
     for (int i = 0; i < n; i++) {
         if (!handles[i] || !(access[i] & NP_TRACE_WRITE)) continue;
@@ -406,8 +438,8 @@ static int add_flows(const np_trace *tr, const ordered *ord, json_t *events) {
     json_int_t flow = 0;
     for (size_t i = 0; i < tr->n && !bad; i++) {
         const np_trace_event *c = ord[i].e;
-        for (int k = 0; k < c->n_deps && k < NP_TRACE_MAX_DEPS && !bad; k++) {
-            np_trace_event key = {.rank = c->rank, .id = c->dep[k]};
+        for (int k = 0; k < c->n_deps && !bad; k++) {
+            np_trace_event key = {.rank = c->rank, .id = np_trace_dep(c, k)};
             const np_trace_event *kp = &key, **hit = bsearch(&kp, by_id, m, sizeof *by_id, cmp_rank_id);
             if (!hit) continue; /* its producer is outside the trace (a batch range) */
             const np_trace_event *p = *hit;
@@ -502,8 +534,8 @@ static json_t *build_chrome(const np_trace *tr) {
         }
         if (args && e->id > 0) { /* the data-flow edges, also drawn as flow events below */
             json_t *deps = json_array();
-            for (int k = 0; deps && k < e->n_deps && k < NP_TRACE_MAX_DEPS; k++)
-                if (json_array_append_new(deps, json_integer((json_int_t)e->dep[k]))) {
+            for (int k = 0; deps && k < e->n_deps; k++)
+                if (json_array_append_new(deps, json_integer((json_int_t)np_trace_dep(e, k)))) {
                     json_decref(deps);
                     deps = NULL;
                 }

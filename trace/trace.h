@@ -29,7 +29,8 @@ typedef struct np_trace_event {
                        made without it: read traces from before layers say -1) */
     int chunk;      /* chunk of a chunk task (window * chunks + c), -1 otherwise */
     int64_t id;     /* the task's number on its rank, from 1 (np_trace_deps); 0: none */
-    int n_deps;     /* producers in dep; a task reading more keeps the first ones */
+    int n_deps;     /* its producers: the first NP_TRACE_MAX_DEPS in dep, the rest in
+                       dep_more (np_trace_dep reads either) */
     int64_t dep[NP_TRACE_MAX_DEPS]; /* ids of the tasks on its rank whose output it reads */
     /* route: its remote (window, table, owner) segments and those sent pooled
      * (docs/pipeline.md "Rows or pooled sums"); 0 elsewhere and in older traces */
@@ -62,7 +63,20 @@ typedef struct np_trace_event {
      * the array: np_trace_record copies the caller's. */
     uint32_t npeer;
     uint64_t *peer;
+    /* producers past the first NP_TRACE_MAX_DEPS (n_deps - NP_TRACE_MAX_DEPS of them), owned
+     * like peer: np_trace_record copies them; np_trace_add_dep grows a caller's */
+    int64_t *dep_more;
 } np_trace_event;
+
+/* Producer k < e->n_deps of e. */
+static inline int64_t np_trace_dep(const np_trace_event *e, int k) {
+    return k < NP_TRACE_MAX_DEPS ? e->dep[k] : e->dep_more[k - NP_TRACE_MAX_DEPS];
+}
+/* Appends producer id to ev (past NP_TRACE_MAX_DEPS into a dep_more that the caller frees
+ * with np_trace_event_release). -1: out of memory, the edge is dropped. */
+int np_trace_add_dep(np_trace_event *ev, int64_t id);
+/* Frees what np_trace_add_dep allocated for a caller's event (not a trace's). */
+void np_trace_event_release(np_trace_event *ev);
 /* At most this many ranks' peers in an event (np_trace_record drops larger arrays). */
 #define NP_TRACE_MAX_PEERS 4096
 
@@ -76,7 +90,8 @@ NP_NODISCARD np_status np_trace_create(np_trace **out, np_error *err);
 
 /* Appends one event; safe to call from several threads at once. Returns -1 only when
  * memory runs out (the event is then dropped and counted). The stored event gets its own
- * copy of ev->peer (no memory for it: the event is kept without its peers). */
+ * copies of ev->peer and ev->dep_more (no memory for them: the event is kept without its
+ * peers, or with its first NP_TRACE_MAX_DEPS producers). */
 int np_trace_record(np_trace *tr, const np_trace_event *ev);
 
 /* Data-flow edges of a traced run, for the Chrome export's flow events. Call in submission
