@@ -371,8 +371,9 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     np_trace_set_info(e->trace, "ranks", n);
     snprintf(n, sizeof n, "%u", starpu_worker_get_count());
     np_trace_set_info(e->trace, "workers", n);
-    static const char *const data[] = {"synthetic", "criteo", "bin"};
-    np_trace_set_info(e->trace, "data", (unsigned)cfg->data < 3 ? data[cfg->data] : "?");
+    static const char *const data[] = {"synthetic", "criteo", "bin", "movielens"};
+    np_trace_set_info(e->trace, "data",
+                      (unsigned)cfg->data < sizeof data / sizeof *data ? data[cfg->data] : "?");
     /* what a replay at another scale needs (docs/scale.md "What a projection is calibrated
      * from"): the shape, the link the run had, the machine, the build */
     snprintf(n, sizeof n, "%ld", cfg->batch);

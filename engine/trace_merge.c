@@ -20,7 +20,7 @@ typedef struct wire_event {
     uint64_t bytes;
     int64_t id, n_deps, dep[NP_TRACE_MAX_DEPS];
     int64_t segments, pooled;
-    double pred_us, submit_us;
+    double pred_us, submit_us, ready_us;
     int64_t issued;
     double flops, pack_us, comm_us, unpack_us;
     uint64_t keys, uniq;
@@ -98,6 +98,7 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         mine[i].pooled = ev->pooled;
         mine[i].pred_us = ev->pred_us;
         mine[i].submit_us = ev->issued ? ev->submit_us - e->t0_us : 0;
+        mine[i].ready_us = ev->ready_us > 0 ? ev->ready_us - e->t0_us : 0;
         mine[i].issued = ev->issued;
         mine[i].n_deps = ev->n_deps;
         memcpy(mine[i].dep, ev->dep, sizeof mine[i].dep);
@@ -153,6 +154,7 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .bytes = all[i].bytes,
                                  .id = all[i].id,
                                  .submit_us = all[i].submit_us,
+                                 .ready_us = all[i].ready_us,
                                  .issued = (long)all[i].issued,
                                  .segments = (uint32_t)all[i].segments,
                                  .pooled = (uint32_t)all[i].pooled,

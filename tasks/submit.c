@@ -119,6 +119,7 @@ static void task_done(void *arg) {
         /* what a dm* policy predicted from the perf model (NaN or 0 otherwise) */
         ti->ev.pred_us = isfinite(task->predicted) && task->predicted > 0 ? task->predicted : 0;
         ti->ev.submit_us = starpu_timing_timespec_to_us(&pi->submit_time);
+        ti->ev.ready_us = starpu_timing_timespec_to_us(&pi->push_start_time);
         if (rep && rep->colls) /* its collectives, on the profiling times' clock */
             split_time(rep, &ti->ev);
         np_trace_record(ti->trace, &ti->ev);

@@ -102,6 +102,12 @@ most = max(len(e["args"].get("deps", [])) for e in X)
 if any((e["pid"], p) not in ids for e in X for p in e["args"].get("deps", [])):
     sys.exit("an edge to a task the trace does not have")
 if "--chunks" in flags and most <= 16: sys.exit("no task with more than 16 producers: %d" % most)
+# every task was submitted, then ready, then started (the profiling clock, to a microsecond)
+for e in X:
+    a = e["args"]
+    if a["kind"] in ("data", "control"): continue
+    if not a.get("submit", 0) - 1 <= a.get("ready", -9) <= e["ts"] + 1:
+        sys.exit("%s batch %d: submitted %s, ready %s, started %s" % (e["name"], a["batch"], a.get("submit"), a.get("ready"), e["ts"]))
 K = int(flags[flags.index("--hot") + 1]) if "--hot" in flags else 1
 lo, hi = 96 * 6 * (K - K // 2), 96 * 6 * (K + K // 2)
 if "sequence" not in name and not all(lo <= v <= hi for v in keys.values()) or len(keys) != 6:

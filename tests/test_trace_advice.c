@@ -129,6 +129,8 @@ static void test_input(void **state) {
     setup unsaid = {1, "dbp", NULL, NULL, 0, {GAP(NP_NODE_PREFETCH, 1)}, 1};
     check("input", &unsaid, &file, 40);
     check("input-file", &file, &unsaid, 40);
+    setup ml = {1, "dbp", "movielens", NULL, 0, {GAP(NP_NODE_PREFETCH, 1)}, 1}; /* a file too */
+    check("input-file", &ml, &syn, 40);
 }
 
 static void test_allreduce(void **state) {

@@ -75,7 +75,9 @@ static double lookup_cpu(const facts *f) {
 }
 
 static double input_file(const facts *f) {
-    return is_data(f, "criteo") || is_data(f, "bin") ? over(f, f->input_exposed, 0.10) : -1;
+    return is_data(f, "criteo") || is_data(f, "bin") || is_data(f, "movielens")
+               ? over(f, f->input_exposed, 0.10)
+               : -1;
 }
 
 /* exposed input of a trace that does not say what it read (before 0.6) */

@@ -132,6 +132,10 @@ static np_status read_counts(json_t *args, np_trace_event *ev, const char **what
                   !isfinite(json_number_value(flops))))
         return *what = "\"args.flops\" is not a count >= 0", NP_STATUS_BAD_INPUT;
     ev->flops = flops ? json_number_value(flops) : 0;
+    json_t *ready = json_object_get(args, "ready");
+    if (ready && (!json_is_number(ready) || !(fabs(json_number_value(ready)) <= MAX_TIME_US)))
+        return *what = "\"args.ready\" is not a time", NP_STATUS_BAD_INPUT;
+    ev->ready_us = ready ? json_number_value(ready) : 0;
     json_int_t keys = 0, uniq = 0, colls = 0;
     if ((json_object_get(args, "keys") && get_int(args, "keys", 0, INT64_MAX, &keys)) ||
         (json_object_get(args, "uniq") && get_int(args, "uniq", 0, keys, &uniq)))

@@ -291,6 +291,8 @@ static double finite_or_0(double x) {
 static int set_counts(json_t *args, const np_trace_event *e) {
     int bad = 0;
     if (e->flops > 0 && isfinite(e->flops)) bad |= json_object_set_new(args, "flops", json_real(e->flops));
+    if (e->ready_us != 0 && isfinite(e->ready_us))
+        bad |= json_object_set_new(args, "ready", json_real(e->ready_us));
     if (e->keys || e->uniq)
         bad |= json_object_set_new(args, "keys", json_integer((json_int_t)e->keys)) ||
                json_object_set_new(args, "uniq", json_integer((json_int_t)e->uniq));

@@ -66,6 +66,9 @@ typedef struct np_trace_event {
     /* producers past the first NP_TRACE_MAX_DEPS (n_deps - NP_TRACE_MAX_DEPS of them), owned
      * like peer: np_trace_record copies them; np_trace_add_dep grows a caller's */
     int64_t *dep_more;
+    /* when its inputs were ready and StarPU pushed it to the scheduler (the profiling
+     * push_start_time, start_us's clock); 0 unknown (traces before 0.7.1) */
+    double ready_us;
 } np_trace_event;
 
 /* Producer k < e->n_deps of e. */
