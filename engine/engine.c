@@ -484,8 +484,12 @@ static np_status register_chunks(np_sp_engine *e, np_error *err) {
         starpu_data_partition_plan(sl->label.h, &fl, sl->label_part);
         sl->planned = 1;
     }
-    /* a first guess at the key count: hot keys per bag (at least one) for every table */
-    size_t guess = nb * (size_t)e->m->T * (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
+    /* a first guess at the key count: hot keys per bag (at least one) for every table, and
+     * a sequence's longest history with its negatives for table 0 */
+    size_t per_bag = (size_t)(cfg->hot > 1 ? cfg->hot + cfg->hot / 2 : 1);
+    size_t guess = nb * (size_t)e->m->T * per_bag;
+    size_t seq = cfg->seq_len > 0 ? (size_t)cfg->seq_len + (size_t)(cfg->seq_negatives > 0 ? cfg->seq_negatives : 0) : 0;
+    if (seq > per_bag) guess += nb * (seq - per_bag);
     size_t guess_win = (guess + (size_t)e->W - 1) / (size_t)e->W;
     return np_engine_grow_nnz(e, guess, guess * (size_t)e->R, guess_win, err);
 }
