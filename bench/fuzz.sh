@@ -22,7 +22,7 @@ run() {
     "$scratch/$h" tests/fuzz/corpus/$h >"$scratch/$h.log" 2>&1 || rc=$?
   echo "$rc" >"$scratch/$h.rc"
 }
-hs=(config agree criteo bin trace params ckpt modelfile)
+hs=(config agree criteo bin movielens trace params ckpt modelfile)
 for ((i = 0; i < ${#hs[@]}; i += par)); do
   for h in "${hs[@]:i:par}"; do run "$h" & done
   wait

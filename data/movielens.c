@@ -136,7 +136,7 @@ static np_status read_user(np_ml_reader *r, np_error *err) {
         r->items[r->n] = (ml_item){ts, movie, r->n};
         r->n++;
     }
-    qsort(r->items, r->n, sizeof *r->items, cmp_item);
+    if (r->n > 1) qsort(r->items, r->n, sizeof *r->items, cmp_item); /* no array when empty */
     return NP_OK;
 }
 

@@ -5,9 +5,9 @@
 
 #include "fuzz.h"
 
-static inline void fuzz_source(np_data_kind kind, const char *path) {
-    np_config c;
-    fuzz_config(&c);
+/* The file at path read as kind with config c (fuzz_config's, adjusted by the caller). */
+static inline void fuzz_source_cfg(np_config *cfg, np_data_kind kind, const char *path) {
+    np_config c = *cfg;
     c.data = kind;
     snprintf(c.data_path, sizeof c.data_path, "%s", path);
     c.skip_bad_lines = kind == NP_DATA_CRITEO && path[strlen(path) - 1] == 's';
@@ -22,6 +22,12 @@ static inline void fuzz_source(np_data_kind kind, const char *path) {
         np_batch_free(&b);
         np_source_free(src);
     }
+}
+
+static inline void fuzz_source(np_data_kind kind, const char *path) {
+    np_config c;
+    fuzz_config(&c);
+    fuzz_source_cfg(&c, kind, path);
 }
 
 #endif
