@@ -285,15 +285,21 @@ static int cmd_train(np_dist_t *dist, int argc, char **argv) {
 
 static const char *convert_help =
     "usage: nestpipe convert IN.tsv OUT.bin [--skip-bad-lines]\n"
+    "       nestpipe convert movielens:ratings.dat OUT.bin --seq-len L [--dense-features D]\n"
     "\n"
     "Converts a Criteo TSV file (label, 13 integers, 26 hex categories a line) to nestpipe's\n"
     "binary format (docs/data.md), which `--data bin:OUT.bin` reads several times faster and\n"
     "whose header gives the record count. A malformed line stops it with FILE:LINE:COLUMN;\n"
     "--skip-bad-lines skips such lines and counts them. The file is written beside OUT.bin\n"
-    "and renamed at the end: a failed convert leaves no file.\n";
+    "and renamed at the end: a failed convert leaves no file.\n"
+    "\n"
+    "movielens:ratings.dat writes the records `--data movielens:` reads with --seq-len L\n"
+    "(each user's last L movies, without and with the held-out one) and D zero dense\n"
+    "features (default 13, the width of the default bottom; a model file's own otherwise);\n"
+    "train on them with --data bin:OUT.bin --eval-every 2 --seq-len L for the same batches.\n";
 
 static int cmd_convert(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
+    const char *in = NULL, *out = NULL, *seq = NULL, *dense = NULL;
     int skip = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -301,6 +307,18 @@ static int cmd_convert(int argc, char **argv) {
             return 0;
         } else if (!strcmp(argv[i], "--skip-bad-lines")) {
             skip = 1;
+        } else if (!strcmp(argv[i], "--seq-len")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "nestpipe: convert: --seq-len needs a value\n");
+                return EXIT_BAD_INPUT;
+            }
+            seq = argv[++i];
+        } else if (!strcmp(argv[i], "--dense-features")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "nestpipe: convert: --dense-features needs a value\n");
+                return EXIT_BAD_INPUT;
+            }
+            dense = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "nestpipe: convert: unknown flag '%s' (see nestpipe convert --help)\n",
                     argv[i]);
@@ -319,6 +337,38 @@ static int cmd_convert(int argc, char **argv) {
     }
     np_error err = {{0}};
     long written = 0, skipped = 0;
+    if (!strncmp(in, "movielens:", 10)) {
+        char *end = NULL;
+        long L = seq ? strtol(seq, &end, 10) : 0;
+        if (!seq || end == seq || *end || L < 2 || L > 4096) {
+            fprintf(stderr, "nestpipe: convert %s: needs --seq-len L, an integer in [2, 4096] "
+                            "(each history's last L movies)%s%s%s\n",
+                    in, seq ? "; got '" : "", seq ? seq : "", seq ? "'" : "");
+            return EXIT_BAD_INPUT;
+        }
+        if (skip) {
+            fprintf(stderr, "nestpipe: convert %s: --skip-bad-lines is for Criteo TSV; a "
+                            "MovieLens file stops at its first bad line\n", in);
+            return EXIT_BAD_INPUT;
+        }
+        long D = dense ? strtol(dense, &end, 10) : 13;
+        if (dense && (end == dense || *end || D < 0 || D > 65536)) {
+            fprintf(stderr, "nestpipe: convert %s: --dense-features takes an integer in [0, "
+                            "65536]; got '%s'\n", in, dense);
+            return EXIT_BAD_INPUT;
+        }
+        np_status st = np_convert_movielens(in + 10, out, (int)L, (int)D, &written, &err);
+        if (st) return fail(st, &err);
+        printf("converted %ld records (%ld users) to %s; train with --data bin:%s --eval-every 2 "
+               "--seq-len %ld\n",
+               written, written / 2, out, out, L);
+        return 0;
+    }
+    if (seq || dense) {
+        fprintf(stderr, "nestpipe: convert %s: --%s is for movielens:PATH input\n", in,
+                seq ? "seq-len" : "dense-features");
+        return EXIT_BAD_INPUT;
+    }
     np_status st = np_convert_criteo(in, out, skip, &written, &skipped, &err);
     if (st) return fail(st, &err);
     printf("converted %ld records to %s", written, out);

@@ -320,6 +320,53 @@ done:
     return st;
 }
 
+np_status np_convert_movielens(const char *ml_path, const char *bin_path, int seq_len,
+                               int n_dense, long *n_written, np_error *err) {
+    if (seq_len < 2 || seq_len > 4096)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "convert %s: --seq-len %d; a history keeps its last L movies, L in [2, 4096]",
+                      ml_path, seq_len);
+    if (n_dense < 0 || n_dense > 65536)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "convert %s: --dense-features %d; an integer in [0, 65536]", ml_path, n_dense);
+    float *zeros = np_zalloc((size_t)n_dense + 1, sizeof *zeros, "convert", err);
+    if (!zeros) return NP_STATUS_NO_MEMORY;
+    np_ml_reader *in = NULL;
+    bin_writer w = {0};
+    np_status st = np_output_not_input(bin_path, "convert: the output", ml_path, "the input", err);
+    if (!st) st = np_ml_open(ml_path, seq_len, &in, err);
+    /* a record: label 1, n_dense zeros (MovieLens has no dense feature: the source gives a
+     * model zeros), one table (the history) */
+    if (st || (st = writer_open(&w, bin_path, "convert", n_dense, 1, err))) goto done;
+    for (;;) {
+        uint32_t count;
+        const uint64_t *keys;
+        st = np_ml_next(in, &count, &keys, err);
+        if (st == NP_STATUS_END_OF_DATA) break;
+        if (st) goto done;
+        const float one = 1.0f;
+        unsigned char le[8];
+        np_le_put32(le, count);
+        if ((st = writer_put(&w, &one, 4, err)) ||
+            (st = writer_put(&w, zeros, 4 * (size_t)n_dense, err)) ||
+            (st = writer_put(&w, le, 4, err)))
+            goto done;
+        for (uint32_t k = 0; k < count; k++) {
+            np_le_put64(le, keys[k]);
+            if ((st = writer_put(&w, le, 8, err))) goto done;
+        }
+        w.n_records++;
+        w.n_keys += count;
+    }
+    st = writer_commit(&w, err);
+done:
+    np_outfile_discard(&w.o);
+    np_ml_close(in);
+    free(zeros);
+    if (n_written) *n_written = (long)w.n_records;
+    return st;
+}
+
 /* ---------------------------------------------------------------- generate */
 
 /* Refuses before any work a file the folder has no room for: the bytes of n records with

@@ -137,6 +137,19 @@ grep -qE '"eval_samples": *80[,}]' "$W/ml.json" && ok "movielens: 80 users evalu
 if "${MPIRUN[@]}" 2 "$NP" train "${ML[@]}" --dump-params "$W/ml.r2" >"$W/out" 2>&1; then
   matches "movielens: 2 ranks = reference" "$W/ml.r2" "$W/ml.ref"
 else bad "movielens, 2 ranks: $(tail -3 "$W/out")"; fi
+# converted to the binary format, the same batches: the same model, bit for bit (and the
+# evaluation's figures)
+expect_ok "convert movielens" "$NP" convert "movielens:$W/ratings.dat" "$W/ml.bin" --seq-len 16
+expect_ok "movielens from the binary file" "$NP" train "${ML[@]}" --engine reference \
+  --data "bin:$W/ml.bin" --eval-every 2 --dump-params "$W/ml.bin.ref" --metrics-json "$W/mlb.json"
+cmp -s "$W/ml.bin.ref" "$W/ml.ref" && ok "movielens: bin = ratings.dat, bit for bit" \
+  || bad "movielens: the converted file trains another model"
+jh() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['eval_hr10'], m['eval_ndcg10'], m['eval_samples'])" "$1"; }
+[[ $(jh "$W/mlb.json") == "$(jh "$W/ml.json")" ]] && ok "movielens: bin evaluates the same" \
+  || bad "movielens eval: bin $(jh "$W/mlb.json"), ratings $(jh "$W/ml.json")"
+expect_fail "convert movielens needs --seq-len" 2 "needs --seq-len L" -- \
+  "$NP" convert "movielens:$W/ratings.dat" "$W/ml2.bin"
+[[ ! -e $W/ml2.bin ]] && ok "no file after a refused convert" || bad "a refused convert left $W/ml2.bin"
 expect_fail "movielens needs a sequence" 2 "set --seq-len L >= 2" -- \
   "$NP" train --data "movielens:$W/ratings.dat" --tables 1 --steps 1 --quiet
 expect_fail "movielens holds out its own" 2 "eval-every: data movielens" -- \

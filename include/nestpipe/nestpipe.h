@@ -487,6 +487,16 @@ NP_NODISCARD NP_API np_status np_convert_criteo(const char *tsv_path, const char
                                          int skip_bad_lines, long *n_written, long *n_skipped,
                                          np_error *err);
 
+/* Converts a MovieLens ratings.dat to the binary format, the records `data =
+ * movielens:PATH` reads with --seq-len seq_len (each user's last seq_len movies without the
+ * last one, then with it; label 1, n_dense zero dense features as that source gives a model
+ * of that bottom width, one table), through a temporary and a rename. `data = bin:OUT`
+ * with --eval-every 2 and the same --seq-len then reads the very batches of the ratings
+ * file (docs/data.md "MovieLens"). Added in 0.7.1. */
+NP_NODISCARD NP_API np_status np_convert_movielens(const char *ml_path, const char *bin_path,
+                                                   int seq_len, int n_dense, long *n_written,
+                                                   np_error *err);
+
 /* Writes records 0 .. n_records-1 of cfg's synthetic stream (every record, held-out ones
  * included, in stream order) to the binary format, as np_convert_criteo does (a temporary
  * and a rename). Training on `data = bin:PATH` then reads the very batches `data =
