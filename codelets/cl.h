@@ -101,6 +101,7 @@ typedef struct np_cl_report {
      * (its own rank's 0) */
     uint32_t npeer, peer_off;
     double comm_us, comm_first, comm_last;
+    double post_us, pace_us; /* of comm_us: posting, and the emulated link (MPI only) */
 } np_cl_report;
 
 /* Route, exchanges and the all-reduce (codelets/exchange.c). `comm` is NULL on one rank

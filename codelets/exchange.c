@@ -25,16 +25,26 @@ static np_backend *host_backend(const np_cl_xchg_args *a, np_backend *tmp) {
     return tmp;
 }
 
+/* A collective's start: the clock, and MPI's phase counters cleared of anything before it */
+static double coll_start(void) {
+    double post, pace;
+    np_comm_take_phases(&post, &pace);
+    return starpu_timing_now();
+}
+
 /* What a collective adds to the task's report (np_cl_report): one more collective, its
  * time since t0, and the payload bytes it sent to and received from each peer (scounts[q]
  * and rcounts[q] elements of elem bytes; a NULL array: n elements for every peer). */
 static void account(np_cl_xchg_args *a, const np_backend *b, double t0, const int64_t *scounts,
                     const int64_t *rcounts, size_t n, size_t elem) {
-    double t1 = starpu_timing_now();
+    double t1 = starpu_timing_now(), post = 0, pace = 0;
     np_cl_report *o = &a->out;
     if (!o->colls++) o->comm_first = t0;
     o->comm_last = t1;
     o->comm_us += t1 - t0;
+    np_comm_take_phases(&post, &pace); /* MPI's own phases (zeros for another backend) */
+    o->post_us += post;
+    o->pace_us += pace;
     int R = b->size < NP_XCHG_MAX_RANKS ? b->size : NP_XCHG_MAX_RANKS;
     o->npeer = (uint32_t)R;
     o->peer_off = (uint32_t)offsetof(np_cl_xchg_args, peer); /* out is the first field */
@@ -51,7 +61,7 @@ static int x_alltoall_i64(np_cl_xchg_args *a, np_backend *b, const int64_t *send
         memcpy(recv, send, (size_t)per_rank * sizeof(int64_t));
         return 0;
     }
-    double t0 = starpu_timing_now();
+    double t0 = coll_start();
     int rc = b->ops->alltoall(b, send, recv, (size_t)per_rank, sizeof(int64_t), NULL);
     account(a, b, t0, NULL, NULL, (size_t)per_rank, sizeof(int64_t));
     return rc;
@@ -63,7 +73,7 @@ static int x_alltoallv(np_cl_xchg_args *a, np_backend *b, const void *send,
         memcpy(recv, send, (size_t)scounts[0] * elem);
         return 0;
     }
-    double t0 = starpu_timing_now();
+    double t0 = coll_start();
     int rc = b->ops->alltoallv(b, send, scounts, recv, rcounts, elem, NULL);
     account(a, b, t0, scounts, rcounts, 0, elem);
     return rc;
@@ -75,7 +85,7 @@ static int x_allgather(np_cl_xchg_args *a, np_backend *b, const void *send, void
         memcpy(recv, send, n * elem);
         return 0;
     }
-    double t0 = starpu_timing_now();
+    double t0 = coll_start();
     int rc = b->ops->allgather(b, send, recv, n, elem, NULL);
     account(a, b, t0, NULL, NULL, n, elem);
     return rc;
@@ -85,7 +95,7 @@ static int x_allgather(np_cl_xchg_args *a, np_backend *b, const void *send, void
 static int x_allgatherv_inplace(np_cl_xchg_args *a, np_backend *b, void *buf,
                                 const int64_t *counts, size_t elem) {
     if (!b) return 0;
-    double t0 = starpu_timing_now();
+    double t0 = coll_start();
     int rc = b->ops->allgatherv_inplace(b, buf, counts, elem, NULL);
     account(a, b, t0, NULL, counts, (size_t)counts[b->rank], elem);
     return rc;

@@ -72,6 +72,10 @@ int np_comm_allreduce_f64_sum(np_comm *c, np_channel ch, double *inout, int n);
 int np_comm_gatherv(np_comm *c, np_channel ch, const void *send, int64_t n, void *recv,
                     const int64_t *counts, size_t elem);
 int np_comm_barrier(np_comm *c, np_channel ch);
+/* The time the calling thread's alltoall, alltoallv, allgather and allgatherv_inplace spent
+ * posting (the MPI_I* call) and pacing (the emulated link, NP_LINK_GBIT) since the last
+ * call, in microseconds; both reset. Zeros without MPI. */
+void np_comm_take_phases(double *post_us, double *pace_us);
 /* root's `bytes` bytes of buf to every rank (the NCCL unique id). */
 int np_comm_bcast(np_comm *c, np_channel ch, void *buf, size_t bytes, int root);
 

@@ -63,6 +63,18 @@ static void link_pace(const np_comm *c, np_channel ch, int rc, double sent, doub
     }
 }
 
+/* What the calling thread's data collectives spent posting (the MPI_I* call) and pacing
+ * (the emulated link's wire time, NP_LINK_GBIT) since np_comm_take_phases last took them;
+ * the rest of a collective is MPI's wait (the peers, the transfer). */
+static _Thread_local double phase_post, phase_pace;
+
+/* link_pace, its time counted (np_comm_take_phases). */
+static void timed_pace(const np_comm *c, np_channel ch, int rc, double sent, double recvd) {
+    double t0 = np_backoff_now_us();
+    link_pace(c, ch, rc, sent, recvd);
+    phase_pace += np_backoff_now_us() - t0;
+}
+
 static np_comm *world;
 
 np_comm *np_comm_world(void) {
@@ -175,6 +187,12 @@ static int wait_yield(MPI_Request *req) {
     return 0;
 }
 
+void np_comm_take_phases(double *post_us, double *pace_us) {
+    *post_us = phase_post;
+    *pace_us = phase_pace;
+    phase_post = phase_pace = 0;
+}
+
 /* A contiguous datatype of `elem` bytes, so counts stay element counts (int range). */
 static int elem_type(size_t elem, MPI_Datatype *t) {
     if (elem > INT_MAX) return -1;
@@ -201,11 +219,13 @@ int np_comm_alltoall_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t
     }
     MPI_Request req;
     double bytes = (double)per_rank * sizeof(int64_t) * (c->size - 1);
+    double t0 = np_backoff_now_us();
     if (MPI_Ialltoall(send, per_rank, MPI_INT64_T, recv, per_rank, MPI_INT64_T, c->chan[ch],
                       &req) != MPI_SUCCESS)
         return -1;
+    phase_post += np_backoff_now_us() - t0;
     int rc = wait_yield(&req);
-    link_pace(c, ch, rc, bytes, bytes);
+    timed_pace(c, ch, rc, bytes, bytes);
     return rc;
 }
 
@@ -230,12 +250,14 @@ int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t
     if (!to_int_counts(scounts, n, buf, buf + n) &&
         !to_int_counts(rcounts, n, buf + 2 * n, buf + 3 * n) && !elem_type(elem, &t)) {
         MPI_Request req;
-        if (MPI_Ialltoallv(send, buf, buf + n, t, recv, buf + 2 * n, buf + 3 * n, t, c->chan[ch],
-                           &req) == MPI_SUCCESS)
-            rc = wait_yield(&req);
+        double t0 = np_backoff_now_us();
+        int posted = MPI_Ialltoallv(send, buf, buf + n, t, recv, buf + 2 * n, buf + 3 * n, t,
+                                    c->chan[ch], &req) == MPI_SUCCESS;
+        phase_post += np_backoff_now_us() - t0;
+        if (posted) rc = wait_yield(&req);
         MPI_Type_free(&t);
-        link_pace(c, ch, rc, off_rank(scounts, n, c->rank) * (double)elem,
-                  off_rank(rcounts, n, c->rank) * (double)elem);
+        timed_pace(c, ch, rc, off_rank(scounts, n, c->rank) * (double)elem,
+                   off_rank(rcounts, n, c->rank) * (double)elem);
     }
     free(buf);
     return rc;
@@ -251,11 +273,12 @@ int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, s
     if (n > INT_MAX || elem_type(elem, &t)) return -1;
     MPI_Request req;
     int rc = -1;
-    double bytes = (double)n * (double)elem * (c->size - 1);
-    if (MPI_Iallgather(send, (int)n, t, recv, (int)n, t, c->chan[ch], &req) == MPI_SUCCESS)
-        rc = wait_yield(&req);
+    double bytes = (double)n * (double)elem * (c->size - 1), t0 = np_backoff_now_us();
+    int posted = MPI_Iallgather(send, (int)n, t, recv, (int)n, t, c->chan[ch], &req) == MPI_SUCCESS;
+    phase_post += np_backoff_now_us() - t0;
+    if (posted) rc = wait_yield(&req);
     MPI_Type_free(&t);
-    link_pace(c, ch, rc, bytes, bytes);
+    timed_pace(c, ch, rc, bytes, bytes);
     return rc;
 }
 
@@ -268,12 +291,14 @@ int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64
     if (!cd) return -1;
     if (!to_int_counts(counts, n, cd, cd + n) && !elem_type(elem, &t)) {
         MPI_Request req;
-        if (MPI_Iallgatherv(MPI_IN_PLACE, 0, t, buf, cd, cd + n, t, c->chan[ch], &req) ==
-            MPI_SUCCESS)
-            rc = wait_yield(&req);
+        double t0 = np_backoff_now_us();
+        int posted = MPI_Iallgatherv(MPI_IN_PLACE, 0, t, buf, cd, cd + n, t, c->chan[ch],
+                                     &req) == MPI_SUCCESS;
+        phase_post += np_backoff_now_us() - t0;
+        if (posted) rc = wait_yield(&req);
         MPI_Type_free(&t);
-        link_pace(c, ch, rc, (double)counts[c->rank] * (double)elem * (n - 1),
-                  off_rank(counts, n, c->rank) * (double)elem);
+        timed_pace(c, ch, rc, (double)counts[c->rank] * (double)elem * (n - 1),
+                   off_rank(counts, n, c->rank) * (double)elem);
     }
     free(cd);
     return rc;

@@ -22,7 +22,7 @@ typedef struct wire_event {
     int64_t segments, pooled;
     double pred_us, submit_us, ready_us;
     int64_t issued;
-    double flops, pack_us, comm_us, unpack_us;
+    double flops, pack_us, comm_us, unpack_us, post_us, pace_us;
     uint64_t keys, uniq;
     int64_t colls, npeer; /* in the second gather: its 2 npeer peer counts, then its
                              producers past NP_TRACE_MAX_DEPS (n_deps - NP_TRACE_MAX_DEPS) */
@@ -77,6 +77,8 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         mine[i].pack_us = ev->pack_us;
         mine[i].comm_us = ev->comm_us;
         mine[i].unpack_us = ev->unpack_us;
+        mine[i].post_us = ev->post_us;
+        mine[i].pace_us = ev->pace_us;
         mine[i].npeer = ev->npeer;
         if (ev->npeer) memcpy(pmine + at, ev->peer, 2 * (size_t)ev->npeer * sizeof *pmine);
         at += 2 * (int64_t)ev->npeer;
@@ -168,6 +170,8 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                                  .pack_us = all[i].pack_us,
                                  .comm_us = all[i].comm_us,
                                  .unpack_us = all[i].unpack_us,
+                                 .post_us = all[i].post_us,
+                                 .pace_us = all[i].pace_us,
                                  .npeer = fits ? (uint32_t)npeer : 0,
                                  .peer = fits && npeer ? pall + at : NULL,
                                  .n_deps = fits ? (int)nd

@@ -72,6 +72,8 @@ static void split_time(const np_cl_report *rep, np_trace_event *ev) {
     ev->pack_us = first - t0;
     ev->unpack_us = t1 - last;
     ev->comm_us = rep->comm_us < last - first ? rep->comm_us : last - first;
+    ev->post_us = rep->post_us < ev->comm_us ? rep->post_us : ev->comm_us;
+    ev->pace_us = rep->pace_us < ev->comm_us - ev->post_us ? rep->pace_us : ev->comm_us - ev->post_us;
     if (rep->npeer && rep->peer_off) {
         ev->npeer = rep->npeer;
         ev->peer = (uint64_t *)((const char *)rep + rep->peer_off); /* copied by the record */

@@ -65,7 +65,8 @@ for e in X:
     a, r = e["args"], e["pid"]
     if a["kind"] in ("exchange_keys", "exchange_emb", "exchange_grad", "allreduce"):
         # its collectives: a split inside its span, and the bytes it sent, peer by peer
-        if a.get("colls", 0) < 1 or a["pack_us"] + a["comm_us"] + a["unpack_us"] > e["dur"] + 1:
+        if a.get("colls", 0) < 1 or a["pack_us"] + a["comm_us"] + a["unpack_us"] > e["dur"] + 1 \
+                or a["post_us"] + a["pace_us"] > a["comm_us"] + 1e-3:
             sys.exit("rank %d %s batch %d: no split, or one beyond its span: %s" % (r, e["name"], a["batch"], a))
         s, g = a.get("peer_sent"), a.get("peer_recv")
         if not s or len(s) != R or len(g) != R or s[r] or g[r] or sum(s) != a["bytes"]:

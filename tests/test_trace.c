@@ -140,12 +140,12 @@ static void test_concurrent_record(void **state) {
  * the third. */
 static uint64_t sample_peer[6] = {0, 123456789012ULL, 7, 0, 555, 1};
 static const np_trace_event sample[] = {
-    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 1000, 700, 0, 0, 0, 0, 0, NULL, NULL, 0},
-    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1.5, 10.25, 2.75, 3, sample_peer, NULL, 0},
-    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0, 4, 1234001.5, 123456789.0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 1234002.25},
-    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
-    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
-    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {"emb_retrieve", NP_NODE_RETRIEVE, 3, -1, 0, 0, 10.1, 25.7, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 1000, 700, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"a2a_rows", NP_NODE_EXCHANGE_EMB, 3, 0, 0, 2, 26.3, 40.9, 123456789012ULL, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1.5, 10.25, 2.75, 3, sample_peer, NULL, 0, 0.5, 3.25},
+    {"linear_fwd", NP_NODE_FWD, 3, 0, 0, 1, 1234567.891, 1234999.0003, 0, 0, 0, 0, 0, {0}, 0, 0, 432.25, 0, 4, 1234001.5, 123456789.0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 1234002.25, 0, 0},
+    {"allreduce", NP_NODE_ALLREDUCE, 4, -1, 1, 2, 5.5, 9.25, 4096, 2, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"dense_sgd", NP_NODE_DENSE_UPDATE, 4, -1, 1, 0, 0.0, 0.125, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"dot_bwd", NP_NODE_BWD, 3, 1, 0, 1, 11.0, 30.0, 0, 1, 3, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
 };
 static const char *const sample_layer[] = {[0] = "bottom.0", [2] = "cross.1"}; /* by node */
 enum { N_SAMPLE = sizeof sample / sizeof sample[0] };
@@ -282,7 +282,7 @@ static void test_export_fields(void **state) {
         const char *layer = s->node == 0 || s->node == 2 ? sample_layer[s->node] : NULL;
         assert_int_equal(json_object_size(args), (layer ? 7 : 6) + (s->pred_us > 0) +
                                                      2 * (s->issued > 0) + (s->flops > 0) + (s->ready_us != 0) +
-                                                     2 * (s->keys > 0) + 4 * (s->colls > 0) +
+                                                     2 * (s->keys > 0) + 6 * (s->colls > 0) +
                                                      2 * (s->npeer > 0));
         if (s->flops > 0) assert_true(num_of(args, "flops") == s->flops);
         if (s->keys) assert_int_equal(int_of(args, "uniq"), (json_int_t)s->uniq);
@@ -323,8 +323,8 @@ static void test_export_empty_and_odd_times(void **state) {
 
     /* JSON has no NaN; an end before the start would draw backwards. Both become 0. A
      * NULL name falls back to the kind. */
-    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0};
-    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0};
+    np_trace_event odd = {NULL, NP_NODE_SYNC, 1, -1, 0, 0, NAN, 5.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+    np_trace_event back = {"back", NP_NODE_SYNC, 2, -1, 0, 0, 9.0, 4.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &odd), 0);
     assert_int_equal(np_trace_record(tr, &back), 0);
     assert_int_equal(np_trace_write_chrome(tr, path, &e), NP_OK);
@@ -350,7 +350,7 @@ static void test_export_unwritable(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0};
+    np_trace_event ev = {"x", NP_NODE_ROUTE, 0, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
     assert_int_equal(np_trace_record(tr, &ev), 0);
     /* A missing directory: unwritable even for root, which ignores permission bits. */
     const char *path = tmp_path("no-such-dir/trace.json");
@@ -537,6 +537,7 @@ static void test_layer_names(void **state) {
         assert_int_equal(b->colls, sample[k].colls);
         assert_true(b->pack_us == sample[k].pack_us && b->comm_us == sample[k].comm_us &&
                     b->unpack_us == sample[k].unpack_us);
+        assert_true(b->post_us == sample[k].post_us && b->pace_us == sample[k].pace_us);
         assert_int_equal(b->npeer, sample[k].npeer);
         if (b->npeer) assert_memory_equal(b->peer, sample[k].peer, 2 * b->npeer * sizeof *b->peer);
         assert_true(!b->npeer == !b->peer);

@@ -246,13 +246,13 @@ static void test_paje_odd_times(void **state) {
     np_trace *tr = new_trace();
     np_trace_event evs[] = {
         /* ..., bytes, node, chunk */
-        {"a", NP_NODE_FWD, 0, -1, 0, 3, 100, 300, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
-        {"b", NP_NODE_BWD, 0, -1, 0, 3, 200, 250, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},  /* inside a */
-        {"c", NP_NODE_SYNC, 0, -1, 0, 3, 280, 400, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0}, /* overlaps a */
-        {"d", NP_NODE_ROUTE, 1, -1, 0, 3, NAN, 50, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
-        {"e", NP_NODE_ROUTE, 1, -1, 0, 3, 500, INFINITY, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
-        {"f", NP_NODE_ROUTE, 1, -1, 0, 3, 600, 550, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
-        {"g", (np_node_kind)99, 1, -1, 0, 3, 700, 710, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {"a", NP_NODE_FWD, 0, -1, 0, 3, 100, 300, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+        {"b", NP_NODE_BWD, 0, -1, 0, 3, 200, 250, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},  /* inside a */
+        {"c", NP_NODE_SYNC, 0, -1, 0, 3, 280, 400, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0}, /* overlaps a */
+        {"d", NP_NODE_ROUTE, 1, -1, 0, 3, NAN, 50, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+        {"e", NP_NODE_ROUTE, 1, -1, 0, 3, 500, INFINITY, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+        {"f", NP_NODE_ROUTE, 1, -1, 0, 3, 600, 550, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+        {"g", (np_node_kind)99, 1, -1, 0, 3, 700, 710, 0, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
     };
     /* a control character, invalid UTF-8 and a quote: '_' in Paje, '?' and &quot; in SVG */
     np_trace_set_worker_name(tr, 3, "odd\x01\xff\"name");
@@ -594,8 +594,8 @@ static void test_route_segments(void **state) {
     np_trace *tr = new_trace();
     np_error e = {{0}};
     np_trace_event ev[2] = {
-        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
-        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0},
+        {"route", NP_NODE_ROUTE, 2, -1, 0, 0, 1.0, 2.0, 0, -1, -1, 0, 0, {0}, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+        {"a2a_rows", NP_NODE_EXCHANGE_EMB, 2, 0, 0, 1, 3.0, 4.0, 512, -1, -1, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
     };
     for (int i = 0; i < 2; i++)
         assert_int_equal(np_trace_record(tr, &ev[i]), 0);

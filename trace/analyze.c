@@ -172,6 +172,8 @@ static void analyze_rank(const np_trace *tr, item *it, size_t n, span *dense, sp
             rs->pack_us += e->pack_us;
             rs->comm_us += e->comm_us;
             rs->unpack_us += e->unpack_us;
+            rs->post_us += e->post_us;
+            rs->pace_us += e->pace_us;
             for (uint32_t q = 0; e->peer && q < e->npeer && (int)q < rs->npeer; q++) {
                 rs->peer_sent[q] += e->peer[q];
                 rs->peer_recv[q] += e->peer[e->npeer + q];
@@ -242,6 +244,8 @@ static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {
     o->pack_us += r->pack_us;
     o->comm_us += r->comm_us;
     o->unpack_us += r->unpack_us;
+    o->post_us += r->post_us;
+    o->pace_us += r->pace_us;
     if (r->batches > o->batches) o->batches = r->batches;
     if (r->span_us > o->span_us) o->span_us = r->span_us;
     if (r->step_us > o->step_us || isnan(o->step_us)) o->step_us = r->step_us;
@@ -527,9 +531,11 @@ static void print_rank(FILE *f, const np_trace_rank_stats *r, const np_trace_rep
                 (r->collective_us - r->peer_wait_us) / 1e3);
     if (r->split_us > 0) /* what the tasks themselves timed */
         fprintf(f,
-                "  their split: %.3f ms packing, %.3f ms inside the collectives, %.3f ms "
-                "unpacking, %.3f ms between\n",
-                r->pack_us / 1e3, r->comm_us / 1e3, r->unpack_us / 1e3,
+                "  their split: %.3f ms packing, %.3f ms inside the collectives (%.3f posting, "
+                "%.3f on the emulated link, %.3f in MPI's wait), %.3f ms unpacking, %.3f ms "
+                "between\n",
+                r->pack_us / 1e3, r->comm_us / 1e3, r->post_us / 1e3, r->pace_us / 1e3,
+                (r->comm_us - r->post_us - r->pace_us) / 1e3, r->unpack_us / 1e3,
                 (r->split_us - r->pack_us - r->comm_us - r->unpack_us) / 1e3);
     if (r->npeer > 0) {
         fprintf(f, "  bytes sent / received by peer:");
@@ -615,9 +621,10 @@ static json_t *rank_json(const np_trace_rank_stats *r, const np_trace_report *re
                   "lookup_exposed_us", num(r->lookup_exposed_us), "kinds", kinds);
     if (o && (json_object_set_new(o, "collective_us", num(r->collective_us)) ||
               json_object_set_new(o, "peer_wait_us", num(r->peer_wait_us)) ||
-              (r->split_us > 0 && json_object_set_new(o, "split", json_pack("{s:o, s:o, s:o, s:o}",
+              (r->split_us > 0 && json_object_set_new(o, "split", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
                   "task_us", num(r->split_us), "pack_us", num(r->pack_us), "comm_us",
-                  num(r->comm_us), "unpack_us", num(r->unpack_us)))) ||
+                  num(r->comm_us), "post_us", num(r->post_us), "pace_us", num(r->pace_us),
+                  "unpack_us", num(r->unpack_us)))) ||
               (r->npeer > 0 && json_object_set_new(o, "peers", peers_json(r))))) {
         json_decref(o);
         return NULL;

@@ -155,6 +155,16 @@ static np_status read_counts(json_t *args, np_trace_event *ev, const char **what
         ev->pack_us = t[0];
         ev->comm_us = t[1];
         ev->unpack_us = t[2];
+        /* posting and pacing came a little later (0.7.1 too): optional, within comm_us */
+        double pp[2] = {0, 0};
+        if ((json_object_get(args, "post_us") && get_num(args, "post_us", &pp[0])) ||
+            (json_object_get(args, "pace_us") && get_num(args, "pace_us", &pp[1])) ||
+            !(pp[0] >= 0 && pp[1] >= 0 && pp[0] + pp[1] <= t[1] * (1 + 1e-9) + 1e-6))
+            return *what = "\"args.post_us\" or \"args.pace_us\" is not a time >= 0 within "
+                           "\"args.comm_us\"",
+                   NP_STATUS_BAD_INPUT;
+        ev->post_us = pp[0];
+        ev->pace_us = pp[1];
     }
     json_t *sent = json_object_get(args, "peer_sent"), *got = json_object_get(args, "peer_recv");
     if (!sent && !got) return NP_OK;

@@ -300,7 +300,9 @@ static int set_counts(json_t *args, const np_trace_event *e) {
         bad |= json_object_set_new(args, "colls", json_integer((json_int_t)e->colls)) ||
                json_object_set_new(args, "pack_us", json_real(finite_or_0(e->pack_us))) ||
                json_object_set_new(args, "comm_us", json_real(finite_or_0(e->comm_us))) ||
-               json_object_set_new(args, "unpack_us", json_real(finite_or_0(e->unpack_us)));
+               json_object_set_new(args, "unpack_us", json_real(finite_or_0(e->unpack_us))) ||
+               json_object_set_new(args, "post_us", json_real(finite_or_0(e->post_us))) ||
+               json_object_set_new(args, "pace_us", json_real(finite_or_0(e->pace_us)));
     if (e->npeer && e->peer) {
         json_t *sent = json_array(), *got = json_array();
         for (uint32_t q = 0; sent && got && q < e->npeer; q++)

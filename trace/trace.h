@@ -69,6 +69,9 @@ typedef struct np_trace_event {
     /* when its inputs were ready and StarPU pushed it to the scheduler (the profiling
      * push_start_time, start_us's clock); 0 unknown (traces before 0.7.1) */
     double ready_us;
+    /* of comm_us (MPI only): posting the collectives (the MPI_I* calls), and the emulated
+     * link's pacing (NP_LINK_GBIT); the rest is MPI's wait for the peers and the transfer */
+    double post_us, pace_us;
 } np_trace_event;
 
 /* Producer k < e->n_deps of e. */
@@ -242,6 +245,7 @@ typedef struct np_trace_rank_stats {
      * their task time, and its parts packing, inside the collectives (the peer wait
      * included) and unpacking */
     double split_us, pack_us, comm_us, unpack_us;
+    double post_us, pace_us; /* of comm_us: posting, the emulated link (MPI only) */
     /* per rank (not overall): the payload bytes its collectives sent to each of npeer
      * ranks, and those they received from each (peer_recv = peer_sent + npeer, one
      * allocation the report frees); npeer 0 when the trace has no peers */

@@ -78,7 +78,10 @@ static double inside(double a, double b, double from, double to) {
 static void clip_split(np_trace_event *x, double s, double e, double from, double to) {
     double mid_s = s + x->pack_us, mid_e = e - x->unpack_us;
     double mid = mid_e > mid_s ? mid_e - mid_s : 0, kept = inside(mid_s, mid_e, from, to);
-    x->comm_us = mid > 0 ? x->comm_us * kept / mid : 0;
+    double f = mid > 0 ? kept / mid : 0;
+    x->comm_us *= f;
+    x->post_us *= f;
+    x->pace_us *= f;
     x->pack_us = inside(s, mid_s, from, to);
     x->unpack_us = inside(mid_e, e, from, to);
 }
