@@ -55,7 +55,9 @@ MODEL=(--model hstu --tables 1 --rows "$ROWS" --seq-len "$L" --seq-negatives "$K
   --batch "$BATCH" --eval-samples "$EVAL")
 WORK=$(mktemp -d /tmp/np_hstu_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-OUT=bench/results/$(date +%F)-hstu$( ((QONLY)) && echo -quality).md
+SUFFIX=""
+((QONLY)) && SUFFIX=-quality
+OUT=bench/results/$(date +%F)-hstu$SUFFIX.md
 mkdir -p bench/results
 export STARPU_SILENT=1 STARPU_HOME=$WORK/starpu OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 log() { echo "hstu.sh: $(date +%T) $*" >&2; }
@@ -70,6 +72,11 @@ if [[ -n $PY ]]; then
   torch_isa_forced "$PY" "$MKL_SHIM"
   read -ra TORCH_ENV <<<"$FORCED_ENV"
   log "PyTorch ${TORCH_TAGS[0]}: $BLAS_DEFAULT; ISA forced: $FORCED_NOTE"
+fi
+
+if [[ $INIT == same && -z $PY ]]; then
+  log "no PyTorch ($TORCH_MISSING): nestpipe alone, --init own"
+  INIT=own
 fi
 
 # the records: training batches of STEPS steps (held-out records between them) and EVAL
@@ -93,7 +100,6 @@ NP_RATES="" T_RATES=""
 for ((k = 1; k <= REPEATS; k++)); do
   INIT_ARGS=()
   if [[ $INIT == same ]]; then
-    [[ -n $PY ]] || { echo "hstu.sh: --init same needs PyTorch: $TORCH_MISSING" >&2; exit 2; }
     torch1 --seed "$k" --torch-seed "$k" --write-init "$WORK/init.params"
     INIT_ARGS=(--init-params "$WORK/init.params")
   fi

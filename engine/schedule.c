@@ -230,7 +230,7 @@ static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_er
     if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &max_nnz, 1))
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
                       e->cfg.rank);
-    if (e->comm) /* the control channel's collective, on the driver's row of the trace */
+    if (e->comm && e->R > 1) /* the control channel's collective, on the driver's row */
         np_engine_trace_driver(e, NP_NODE_CONTROL, "agree_sizes", batch, t0, np_engine_clock_us(e),
                                (uint64_t)(e->R - 1) * sizeof max_nnz);
     size_t need = (size_t)b->nnz, need_recv = (size_t)max_nnz * (size_t)e->R, need_win;

@@ -1,6 +1,7 @@
 /* Traces of a StarPU run: every rank's task records, times from the common origin, merged
  * on rank 0 over the control channel and written there as one Chrome trace.
  * Not here: recording (tasks/submit.c) or the formats (trace/). */
+#include <limits.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -68,6 +69,9 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
     np_status st = counts && mine && pcounts && pmine
                        ? NP_OK
                        : np_err(err, NP_STATUS_NO_MEMORY, "trace: no memory");
+    if (!st && np_trace_dropped(e->trace))
+        st = np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",
+                    np_trace_dropped(e->trace));
     for (int64_t i = 0, at = 0; !st && i < n; i++) {
         const np_trace_event *ev = np_trace_get(e->trace, (size_t)i);
         mine[i].flops = ev->flops;
@@ -114,17 +118,21 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
         total += counts[r];
         np_total += pcounts[r];
     }
-    /* rank 0 may run out of memory here: the gathers below still run on every rank */
+    /* MPI's gather counts and offsets are ints: every rank sees the same sums and refuses
+     * together */
+    if (!bad && (total > INT_MAX || np_total > INT_MAX)) bad = 1;
+    /* rank 0 may run out of memory here: agreed before any gather */
     int64_t short_0 = 0;
     if (!bad && me == 0 && (!(all = calloc((size_t)total + 1, sizeof *all)) ||
                             !(pall = malloc(((size_t)np_total + 1) * sizeof *pall))))
         short_0 = 1;
     if (!bad && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &short_0, 1)) bad = 1;
     if (!bad && short_0) bad = 1;
-    if (!bad && (np_comm_gatherv(e->comm, NP_CHAN_CTL, mine, n, all, counts, sizeof *all) ||
-                 np_comm_gatherv(e->comm, NP_CHAN_CTL, pmine, np_mine, pall, pcounts,
-                                 sizeof *pall)))
-        bad = 1;
+    if (!bad) { /* both on every rank, whatever the first gave, then agreed */
+        int64_t g = np_comm_gatherv(e->comm, NP_CHAN_CTL, mine, n, all, counts, sizeof *all) != 0;
+        g |= np_comm_gatherv(e->comm, NP_CHAN_CTL, pmine, np_mine, pall, pcounts, sizeof *pall) != 0;
+        if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &g, 1) || g) bad = 1;
+    }
     np_trace *merged = NULL;
     if (!bad && me == 0 && !(st = np_trace_create(&merged, err))) {
         np_trace_copy_names(merged, e->trace); /* the layers' names; workers follow */
@@ -218,10 +226,7 @@ np_status np_engine_finish(np_sp_engine *e, np_error *err) {
     np_engine_hold(e);
     np_engine_release(e);
     if (!e->trace) return NP_OK;
-    if (np_trace_dropped(e->trace))
-        return np_err(err, NP_STATUS_NO_MEMORY, "trace: %zu events lost for lack of memory",
-                      np_trace_dropped(e->trace));
-    np_trace *merged = NULL;
+    np_trace *merged = NULL; /* lost events stop every rank there (its first agreement) */
     np_status st = np_engine_merge_traces(e, &merged, err);
     if (!st && merged) st = np_trace_write_chrome(merged, e->cfg.trace, err);
     /* keep the merged trace for the metrics of a traced run (rank 0) */

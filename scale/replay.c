@@ -509,7 +509,12 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         ev.end_us = t[i].end;
         ev.pred_us = ev.wait_us = 0;
         ev.issued = 0; /* its submissions are the graph's, not this timeline's */
-        ev.submit_us = 0;
+        ev.submit_us = ev.ready_us = 0;
+        /* and so are its measured split and bytes by peer (the recorded rank count's) */
+        ev.colls = 0;
+        ev.pack_us = ev.comm_us = ev.unpack_us = ev.post_us = ev.pace_us = 0;
+        ev.npeer = 0;
+        ev.peer = NULL;
         if (np_trace_record(rt, &ev)) {
             st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory (replay)");
             goto out;

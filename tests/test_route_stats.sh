@@ -125,6 +125,12 @@ check "R=3 dbp, rows" 3 --pipeline dbp --exchange rows --hot 2
 check "R=3 nestpipe, a sequence with negatives as rows, the bags pooled" 3 --pipeline nestpipe \
   --seq-len 12 --seq-negatives 4 --hot 3
 
+# one rank under mpirun: no collectives on the wire, so no control task, split or peers
+if timeout 120 "${MPIRUN[@]}" -np 1 "$NP" train "${SM[@]}" --trace "$W/t1.json" >"$W/out" 2>&1; then
+  if grep -q '"control"\|"colls"\|"peer_sent"' "$W/t1.json"; then bad "one rank under mpirun records collectives"
+  else ok "one rank under mpirun: no control, split or peers"; fi
+else bad "one rank under mpirun: $(tail -2 "$W/out")"; fi
+
 # bad input: one line, exit 2
 expect_refused() { # NAME PATTERN ARGS...
   local name=$1 pat=$2

@@ -50,6 +50,10 @@ sys.exit(not (r[1]['step_us'] > r[0]['step_us'] and 0 < r[1]['efficiency'] < 1))
   grep -q "^| 64 | alpha-beta |" "$W/t.md" && grep -q "<polyline" "$W/e.svg" && ok "--table and --svg written" ||
     bad "--table or --svg"
   "$NP" trace report "$W/r.json" >/dev/null 2>&1 && ok "--replay-trace reads back" || bad "--replay-trace"
+  # the replayed timeline keeps none of the recorded run's measured split or bytes by peer
+  if grep -q '"colls"\|"peer_sent"\|"ready"' "$W/r.json"; then bad "--replay-trace keeps measured splits"
+  elif grep -q '"colls"' "$W/g.json"; then ok "--replay-trace drops the measured split"
+  else bad "the graph's trace has no split to drop"; fi
 else
   bad "simulate to 64: $(cat "$W/err")"
 fi

@@ -720,11 +720,22 @@ static void test_malformed(void **state) {
                NP_STATUS_BAD_INPUT, "args.colls");
     expect_bad("peers.json",
                X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"exchange_emb\",\"batch\":0,"
-                       "\"window\":0,\"bytes\":0,\"peer_sent\":[0,1],\"peer_recv\":[0]}"),
+                       "\"window\":0,\"bytes\":0,\"colls\":1,\"pack_us\":0,\"comm_us\":0,"
+                       "\"unpack_us\":0,\"peer_sent\":[0,1],\"peer_recv\":[0]}"),
                NP_STATUS_BAD_INPUT, "args.peer_sent");
+    expect_bad("peerscolls.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"exchange_emb\",\"batch\":0,"
+                       "\"window\":0,\"bytes\":0,\"peer_sent\":[0,1],\"peer_recv\":[0,1]}"),
+               NP_STATUS_BAD_INPUT, "without \"args.colls\"");
+    expect_bad("splitdur.json",
+               X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"exchange_emb\",\"batch\":0,"
+                       "\"window\":0,\"bytes\":0,\"colls\":1,\"pack_us\":0.5,\"comm_us\":0.5,"
+                       "\"unpack_us\":0.5}"),
+               NP_STATUS_BAD_INPUT, "more than the task");
     expect_bad("peerneg.json",
                X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"exchange_emb\",\"batch\":0,"
-                       "\"window\":0,\"bytes\":0,\"peer_sent\":[0,1],\"peer_recv\":[0,-4]}"),
+                       "\"window\":0,\"bytes\":0,\"colls\":1,\"pack_us\":0,\"comm_us\":0,"
+                       "\"unpack_us\":0,\"peer_sent\":[0,1],\"peer_recv\":[0,-4]}"),
                NP_STATUS_BAD_INPUT, "byte counts");
     expect_bad("nobatch.json",
                X_EVENT("\"ts\":1,\"dur\":1,\"args\":{\"kind\":\"fwd\",\"window\":0,\"bytes\":0}"),

@@ -224,6 +224,7 @@ static void no_exchange(np_trace_rank_stats *r) {
     r->exchange_us = r->exchange_exposed_us = 0;
     r->exchange_exposed_ratio = NAN;
     r->collective_us = r->peer_wait_us = 0;
+    r->split_us = r->pack_us = r->comm_us = r->unpack_us = r->post_us = r->pace_us = 0;
 }
 
 static void add_overall(np_trace_rank_stats *o, const np_trace_rank_stats *r) {

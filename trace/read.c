@@ -151,6 +151,10 @@ static np_status read_counts(json_t *args, np_trace_event *ev, const char **what
             return *what = "\"args.colls\" without a count >= 1 and times >= 0 in "
                            "\"args.pack_us\", \"comm_us\" and \"unpack_us\"",
                    NP_STATUS_BAD_INPUT;
+        if (t[0] + t[1] + t[2] > ev->end_us - ev->start_us + 1e-3)
+            return *what = "\"args.pack_us\", \"comm_us\" and \"unpack_us\" add up to more "
+                           "than the task's \"dur\"",
+                   NP_STATUS_BAD_INPUT;
         ev->colls = (uint32_t)colls;
         ev->pack_us = t[0];
         ev->comm_us = t[1];
@@ -168,6 +172,10 @@ static np_status read_counts(json_t *args, np_trace_event *ev, const char **what
     }
     json_t *sent = json_object_get(args, "peer_sent"), *got = json_object_get(args, "peer_recv");
     if (!sent && !got) return NP_OK;
+    if (!ev->colls)
+        return *what = "\"args.peer_sent\" without \"args.colls\" (a task's bytes by peer "
+                       "come with its collectives)",
+               NP_STATUS_BAD_INPUT;
     size_t n = json_array_size(sent);
     if (!json_is_array(sent) || !json_is_array(got) || json_array_size(got) != n || n < 1 ||
         n > NP_TRACE_MAX_PEERS)

@@ -357,7 +357,7 @@ static void put_arrows(FILE *f, const np_svg_picture *p, const double *ys) {
     for (size_t i = 0; i < p->n; i++) {
         const np_svg_task *t = &p->ts[i];
         for (int d = 0; d < t->n_deps; d++) {
-            long k = np_svg_find(p, keys, t->rank, t->dep[d]);
+            long k = np_svg_find(p, keys, t->rank, np_trace_dep(t->ev, d));
             if (k < 0) continue;
             const np_svg_task *u = &p->ts[k];
             int crit = t->critical && u->critical;

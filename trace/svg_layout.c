@@ -90,10 +90,8 @@ np_status np_svg_picture_make(np_svg_picture *p, const np_trace *tr, np_error *e
                               .bytes = e->bytes,
                               .seq = i,
                               .id = e->id,
-                              .n_deps = e->n_deps > 0 && e->n_deps <= NP_TRACE_MAX_DEPS
-                                            ? e->n_deps
-                                            : 0};
-        memcpy(ts[i].dep, e->dep, sizeof ts[i].dep);
+                              .n_deps = e->n_deps > 0 ? e->n_deps : 0,
+                              .ev = e};
         if (isfinite(e->start_us) && e->start_us < t0) t0 = e->start_us;
     }
     p->n = n;
@@ -173,7 +171,7 @@ void np_svg_critical_path(np_svg_picture *p) {
             x->critical = 1;
             long next = -1;
             for (int d = 0; d < x->n_deps; d++) {
-                long k = np_svg_find(p, order, x->rank, x->dep[d]);
+                long k = np_svg_find(p, order, x->rank, np_trace_dep(x->ev, d));
                 if (k >= 0 && p->ts[k].id < x->id && (next < 0 || p->ts[k].end > p->ts[next].end))
                     next = k;
             }

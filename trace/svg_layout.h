@@ -38,7 +38,8 @@ typedef struct np_svg_task {
     double wait; /* of a collective: the time waiting for the last peer (np_trace_peer_wait) */
     int64_t id;  /* the task's number on its rank (0: none) and its producers' */
     int n_deps;
-    int64_t dep[NP_TRACE_MAX_DEPS];
+    const np_trace_event *ev; /* the trace's event (np_trace_dep(ev, d): producer d), valid
+                                 while the picture is drawn from that trace */
     int critical; /* on its rank's critical path (np_svg_critical_path) */
 } np_svg_task;
 

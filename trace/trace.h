@@ -79,9 +79,12 @@ static inline int64_t np_trace_dep(const np_trace_event *e, int k) {
     return k < NP_TRACE_MAX_DEPS ? e->dep[k] : e->dep_more[k - NP_TRACE_MAX_DEPS];
 }
 /* Appends producer id to ev (past NP_TRACE_MAX_DEPS into a dep_more that the caller frees
- * with np_trace_event_release). -1: out of memory, the edge is dropped. */
+ * with np_trace_event_release). -1: out of memory, the edge is dropped. For an event the
+ * caller builds, never for a copy of a trace's event (whose dep_more the trace owns and
+ * sized exactly): a copy goes to np_trace_record as it is. */
 int np_trace_add_dep(np_trace_event *ev, int64_t id);
-/* Frees what np_trace_add_dep allocated for a caller's event (not a trace's). */
+/* Frees what np_trace_add_dep allocated for a caller's event (never a trace's event or a
+ * copy of one). */
 void np_trace_event_release(np_trace_event *ev);
 /* At most this many ranks' peers in an event (np_trace_record drops larger arrays). */
 #define NP_TRACE_MAX_PEERS 4096
