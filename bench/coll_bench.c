@@ -27,10 +27,13 @@ static int cmp(const void *a, const void *b) {
 static int allreduce(np_comm *c, float *mine, float *out, float *all, size_t n) {
     int R = np_comm_size(c), me = np_comm_rank(c);
     np_xchg_allreduce_plan p;
-    np_xchg_plan_allreduce(n, R, me, &p);
-    if (!p.rs) return np_comm_allgather(c, NP_CHAN_DATA, mine, all, n, sizeof(float));
-    if (np_comm_alltoallv(c, NP_CHAN_DATA, mine, p.len, all, p.got, sizeof(float))) return -1;
-    return np_comm_allgatherv_inplace(c, NP_CHAN_DATA, out, p.len, sizeof(float));
+    if (np_xchg_plan_allreduce(n, R, me, &p)) return -1;
+    int rc = !p.rs ? np_comm_allgather(c, NP_CHAN_DATA, mine, all, n, sizeof(float))
+             : np_comm_alltoallv(c, NP_CHAN_DATA, mine, p.len, all, p.got, sizeof(float))
+                 ? -1
+                 : np_comm_allgatherv_inplace(c, NP_CHAN_DATA, out, p.len, sizeof(float));
+    np_xchg_allreduce_plan_free(&p);
+    return rc;
 }
 
 int main(int argc, char **argv) {
@@ -41,17 +44,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     int reps = argc > 1 ? atoi(argv[1]) : 7, R = np_comm_size(c), me = np_comm_rank(c);
-    if (R > NP_XCHG_MAX_RANKS) {
-        fprintf(stderr, "coll_bench: at most %d ranks\n", NP_XCHG_MAX_RANKS);
-        return 1;
-    }
     if (reps < 1) reps = 1;
     size_t max = 64u << 20;
     /* an All2All's send holds R blocks of bytes / (R - 1): up to twice max */
     char *s = calloc(2 * max + 64, 1), *r = calloc(2 * max + 64, 1), *a = calloc(2 * max + 64, 1);
     double *t = malloc((size_t)reps * sizeof *t);
-    if (!s || !r || !a || !t) return 1;
-    int64_t sc[NP_XCHG_MAX_RANKS], rc[NP_XCHG_MAX_RANKS];
+    int64_t *sc = malloc(2 * (size_t)R * sizeof *sc), *rc = sc ? sc + R : NULL; /* (R) each */
+    if (!s || !r || !a || !t || !sc) return 1;
     for (size_t bytes = 64u << 10; bytes <= max; bytes *= 4) {
         for (int kind = 0; kind < 2; kind++) {
             /* a2a: the rank's `bytes` go to the others in equal blocks; allreduce: bytes of floats */
@@ -79,6 +78,7 @@ int main(int argc, char **argv) {
     free(r);
     free(a);
     free(t);
+    free(sc);
     np_comm_free(c);
     return 0;
 }

@@ -119,16 +119,24 @@ typedef struct np_cl_xchg_args {
     int T, d, R;
     int W;           /* windows per batch */
     int w;           /* exchange_rows / exchange_grads: the window moved */
-    size_t cap_recv; /* rows the owner-side buffers hold */
-    size_t cap_win;  /* rows each window's Rin and grads hold */
+    size_t cap_recv;      /* rows the owner-side buffers hold (E, its gradients, staging) */
+    size_t cap_recv_keys; /* keys the owner-side key buffers hold (received keys, map) */
+    size_t cap_win;       /* rows each window's Rin and grads hold */
     size_t n;        /* all-reduce: floats */
     /* --comm nccl: the NCCL backend (comm/backend.h), NULL for mpi. With a device backend
      * the submitters of exchange_rows, exchange_grads and allreduce pick the _nccl
      * codelets (CUDA only); route and a2a_keys stay on the CPU and on MPI. A host backend
      * here (a test's transport) replaces MPI in the CPU codelets. */
     struct np_backend *be;
-    uint64_t peer[2 * NP_XCHG_MAX_RANKS]; /* out.npeer's bytes by peer (np_cl_report) */
+    /* ranks the task's copy of the args has room for after its end: 2 peer_room uint64,
+     * the payload bytes sent to each rank, then those received from each (out.npeer's,
+     * np_cl_report; tasks/exchange.c appends them, zeroed). 0: none (a test's args) */
+    uint32_t peer_room;
 } np_cl_xchg_args;
+/* The bytes by peer that follow a task's copy of its args (peer_room ranks of them). */
+static inline uint64_t *np_cl_xchg_peers(np_cl_xchg_args *a) {
+    return (uint64_t *)(void *)(a + 1); /* the struct's size keeps uint64's alignment */
+}
 /* route buffers: offsets R, keys R, uniq W (Uq scratch), pos W, sendkeys W, meta RW.
  * Window w is the samples [nb*w/W, nb*(w+1)/W). Dedups each (window, table)'s keys,
  * buckets them by owner (owner, window, table, key order) and points pos at each key's

@@ -46,13 +46,15 @@ static void account(np_cl_xchg_args *a, const np_backend *b, double t0, const in
     o->comm_us += t1 - t0;
     o->post_us += post;
     o->pace_us += pace;
-    int R = b->size < NP_XCHG_MAX_RANKS ? b->size : NP_XCHG_MAX_RANKS;
+    int R = b->size;
+    if (R < 1 || (uint32_t)R > a->peer_room) return; /* no room for them (a test's args) */
+    uint64_t *peer = np_cl_xchg_peers(a);
     o->npeer = (uint32_t)R;
-    o->peer_off = (uint32_t)offsetof(np_cl_xchg_args, peer); /* out is the first field */
+    o->peer_off = (uint32_t)sizeof *a; /* out is the first field, the peers follow the args */
     for (int q = 0; q < R; q++) {
         if (q == b->rank) continue;
-        a->peer[q] += (uint64_t)(scounts ? (size_t)scounts[q] : n) * elem;
-        a->peer[R + q] += (uint64_t)(rcounts ? (size_t)rcounts[q] : n) * elem;
+        peer[q] += (uint64_t)(scounts ? (size_t)scounts[q] : n) * elem;
+        peer[R + q] += (uint64_t)(rcounts ? (size_t)rcounts[q] : n) * elem;
     }
 }
 
@@ -102,6 +104,13 @@ static int x_allgatherv_inplace(np_cl_xchg_args *a, np_backend *b, void *buf,
     return rc;
 }
 
+/* Whether a window's exchange fits the buffers the engine sized (make_room): the owner's
+ * side (its staging, E) holds cap_recv rows, the requester's (a window's Rin and
+ * gradients) cap_win. A bug if not. */
+static int fits(const np_cl_xchg_args *a, int64_t owner_rows, int64_t requester_rows) {
+    return (size_t)owner_rows <= a->cap_recv && (size_t)requester_rows <= a->cap_win;
+}
+
 /* ---- route (requester side) */
 
 static void route_cpu(void *buffers[], void *cl_arg) {
@@ -119,7 +128,7 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     /* tbase (W*T+1): first uniq index of (window, table); scur (R, W, T): next send
      * position; rcur (W, R, T): next row of the window's Rin; cu, cn, cg (R, W, T): per
      * segment its distinct keys, keys and bags */
-    int64_t *tbase = malloc((nwt + 1 + 5 * nowt) * sizeof *tbase);
+    int64_t *tbase = malloc((nwt + 1 + 5 * nowt + (size_t)R) * sizeof *tbase);
     uint8_t *pooled = malloc(nowt + 1); /* (R, W, T) */
     if (!tbase || !pooled) {
         a->out.fail = 1;
@@ -129,6 +138,10 @@ static void route_cpu(void *buffers[], void *cl_arg) {
     }
     int64_t *scur = tbase + nwt + 1, *rcur = scur + nowt, *cu = rcur + nowt, *cn = cu + nowt,
             *cg = cn + nowt;
+    /* (R) the last bag that had a key at each owner: a bag's first key there starts its
+     * row. Bags are numbered t * nb + s + 1, so no bag's number is another's */
+    int64_t *bag_at = cg + nowt;
+    memset(bag_at, 0, (size_t)R * sizeof *bag_at);
 #define SEG(o, w, t) (((size_t)(o) * W + (w)) * T + (t))
     /* 1. dedup every (window, table); pos[k] = absolute index into uniq */
     int64_t base = 0;
@@ -163,12 +176,12 @@ static void route_cpu(void *buffers[], void *cl_arg) {
                 cu[SEG(np_shard_owner_in(a->shard, R, t, uniq[u]), w, t)]++;
             const uint32_t *o = off + (size_t)t * (a->nb + 1);
             for (long s = a->nb * w / W; may_pool && s < a->nb * (w + 1) / W; s++) {
-                uint64_t seen = 0; /* owners this bag has keys at (R <= 64) */
+                int64_t bag = (int64_t)t * a->nb + s + 1;
                 for (uint32_t k = o[s]; k < o[s + 1]; k++) {
                     int ow = np_shard_owner_in(a->shard, R, t, keys[k]);
                     cn[SEG(ow, w, t)]++;
-                    cg[SEG(ow, w, t)] += !(seen >> ow & 1u);
-                    seen |= (uint64_t)1 << ow;
+                    cg[SEG(ow, w, t)] += bag_at[ow] != bag;
+                    bag_at[ow] = bag;
                 }
             }
         }
@@ -235,7 +248,8 @@ static void route_cpu(void *buffers[], void *cl_arg) {
         for (int t = 0; t < T; t++) {
             const uint32_t *o = off + (size_t)t * (a->nb + 1);
             for (long s = a->nb * w / W; s < a->nb * (w + 1) / W; s++) {
-                uint64_t seen = 0;
+                /* negative numbers: apart from the counting pass's */
+                int64_t bag = -((int64_t)t * a->nb + s + 1);
                 for (uint32_t k = o[s]; k < o[s + 1]; k++) {
                     int ow = np_shard_owner_in(a->shard, R, t, keys[k]);
                     size_t g = SEG(ow, w, t);
@@ -244,11 +258,11 @@ static void route_cpu(void *buffers[], void *cl_arg) {
                         continue;
                     }
                     int64_t local = np_shard_local_in(a->shard, R, keys[k]);
-                    if (seen >> ow & 1u) {
+                    if (bag_at[ow] == bag) {
                         sendkeys[scur[g]++] = local;
                         pos[k] = -1;
                     } else { /* the bag's row at ow */
-                        seen |= (uint64_t)1 << ow;
+                        bag_at[ow] = bag;
                         sendkeys[scur[g]++] = -local - 1;
                         pos[k] = rcur[((size_t)w * R + ow) * T + t]++;
                     }
@@ -268,10 +282,11 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
     const int64_t *send = NP_BUF(buffers, 1);
     int64_t *recv = NP_BUF(buffers, 2);
     int T = a->T, R = a->R, W = a->W;
-    int64_t st[NP_XCHG_MAX_RANKS], rt[NP_XCHG_MAX_RANKS];
+    int64_t *st = malloc(2 * (size_t)R * sizeof *st), *rt = st + R; /* (R) keys to, from q */
     np_backend mpi, *be = host_backend(a, &mpi);
-    if (x_alltoall_i64(a, be, meta + NP_META_SC(T, W, 0, 0, 0), meta + NP_META_RC(T, W, R, 0, 0, 0),
-                       W * T)) {
+    if (!st || x_alltoall_i64(a, be, meta + NP_META_SC(T, W, 0, 0, 0),
+                              meta + NP_META_RC(T, W, R, 0, 0, 0), W * T)) {
+        free(st);
         a->out.fail = 1;
         return;
     }
@@ -283,13 +298,17 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
         nsend += st[q];
     }
     meta[NP_META_NRECV] = nrecv;
-    if ((size_t)nrecv > a->cap_recv || x_alltoallv(a, be, send, st, recv, rt, sizeof(int64_t))) {
-        a->out.fail = 1;
-        return;
-    }
+    /* past the room the engine made (a bug if hit: make_room bounds it), the keys are not
+     * received; the collective still runs, so no other rank waits for this one */
+    int room = (size_t)nrecv <= a->cap_recv_keys;
+    if (!room)
+        for (int q = 0; q < R; q++)
+            rt[q] = 0;
+    if (!room || x_alltoallv(a, be, send, st, recv, rt, sizeof(int64_t))) a->out.fail = 1;
     /* bytes on the wire: what goes to other ranks (one rank sends nothing) */
     int me = be ? be->rank : 0;
     a->out.bytes = (uint64_t)(nsend - st[me] + (int64_t)(R - 1) * W * T) * sizeof(int64_t);
+    free(st);
 }
 
 /* ---- owner side: distinct rows per table across requesters and windows, and the E row
@@ -302,13 +321,14 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
     int64_t *map = NP_BUF(buffers, 3);  /* (nrecv) E row of each received key */
     int T = a->T, R = a->R, W = a->W;
     int64_t nrecv = meta[NP_META_NRECV];
-    int64_t *keys = malloc(((size_t)nrecv + 1) * 3 * sizeof *keys);
+    int64_t *keys = malloc(((size_t)nrecv + 1) * 4 * sizeof *keys);
     if (!keys) {
         a->out.fail = 1;
         return;
     }
     int64_t *idx = keys + nrecv;    /* (nrecv) where each collected key came from */
     int64_t *tmp = idx + nrecv + 1; /* (nrecv) dedup positions */
+    int64_t *out = tmp + nrecv + 1; /* (nrecv) a table's distinct rows, before uniq holds them */
     /* the rows each segment returns: its row starts (a segment that does not begin with
      * one is a bug of the sender) */
     for (int64_t q = 0, seg = 0; q < R; q++)
@@ -341,11 +361,14 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
                     seg += c;
                 }
         size_t nu = 0;
-        if (np_keys_dedup(keys, (size_t)n, uniq + ubase, &nu, tmp)) {
+        /* uniq holds the rows make_room bounded (cap_recv): a bug if they do not fit */
+        if (np_keys_dedup(keys, (size_t)n, out, &nu, tmp) ||
+            (size_t)ubase + nu > a->cap_recv) {
             free(keys);
             a->out.fail = 1;
             return;
         }
+        memcpy(uniq + ubase, out, nu * sizeof *uniq);
         for (int64_t i = 0; i < n; i++)
             map[idx[i]] = ubase + tmp[i];
         meta[NP_META_UCNT(t)] = ubase;
@@ -366,20 +389,21 @@ static void exchange_rows_cpu(void *buffers[], void *cl_arg) {
     float *Rin = NP_BUF(buffers, 3), *sbuf = NP_BUF(buffers, 4);
     size_t d = (size_t)a->d;
     np_xchg_plan p;
-    np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    if (np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p) || !fits(a, p.nsend, p.nrecv)) {
+        np_xchg_plan_free(&p);
+        a->out.fail = 1;
+        return;
+    }
     const int64_t *keys = p.pooled ? NP_BUF(buffers, 6) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     /* one rank without MPI: the requester is the owner, gather straight into Rin */
     np_xchg_pack_rows(&p, map, keys, E, d, be ? sbuf : Rin);
-    if (!be) {
-        a->out.bytes = 0;
-        return;
-    }
-    if (x_alltoallv(a, be, sbuf, p.send, Rin, p.recv, d * sizeof(float))) {
+    a->out.bytes = 0;
+    if (be && x_alltoallv(a, be, sbuf, p.send, Rin, p.recv, d * sizeof(float)))
         a->out.fail = 1;
-        return;
-    }
-    a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); /* off-rank */
+    else if (be)
+        a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); /* off-rank */
+    np_xchg_plan_free(&p);
 }
 
 /* ---- window w's rows in two parts (dbp across ranks, docs/pipeline.md "The batch
@@ -392,15 +416,17 @@ static int send_part(np_cl_xchg_args *a, const np_xchg_plan *p, np_backend *be, 
                      const int64_t *keys, const float *E, size_t d, const uint32_t *obits,
                      const uint32_t *rbits, int part, float *sbuf, float *recv, float *Rin,
                      uint64_t *rows) {
-    int64_t cs[NP_XCHG_MAX_RANKS], cr[NP_XCHG_MAX_RANKS];
+    int64_t *cs = malloc(2 * (size_t)p->R * sizeof *cs), *cr = cs + p->R; /* (R) each */
+    if (!cs) return -1;
     np_xchg_part_counts(p, obits, 0, part, cs);
     np_xchg_part_counts(p, rbits, 1, part, cr);
     np_xchg_pack_part(p, map, keys, E, d, obits, part, sbuf);
-    if (x_alltoallv(a, be, sbuf, cs, recv, cr, d * sizeof(float))) return -1;
-    np_xchg_place_part(p, rbits, part, recv, d, Rin);
-    for (int q = 0; q < p->R; q++)
+    int rc = x_alltoallv(a, be, sbuf, cs, recv, cr, d * sizeof(float));
+    if (!rc) np_xchg_place_part(p, rbits, part, recv, d, Rin);
+    for (int q = 0; q < p->R && !rc; q++)
         if (q != (be ? be->rank : 0)) *rows += (uint64_t)cs[q]; /* to other ranks */
-    return 0;
+    free(cs);
+    return rc ? -1 : 0;
 }
 
 static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
@@ -413,31 +439,35 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     const int64_t *ucur = NP_BUF(buffers, 10);
     size_t d = (size_t)a->d;
     np_xchg_plan p;
-    np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
+    int64_t *ws = NULL;
+    if (np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p) || !fits(a, p.nsend, p.nrecv) ||
+        !(ws = malloc(2 * (size_t)a->R * sizeof *ws))) {
+        np_xchg_plan_free(&p);
+        a->out.fail = 1;
+        return;
+    }
+    int64_t *wr = ws + a->R; /* (R) bitmap words to, from each rank */
     const int64_t *keys = p.pooled ? NP_BUF(buffers, 11) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     /* which E rows are shared, a byte each, in sbuf before it stages the rows (Uo bytes fit
-     * in its (cap_recv, d) floats): nothing to allocate, nothing to fail before the
-     * collectives, which every rank must reach */
+     * in its (cap_recv, d) floats) */
     uint8_t *shared = (uint8_t *)sbuf;
     np_xchg_mark_shared(uprev, mprev, ucur, meta, a->T, shared);
     np_xchg_mark_rows(&p, map, keys, shared, obits);
-    int64_t ws[NP_XCHG_MAX_RANKS], wr[NP_XCHG_MAX_RANKS];
     np_xchg_bit_counts(&p, 0, ws);
     np_xchg_bit_counts(&p, 1, wr);
     /* the requesters learn which of their rows come now, then get them */
-    if (x_alltoallv(a, be, obits, ws, rbits, wr, sizeof *obits)) {
-        a->out.fail = 1;
-        return;
-    }
     uint64_t rows = 0, words = 0;
-    if (send_part(a, &p, be, map, keys, E, d, obits, rbits, 0, sbuf, Rin, Rin, &rows)) {
+    if (x_alltoallv(a, be, obits, ws, rbits, wr, sizeof *obits) ||
+        send_part(a, &p, be, map, keys, E, d, obits, rbits, 0, sbuf, Rin, Rin, &rows)) {
         a->out.fail = 1;
-        return;
+    } else {
+        for (int q = 0; q < a->R; q++)
+            if (q != (be ? be->rank : 0)) words += (uint64_t)ws[q];
+        a->out.bytes = rows * d * sizeof(float) + words * sizeof *obits;
     }
-    for (int q = 0; q < a->R; q++)
-        if (q != (be ? be->rank : 0)) words += (uint64_t)ws[q];
-    a->out.bytes = rows * d * sizeof(float) + words * sizeof *obits;
+    free(ws);
+    np_xchg_plan_free(&p);
 }
 
 static void rows_shared_cpu(void *buffers[], void *cl_arg) {
@@ -449,15 +479,19 @@ static void rows_shared_cpu(void *buffers[], void *cl_arg) {
     float *rbuf = NP_BUF(buffers, 8);
     size_t d = (size_t)a->d;
     np_xchg_plan p;
-    np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p);
-    const int64_t *keys = p.pooled ? NP_BUF(buffers, 9) : NULL;
-    np_backend mpi, *be = host_backend(a, &mpi);
-    uint64_t rows = 0;
-    if (send_part(a, &p, be, map, keys, E, d, obits, rbits, 1, sbuf, rbuf, Rin, &rows)) {
+    if (np_xchg_plan_rows(meta, a->T, a->W, a->R, a->w, &p) || !fits(a, p.nsend, p.nrecv)) {
+        np_xchg_plan_free(&p);
         a->out.fail = 1;
         return;
     }
-    a->out.bytes = rows * d * sizeof(float);
+    const int64_t *keys = p.pooled ? NP_BUF(buffers, 9) : NULL;
+    np_backend mpi, *be = host_backend(a, &mpi);
+    uint64_t rows = 0;
+    if (send_part(a, &p, be, map, keys, E, d, obits, rbits, 1, sbuf, rbuf, Rin, &rows))
+        a->out.fail = 1;
+    else
+        a->out.bytes = rows * d * sizeof(float);
+    np_xchg_plan_free(&p);
 }
 
 /* ---- window w's gradients back to the owners, added per row in a fixed order */
@@ -469,12 +503,17 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     int T = a->T, w = a->w;
     size_t d = (size_t)a->d;
     np_xchg_plan p;
-    np_xchg_plan_grads(meta, T, a->W, a->R, w, &p);
+    if (np_xchg_plan_grads(meta, T, a->W, a->R, w, &p) || !fits(a, p.nrecv, p.nsend)) {
+        np_xchg_plan_free(&p);
+        a->out.fail = 1;
+        return;
+    }
     const int64_t *keys = p.pooled ? NP_BUF(buffers, 6) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     const float *src = grows; /* one rank without MPI: the grads are already here */
     if (be) {
         if (x_alltoallv(a, be, grows, p.send, rbuf, p.recv, d * sizeof(float))) {
+            np_xchg_plan_free(&p);
             a->out.fail = 1;
             return;
         }
@@ -483,6 +522,7 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
     }
     if (w == 0) memset(gE, 0, (size_t)meta[NP_META_UO] * d * sizeof(float));
     np_xchg_sum_grads(&p, map, keys, src, d, gE);
+    np_xchg_plan_free(&p);
 }
 
 /* ---- dense gradients: all-gather, then the same ordered sum on every rank */
@@ -498,33 +538,36 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
     int R = a->R;
     np_backend mpi, *be = host_backend(a, &mpi);
     int me = be ? be->rank : 0;
-    const float *parts[NP_XCHG_MAX_RANKS];
+    const float **parts = malloc((size_t)R * sizeof *parts); /* (R) each rank's part */
     np_xchg_allreduce_plan p;
-    np_xchg_plan_allreduce(a->n, R, me, &p);
+    if (!parts || np_xchg_plan_allreduce(a->n, R, me, &p)) {
+        free(parts);
+        a->out.fail = 1;
+        return;
+    }
     if (!p.rs) {
         if (x_allgather(a, be, mine, all, a->n, sizeof(float))) {
             a->out.fail = 1;
-            return;
+        } else {
+            for (int r = 0; r < R; r++)
+                parts[r] = all + (size_t)r * a->n;
+            np_sum_ordered(parts, R, a->n, out);
+            a->out.bytes = p.nsend * sizeof(float);
         }
+    } else if (x_alltoallv(a, be, mine, p.len, all, p.got, sizeof(float))) {
+        /* slice q of mine went to rank q; all got slice `me` of every rank, rank after rank */
+        a->out.fail = 1;
+    } else {
         for (int r = 0; r < R; r++)
-            parts[r] = all + (size_t)r * a->n;
-        np_sum_ordered(parts, R, a->n, out);
-        a->out.bytes = p.nsend * sizeof(float);
-        return;
+            parts[r] = all + (size_t)r * (size_t)p.len[me];
+        np_sum_ordered(parts, R, (size_t)p.len[me], out + p.lo[me]);
+        if (x_allgatherv_inplace(a, be, out, p.len, sizeof(float)))
+            a->out.fail = 1;
+        else
+            a->out.bytes = p.nsend * sizeof(float);
     }
-    /* slice q of mine to rank q; all gets slice `me` of every rank, rank after rank */
-    if (x_alltoallv(a, be, mine, p.len, all, p.got, sizeof(float))) {
-        a->out.fail = 1;
-        return;
-    }
-    for (int r = 0; r < R; r++)
-        parts[r] = all + (size_t)r * (size_t)p.len[me];
-    np_sum_ordered(parts, R, (size_t)p.len[me], out + p.lo[me]);
-    if (x_allgatherv_inplace(a, be, out, p.len, sizeof(float))) {
-        a->out.fail = 1;
-        return;
-    }
-    a->out.bytes = p.nsend * sizeof(float);
+    np_xchg_allreduce_plan_free(&p);
+    free(parts);
 }
 
 NP_CODELET(np_cl_route, route_cpu, "route");

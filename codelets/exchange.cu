@@ -55,14 +55,15 @@ __global__ void sum_ordered(const float *parts, int R, size_t stride, size_t n, 
     }
 }
 
-using plan_fn = void (*)(const int64_t *, int, int, int, int, np_xchg_plan *);
+using plan_fn = int (*)(const int64_t *, int, int, int, int, np_xchg_plan *);
 
 // What both exchanges start with: the backend, and window a->w's plan (np_xchg_plan_rows
 // or _grads) from the counts the host needs. Those come from the device's meta by an
 // asynchronous copy on the worker's stream and a synchronisation of that stream (the tasks
 // queued before this one on it included); meta is NP_META_SIZE int64s: a few hundred
-// bytes. keep: where the host's copy goes when the caller reads more of it (and frees it),
-// or NULL. 0, or -1 with a->out.fail set.
+// bytes a rank and window. keep: where the host's copy goes when the caller reads more of it
+// (and frees it), or NULL. 0 (the caller frees p with np_xchg_plan_free), or -1 with
+// a->out.fail set and nothing to free.
 int plan_window(const int64_t *dmeta, np_cl_xchg_args *a, plan_fn plan, cudaStream_t s,
                 np_xchg_plan *p, int64_t **keep) {
     size_t n = NP_META_SIZE((size_t)a->T, (size_t)a->W, (size_t)a->R);
@@ -73,8 +74,17 @@ int plan_window(const int64_t *dmeta, np_cl_xchg_args *a, plan_fn plan, cudaStre
         a->out.fail = 1;
         return -1;
     }
-    plan(h, a->T, a->W, a->R, a->w, p);
-    if (p->pooled) { // pooled segments are the MPI codelets' (config_check, engine.c)
+    if (plan(h, a->T, a->W, a->R, a->w, p)) {
+        free(h);
+        a->out.fail = 1;
+        return -1;
+    }
+    // pooled segments are the MPI codelets' (config_check, engine.c); the buffers hold
+    // what make_room sized (a bug if not)
+    int rows = plan == np_xchg_plan_rows; // else gradients: the ways reversed
+    size_t owner = (size_t)(rows ? p->nsend : p->nrecv), req = (size_t)(rows ? p->nrecv : p->nsend);
+    if (p->pooled || owner > a->cap_recv || req > a->cap_win) {
+        np_xchg_plan_free(p);
         free(h);
         a->out.fail = 1;
         return -1;
@@ -105,11 +115,11 @@ extern "C" void np_cuda_exchange_rows(void *buffers[], void *cl_arg) {
             gather_rows<<<blocks_for((size_t)p.send[q] * d), kThreads, 0, s>>>(
                 E, map + p.seg[q], p.send[q], d, sbuf + (size_t)p.sdispl[q] * d);
     if (cudaGetLastError() != cudaSuccess ||
-        be->ops->alltoallv(be, sbuf, p.send, Rin, p.recv, d * sizeof(float), s)) {
+        be->ops->alltoallv(be, sbuf, p.send, Rin, p.recv, d * sizeof(float), s))
         a->out.fail = 1;
-        return;
-    }
-    a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); // off-rank
+    else
+        a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); // off-rank
+    np_xchg_plan_free(&p);
 }
 
 extern "C" void np_cuda_exchange_grads(void *buffers[], void *cl_arg) {
@@ -128,11 +138,13 @@ extern "C" void np_cuda_exchange_grads(void *buffers[], void *cl_arg) {
     int64_t uo = hmeta[NP_META_UO];
     free(hmeta);
     if (be->ops->alltoallv(be, grows, p.send, rbuf, p.recv, d * sizeof(float), s)) {
+        np_xchg_plan_free(&p);
         a->out.fail = 1;
         return;
     }
     a->out.bytes = (uint64_t)(p.nsend - p.send[be->rank]) * d * sizeof(float); // off-rank
     if (w == 0 && cudaMemsetAsync(gE, 0, (size_t)uo * d * sizeof(float), s) != cudaSuccess) {
+        np_xchg_plan_free(&p);
         a->out.fail = 1;
         return;
     }
@@ -142,6 +154,7 @@ extern "C" void np_cuda_exchange_grads(void *buffers[], void *cl_arg) {
             add_rows<<<blocks_for((size_t)p.recv[q] * d), kThreads, 0, s>>>(
                 gE, map + p.seg[q], rbuf + (size_t)p.rdispl[q] * d, p.recv[q], d);
     if (cudaGetLastError() != cudaSuccess) a->out.fail = 1;
+    np_xchg_plan_free(&p);
 }
 
 extern "C" void np_cuda_allreduce(void *buffers[], void *cl_arg) {
@@ -151,25 +164,26 @@ extern "C" void np_cuda_allreduce(void *buffers[], void *cl_arg) {
     cudaStream_t s = starpu_cuda_get_local_stream();
     np_backend *be = a->be;
     int R = a->R;
-    if (!be || R > NP_XCHG_MAX_RANKS) {
+    np_xchg_allreduce_plan p;
+    if (!be || np_xchg_plan_allreduce(a->n, R, be->rank, &p)) {
         a->out.fail = 1;
         return;
     }
     int me = be->rank;
-    np_xchg_allreduce_plan p;
-    np_xchg_plan_allreduce(a->n, R, me, &p);
     if (!p.rs) {
         if (be->ops->allgather(be, mine, all, a->n, sizeof(float), s)) {
             a->out.fail = 1;
-            return;
+        } else {
+            sum_ordered<<<blocks_for(a->n), kThreads, 0, s>>>(all, R, a->n, a->n, out);
+            if (cudaGetLastError() != cudaSuccess) a->out.fail = 1;
+            a->out.bytes = p.nsend * sizeof(float);
         }
-        sum_ordered<<<blocks_for(a->n), kThreads, 0, s>>>(all, R, a->n, a->n, out);
-        if (cudaGetLastError() != cudaSuccess) a->out.fail = 1;
-        a->out.bytes = p.nsend * sizeof(float);
+        np_xchg_allreduce_plan_free(&p);
         return;
     }
     // slice q of mine to rank q; all gets slice `me` of every rank, rank after rank
     if (be->ops->alltoallv(be, mine, p.len, all, p.got, sizeof(float), s)) {
+        np_xchg_allreduce_plan_free(&p);
         a->out.fail = 1;
         return;
     }
@@ -177,9 +191,9 @@ extern "C" void np_cuda_allreduce(void *buffers[], void *cl_arg) {
     if (n_me)
         sum_ordered<<<blocks_for(n_me), kThreads, 0, s>>>(all, R, n_me, n_me, out + p.lo[me]);
     if (cudaGetLastError() != cudaSuccess ||
-        be->ops->allgatherv_inplace(be, out, p.len, sizeof(float), s)) {
+        be->ops->allgatherv_inplace(be, out, p.len, sizeof(float), s))
         a->out.fail = 1;
-        return;
-    }
-    a->out.bytes = p.nsend * sizeof(float);
+    else
+        a->out.bytes = p.nsend * sizeof(float);
+    np_xchg_allreduce_plan_free(&p);
 }

@@ -67,6 +67,11 @@ int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64
                                size_t elem);
 /* Sum over ranks of one int64 / max of one int64. */
 int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max);
+/* recv (per_rank) = the sum over ranks of their send[per_rank * me .. per_rank * (me + 1)):
+ * a reduce-scatter of send (size x per_rank) in MPI's O(log size) rounds; one rank
+ * copies. */
+int np_comm_reduce_scatter_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t *recv,
+                               int per_rank);
 int np_comm_allreduce_f64_sum(np_comm *c, np_channel ch, double *inout, int n);
 /* Rank 0 receives n_r elements from each rank r (recv NULL elsewhere). */
 int np_comm_gatherv(np_comm *c, np_channel ch, const void *send, int64_t n, void *recv,

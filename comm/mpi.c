@@ -313,6 +313,19 @@ int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max)
     return wait_yield(&req);
 }
 
+int np_comm_reduce_scatter_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t *recv,
+                               int per_rank) {
+    if (!c || !c->mpi) {
+        memcpy(recv, send, (size_t)per_rank * sizeof *recv);
+        return 0;
+    }
+    MPI_Request req;
+    if (MPI_Ireduce_scatter_block(send, recv, per_rank, MPI_INT64_T, MPI_SUM, c->chan[ch], &req) !=
+        MPI_SUCCESS)
+        return -1;
+    return wait_yield(&req);
+}
+
 int np_comm_allreduce_f64_sum(np_comm *c, np_channel ch, double *inout, int n) {
     if (!c || !c->mpi) return 0;
     MPI_Request req;

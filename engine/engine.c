@@ -23,44 +23,46 @@
 #include "engine/engine_impl.h"
 #include "engine/placement.h"
 
-/* The buffers whose size follows the number of keys in a batch. */
-np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv, size_t cap_win,
-                                  np_error *err) {
+/* The buffers whose size follows the keys of a batch, at caps c: exactly what
+ * np_xchg_caps_bytes counts. */
+np_status np_engine_grow_nnz(np_sp_engine *e, const np_xchg_caps *c, np_error *err) {
     size_t row = (size_t)e->m->d * sizeof(float), i64 = sizeof(int64_t);
+    size_t stage = c->recv > c->win ? c->recv : c->win; /* the staging serves both sides */
     np_status st = NP_OK;
     for (int k = 0; k < NP_SLOTS && !st; k++)
-        st = np_buf_grow(&e->slot[k].keys, cap, i64, "batch keys", err);
+        st = np_buf_grow(&e->slot[k].keys, c->keys, i64, "batch keys", err);
     for (int k = 0; k < NP_RSETS && !st; k++) {
         np_rset *r = &e->rset[k];
-        if (!st) st = np_buf_grow(&r->uniq, cap, i64, "unique keys", err);
-        if (!st) st = np_buf_grow(&r->pos, cap, i64, "key positions", err);
-        if (!st) st = np_buf_grow(&r->sendkeys, cap, i64, "keys to send", err);
-        if (!st) st = np_buf_grow(&r->recvkeys, cap_recv, i64, "received keys", err);
-        if (!st) st = np_buf_grow(&r->uniq_o, cap_recv, i64, "owner rows", err);
-        if (!st) st = np_buf_grow(&r->map, cap_recv, i64, "owner row map", err);
+        if (!st) st = np_buf_grow(&r->uniq, c->keys, i64, "unique keys", err);
+        if (!st) st = np_buf_grow(&r->pos, c->keys, i64, "key positions", err);
+        if (!st) st = np_buf_grow(&r->sendkeys, c->keys, i64, "keys to send", err);
+        if (!st) st = np_buf_grow(&r->recvkeys, c->recv_keys, i64, "received keys", err);
+        if (!st) st = np_buf_grow(&r->uniq_o, c->recv, i64, "owner rows", err);
+        if (!st) st = np_buf_grow(&r->map, c->recv_keys, i64, "owner row map", err);
     }
     for (int k = 0; k < e->pol.buffers && !st; k++) {
-        st = np_buf_grow(&e->E[k], cap_recv, row, "embedding buffer", err);
-        if (!st) st = np_buf_grow(&e->Es[k], cap_recv, sizeof(float), "optimizer state buffer", err);
+        st = np_buf_grow(&e->E[k], c->recv, row, "embedding buffer", err);
+        if (!st) st = np_buf_grow(&e->Es[k], c->recv, sizeof(float), "optimizer state buffer", err);
     }
     for (int w = 0; w < e->W && !st; w++) {
-        st = np_buf_grow(&e->Rin[w], cap_win, row, "received rows", err);
-        if (!st) st = np_buf_grow(&e->grows[w], cap_win, row, "row gradients", err);
+        st = np_buf_grow(&e->Rin[w], c->win, row, "received rows", err);
+        if (!st) st = np_buf_grow(&e->grows[w], c->win, row, "row gradients", err);
     }
-    if (!st) st = np_buf_grow(&e->gE, cap_recv, row, "owner row gradients", err);
-    if (!st) st = np_buf_grow(&e->sbuf, cap_recv, row, "send staging", err);
-    if (!st) st = np_buf_grow(&e->rbuf, cap_recv, row, "receive staging", err);
-    for (int w = 0; w < e->pol.early_windows && e->pol.split_rows && !st; w++) {
+    if (!st) st = np_buf_grow(&e->gE, c->recv, row, "owner row gradients", err);
+    if (!st) st = np_buf_grow(&e->sbuf, stage, row, "send staging", err);
+    if (!st) st = np_buf_grow(&e->rbuf, stage, row, "receive staging", err);
+    int split = e->pol.split_rows ? e->pol.early_windows : 0;
+    for (int w = 0; w < split && !st; w++) {
         size_t R = (size_t)e->R;
-        st = np_buf_grow(&e->obits[w], cap_recv / 32 + R, sizeof(uint32_t), "owner row bitmaps",
+        st = np_buf_grow(&e->obits[w], c->recv / 32 + R, sizeof(uint32_t), "owner row bitmaps",
                          err);
         if (!st)
-            st = np_buf_grow(&e->rbits[w], cap_win / 32 + R, sizeof(uint32_t), "row bitmaps", err);
+            st = np_buf_grow(&e->rbits[w], c->win / 32 + R, sizeof(uint32_t), "row bitmaps", err);
     }
     if (!st) {
-        e->cap_nnz = cap;
-        e->cap_recv = cap_recv;
-        e->cap_win = cap_win;
+        e->cap = *c;
+        e->buffer_bytes = np_xchg_caps_bytes(c, e->m->d, e->W, e->R, e->pol.buffers, split,
+                                             NP_SLOTS, NP_RSETS);
     }
     return st;
 }
@@ -197,6 +199,8 @@ void np_engine_free(np_sp_engine *e) {
     free(e->ch);
     free(e->Rin);
     free(e->grows);
+    free(e->owner_bound);
+    np_xchg_bound_scratch_free(&e->bound);
     if (e->params) {
         /* the children go first: the block comes back whole in main memory */
         if (e->n_param_nodes) starpu_data_unpartition(e->params, STARPU_MAIN_RAM);
@@ -217,15 +221,12 @@ void np_engine_free(np_sp_engine *e) {
     free(e);
 }
 
-/* What the engine cannot run: a rank count MPI disagrees with or past 64, an unknown
- * scheduling policy (STARPU_SCHED named when it is the one). */
+/* What the engine cannot run: a rank count MPI disagrees with, an unknown scheduling
+ * policy (STARPU_SCHED named when it is the one). */
 static np_status check_request(const np_config *cfg, np_comm *comm, np_error *err) {
     if (np_comm_size(comm) != cfg->ranks)
         return np_err(err, NP_STATUS_INTERNAL, "config says %d ranks but MPI has %d", cfg->ranks,
                       np_comm_size(comm));
-    if (cfg->ranks > 64)
-        return np_err(err, NP_STATUS_UNSUPPORTED, "ranks: at most 64 ranks are supported, not %d",
-                      cfg->ranks);
     if (!sched_known(cfg->sched)) {
         char names[2048];
         sched_list(names, sizeof names);
@@ -440,9 +441,14 @@ static np_status register_batch_buffers(np_sp_engine *e, np_error *err) {
         st = np_buf_reg(&e->glocal[v], n, sizeof(float), "dense grads", err);
         if (!st) st = np_buf_reg(&e->gdense[v], n, sizeof(float), "summed dense grads", err);
         if (!st)
-            st = np_buf_reg(&e->gall[v], n * (size_t)e->R, sizeof(float), "all-gather staging",
-                            err);
+            st = np_buf_reg(&e->gall[v], np_xchg_allreduce_staging(n, e->R), sizeof(float),
+                            "all-reduce staging", err);
+        e->fixed_bytes += (2 * n + np_xchg_allreduce_staging(n, e->R)) * sizeof(float);
     }
+    size_t nd = (size_t)np_config_dense(cfg);
+    e->fixed_bytes += NP_SLOTS * (nb * nd + nb + (size_t)T * (nb + 1)) * sizeof(float) +
+                      NP_RSETS * NP_META_SIZE((size_t)T, (size_t)e->W, (size_t)e->R) *
+                          sizeof(int64_t);
     return st;
 }
 
@@ -490,8 +496,19 @@ static np_status register_chunks(np_sp_engine *e, np_error *err) {
     size_t guess = nb * (size_t)e->m->T * per_bag;
     size_t seq = cfg->seq_len > 0 ? (size_t)cfg->seq_len + (size_t)(cfg->seq_negatives > 0 ? cfg->seq_negatives : 0) : 0;
     if (seq > per_bag) guess += nb * (seq - per_bag);
-    size_t guess_win = (guess + (size_t)e->W - 1) / (size_t)e->W;
-    return np_engine_grow_nnz(e, guess, guess * (size_t)e->R, guess_win, err);
+    /* the owner's side starts at what a rank sends on average (as much as it asks for);
+     * make_room grows it to what it is sent */
+    np_xchg_caps c = {.keys = guess,
+                      .recv_keys = guess,
+                      .recv = guess,
+                      .win = (guess + (size_t)e->W - 1) / (size_t)e->W};
+    if (!(e->owner_bound = calloc(2 * (size_t)e->R, sizeof *e->owner_bound)))
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (owner bounds)");
+    return np_engine_grow_nnz(e, &c, err);
+}
+
+uint64_t np_engine_buffer_bytes(const np_sp_engine *e) {
+    return e->buffer_bytes + e->fixed_bytes;
 }
 
 np_status np_engine_create(const np_config *cfg, np_model_t *m, np_sp_engine **out, np_error *err) {
@@ -550,8 +567,9 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                               .d = m->d,
                               .R = e->R,
                               .W = e->W,
-                              .cap_recv = e->cap_recv,
-                              .cap_win = e->cap_win,
+                              .cap_recv = e->cap.recv,
+                              .cap_recv_keys = e->cap.recv_keys,
+                              .cap_win = e->cap.win,
                               .n = m->n_dense,
                               .be = e->nccl};
     b->wa = (np_cl_rows_args){.T = m->T, .d = m->d, .with_state = adagrad, .row_base = m->row_base};

@@ -40,6 +40,10 @@ void np_engine_segments(const np_sp_engine *e, uint64_t *segments, uint64_t *poo
 NP_NODISCARD np_status np_engine_finish(np_sp_engine *e, np_error *err);
 /* Bytes this rank sent so far: keys (with counts), rows, row gradients, dense all-reduce. */
 void np_engine_bytes(const np_sp_engine *e, uint64_t out[4]);
+/* The bytes of the engine's batch buffers now: the input slots, the route sets, the
+ * embedding buffers, the exchanges' rows and staging, the dense gradients and their
+ * all-reduce staging (not the chunks' activations, nor the model's own memory). */
+uint64_t np_engine_buffer_bytes(const np_sp_engine *e);
 /* The merged trace on rank 0 after np_engine_finish, NULL elsewhere or without tracing. */
 const np_trace *np_engine_trace(const np_sp_engine *e);
 /* np_trainer_trace, the trainer's merged trace, is public (nestpipe/trace.h). */

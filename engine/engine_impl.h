@@ -85,9 +85,13 @@ struct np_sp_engine {
     int W;           /* windows (micro-batches) per local batch: pol.windows */
     int C;           /* chunks per window; W * C chunks in all */
     int cluster;     /* 1: key-centric clustering of samples into windows */
-    size_t cap_nnz;  /* capacity of the requester-side key buffers */
-    size_t cap_recv; /* capacity of the owner-side buffers */
-    size_t cap_win;  /* capacity of each window's requester-side row buffers */
+    /* what the batch buffers hold (kernels/xchg_plan.h): the requester's keys, the owner's
+     * received keys and rows, a window's rows; grown by make_room (engine/schedule.c) */
+    np_xchg_caps cap;
+    uint64_t buffer_bytes; /* the batch buffers' bytes at cap (np_xchg_caps_bytes) */
+    uint64_t fixed_bytes;  /* those register_batch_buffers sized once: slots, counts, grads */
+    np_xchg_bound_scratch bound; /* make_room's per-owner bounds of a batch */
+    int64_t *owner_bound;        /* (2 R) its bounds: keys and rows to each owner */
     /* model: the dense parameters partitioned by node (a filter over one handle), so a layer
      * task reads only its node's tensors and a dense update writes only its node's */
     np_h params;                    /* (n_dense) the whole block: partitioned while the engine runs */
@@ -115,7 +119,7 @@ struct np_sp_engine {
      * soon as the last window's backward is past it */
     np_buf glocal[NP_MAX_NODES]; /* (pn) this rank's, summed over chunks */
     np_buf gdense[NP_MAX_NODES]; /* (pn) summed over ranks */
-    np_buf gall[NP_MAX_NODES];   /* (R, pn) all-gather staging */
+    np_buf gall[NP_MAX_NODES];   /* (np_xchg_allreduce_staging(pn, R)) all-reduce staging */
     np_chunk *ch;                /* (W * C) window after window */
     uint32_t part_dense[64];     /* (W * C) floats of each chunk's dense rows */
     uint32_t part_label[64];     /* (W * C) each chunk's labels */
@@ -147,10 +151,8 @@ typedef struct np_batch_args {
 void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b);
 /* NP_OK, or the divergence error when an update task reported a NaN or inf (sink). */
 NP_NODISCARD np_status np_engine_check_finite(np_sp_engine *e, np_error *err);
-/* Room for cap requester-side keys, cap_recv owner-side rows and cap_win rows a window
- * (grows only; keeps contents). Only when no task is in flight. */
-NP_NODISCARD np_status np_engine_grow_nnz(np_sp_engine *e, size_t cap, size_t cap_recv,
-                                          size_t cap_win, np_error *err);
+/* Room for what caps c say (grows only; keeps contents). Only when no task is in flight. */
+NP_NODISCARD np_status np_engine_grow_nnz(np_sp_engine *e, const np_xchg_caps *c, np_error *err);
 
 /* engine/chunk.c: a chunk's buffers from the layers' shapes (and their release), and its
  * forward/backward tasks, node after node */

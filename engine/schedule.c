@@ -3,6 +3,7 @@
  * chunks' forward/backward, the updates and the write-back, submitted in the order whose
  * access modes encode the dependencies (docs/pipeline.md); the driver's submit and wait.
  * Not here: a chunk's layer tasks (chunk.c) or buffers (engine.c). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,56 +196,48 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     return NP_OK;
 }
 
-/* Before batch b enters the pipeline: room for its keys on every rank (a control
- * all-reduce of the largest key count, so all ranks take part), growing the buffers after
- * draining what is in flight, which keeps their contents. */
-static int cmp_desc(const void *x, const void *y) {
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return (a < b) - (a > b);
-}
-
-/* The most keys any window of b can hold, whichever samples clustering puts together: the
- * keys of its ceil(nb/W) largest samples. */
-static np_status window_keys_bound(const np_batch *b, int W, size_t *out, np_error *err) {
-    *out = b->nnz;
-    if (W == 1) return NP_OK;
-    uint32_t *cnt = calloc((size_t)b->n + 1, sizeof *cnt);
-    if (!cnt) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
-    for (int t = 0; t < b->n_tables; t++) {
-        const uint32_t *o = b->offsets + (size_t)t * (size_t)(b->n + 1);
-        for (long s = 0; s < b->n; s++)
-            cnt[s] += o[s + 1] - o[s];
-    }
-    qsort(cnt, (size_t)b->n, sizeof *cnt, cmp_desc);
-    size_t sum = 0;
-    for (long s = 0; s < (b->n + W - 1) / W; s++)
-        sum += cnt[s];
-    free(cnt);
-    if (sum < b->nnz) *out = sum;
-    return NP_OK;
-}
-
+/* Before batch b enters the pipeline: room for its keys on every rank, and on each owner
+ * for what the ranks' batches can send it, growing the buffers after draining what is in
+ * flight, which keeps their contents. Each rank bounds what its batch sends every owner
+ * (np_xchg_owner_bounds: keys, and the rows they name) and a reduce-scatter on the
+ * control channel sums them for each owner: O(keys + R) a rank, MPI's O(log R) rounds, and
+ * every rank takes part, so all grow (and drain) at the same batches or none do. Memory
+ * per rank follows what it receives, not R times its own batch (docs/engine.md "Memory
+ * per rank"). */
 static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_error *err) {
-    int64_t max_nnz = (int64_t)b->nnz;
-    double t0 = np_engine_clock_us(e);
-    if (e->comm && np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &max_nnz, 1))
-        return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
-                      e->cfg.rank);
-    if (e->comm && e->R > 1) /* the control channel's collective, on the driver's row */
-        np_engine_trace_driver(e, NP_NODE_CONTROL, "agree_sizes", batch, t0, np_engine_clock_us(e),
-                               (uint64_t)(e->R - 1) * sizeof max_nnz);
-    size_t need = (size_t)b->nnz, need_recv = (size_t)max_nnz * (size_t)e->R, need_win;
-    np_status st = window_keys_bound(b, e->W, &need_win, err);
-    if (st) return st;
-    if (need <= e->cap_nnz && need_recv <= e->cap_recv && need_win <= e->cap_win) return NP_OK;
+    np_xchg_caps need = {.keys = b->nnz, .recv_keys = b->nnz, .recv = b->nnz};
+    if (np_xchg_window_keys_bound(b->offsets, b->n, b->n_tables, e->W, b->nnz, &need.win))
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
+    if (e->comm && e->R > 1) {
+        double t0 = np_engine_clock_us(e);
+        int64_t mine[2];
+        if (np_xchg_owner_bounds(b->offsets, b->keys, b->n, b->n_tables, (int)e->cfg.shard, e->R,
+                                 e->W, e->m->d, (int)e->cfg.exchange, e->cfg.seq_len > 0,
+                                 e->owner_bound, &e->bound))
+            return np_err(err, NP_STATUS_NO_MEMORY,
+                          "rank %d: out of memory bounding batch %ld's exchange", e->cfg.rank,
+                          batch + 1);
+        if (np_comm_reduce_scatter_i64(e->comm, NP_CHAN_CTL, e->owner_bound, mine, 2))
+            return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
+                          e->cfg.rank);
+        /* the control channel's collective, on the driver's row */
+        np_engine_trace_driver(e, NP_NODE_CONTROL, "agree_sizes", batch, t0,
+                               np_engine_clock_us(e), (uint64_t)(e->R - 1) * 2 * sizeof(int64_t));
+        need.recv_keys = (size_t)mine[0];
+        need.recv = (size_t)mine[1];
+        /* MPI counts are ints: keys received in one All2All, rows in one exchange */
+        if (mine[0] > INT_MAX)
+            return np_err(err, NP_STATUS_UNSUPPORTED,
+                          "rank %d, step %ld: the ranks' batches may send this rank %lld keys in "
+                          "one All2All, past MPI's count limit (2^31 - 1); use a smaller --batch "
+                          "or more ranks",
+                          e->cfg.rank, batch + 1, (long long)mine[0]);
+    }
+    np_xchg_caps cap = e->cap;
+    if (!np_xchg_caps_grow(&cap, &need)) return NP_OK;
     starpu_task_wait_for_all();
     if (e->cp && !np_cp_applied(e->cp)) np_cp_abandon(e->cp); /* handles change: see there */
-    /* grow what is short, at least doubling */
-#define GROW(cur, want) ((want) <= (cur) ? (cur) : (cur) * 2 > (want) ? (cur) * 2 : (want))
-    size_t cap = GROW(e->cap_nnz, need), cap_recv = GROW(e->cap_recv, need_recv);
-    size_t cap_win = GROW(e->cap_win, need_win);
-#undef GROW
-    return np_engine_grow_nnz(e, cap, cap_recv, cap_win, err);
+    return np_engine_grow_nnz(e, &cap, err);
 }
 
 static np_status submit_stage(np_sp_engine *e, int s, long b, const np_batch *src, np_error *err) {

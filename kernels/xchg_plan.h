@@ -62,38 +62,52 @@ static inline int np_xchg_seg_pooled(int mode, int o, int me, int64_t u, int64_t
 extern "C" {
 #endif
 
-/* Ranks a plan holds (the codelets' per-rank arrays). */
-#define NP_XCHG_MAX_RANKS 64
+#if defined(__GNUC__)
+#define NP_XCHG_NODISCARD __attribute__((warn_unused_result))
+#else
+#define NP_XCHG_NODISCARD
+#endif
 
 /* Keys of window w (every window: w < 0) per rank, summed over tables, on the send side
- * (recv 0: per owner, from meta's send counts) or the receive side (recv 1: per requester). */
+ * (recv 0: per owner, from meta's send counts) or the receive side (recv 1: per requester).
+ * O(R T) for one window, O(R W T) for all. */
 void np_xchg_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot);
 /* The same in rows (NP_META_SR, NP_META_RR). */
 void np_xchg_row_totals(const int64_t *meta, int T, int W, int R, int recv, int w, int64_t *tot);
 /* Where the keys received from requester q for window w start in the owner's key list
- * (and in map), which is in (requester, window, table, key) order. */
+ * (and in map), which is in (requester, window, table, key) order. O(q W T): for one
+ * segment only; a plan finds every requester's start in one pass. */
 int64_t np_xchg_recv_start(const int64_t *meta, int T, int W, int R, int q, int w);
 
 /* One window's exchange: counts per rank in rows (of d floats), their packed
- * displacements, and the owner-side segment of map each requester's keys occupy. */
+ * displacements, and the owner-side segment of map each requester's keys occupy. The
+ * arrays hold R entries each, in one block the plan owns (np_xchg_plan_free), so a plan
+ * holds any rank count. */
 typedef struct np_xchg_plan {
     int R;
-    int64_t send[NP_XCHG_MAX_RANKS], sdispl[NP_XCHG_MAX_RANKS]; /* rows to rank q, at */
-    int64_t recv[NP_XCHG_MAX_RANKS], rdispl[NP_XCHG_MAX_RANKS]; /* rows from rank q, at */
-    int64_t seg[NP_XCHG_MAX_RANKS];  /* requester q's keys of the window: map + seg[q], */
-    int64_t nseg[NP_XCHG_MAX_RANKS]; /* nseg[q] of them (the owner's side) */
+    int64_t *send, *sdispl; /* (R) rows to rank q, at */
+    int64_t *recv, *rdispl; /* (R) rows from rank q, at */
+    int64_t *seg;  /* (R) requester q's keys of the window: map + seg[q], */
+    int64_t *nseg; /* (R) nseg[q] of them (the owner's side) */
     int64_t nsend, nrecv;
     int pooled; /* 1: some owner-side segment has fewer rows than keys (a pooled part), so
                    packing and summing follow the row starts of the received keys */
+    int64_t *mem; /* (6 R) the block behind the arrays */
 } np_xchg_plan;
 
 /* exchange_rows of window w: as owner, to requester q the rows of its keys (send[q] = the
  * rows its keys start, NP_META_RR); as requester, from owner o the rows its keys there
- * start (NP_META_SR). nseg[q]: the keys of q's segment. */
-void np_xchg_plan_rows(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
+ * start (NP_META_SR). nseg[q]: the keys of q's segment. One pass over meta's counts:
+ * O(R W T) (the displacements and segment starts are prefix sums over the ranks).
+ * 0, or -1 when the plan's arrays cannot be allocated (then p holds nothing to free). */
+NP_XCHG_NODISCARD int np_xchg_plan_rows(const int64_t *meta, int T, int W, int R, int w,
+                                        np_xchg_plan *p);
 /* exchange_grads of window w: the same ways reversed (send[o] = rows from o, recv[q] =
  * rows to q). */
-void np_xchg_plan_grads(const int64_t *meta, int T, int W, int R, int w, np_xchg_plan *p);
+NP_XCHG_NODISCARD int np_xchg_plan_grads(const int64_t *meta, int T, int W, int R, int w,
+                                         np_xchg_plan *p);
+/* Frees the plan's arrays and zeroes it; NULL and a zeroed plan are no-ops. */
+void np_xchg_plan_free(np_xchg_plan *p);
 
 /* Rows plan: sbuf (nsend, d) = E rows map[seg[q] + i], requester after requester, key after
  * key: the order each requester's Rin expects them in. A pooled segment's row is the sum of
@@ -161,13 +175,73 @@ void np_xchg_slices(size_t n, int R, int64_t *lo, int64_t *len);
 /* Rank me's part of the dense all-reduce of n floats over R ranks. In the reduce-scatter
  * form (rs 1) slice q (np_xchg_slices) of its gradient goes to rank q and len[me] floats
  * come from every rank (got[q]); the other form fills none of the three. nsend: the floats
- * it sends, for the codelets' bytes. */
+ * it sends, for the codelets' bytes. The arrays hold R entries each, in one block the plan
+ * owns (np_xchg_allreduce_plan_free). */
 typedef struct np_xchg_allreduce_plan {
     int rs;
-    int64_t lo[NP_XCHG_MAX_RANKS], len[NP_XCHG_MAX_RANKS], got[NP_XCHG_MAX_RANKS];
+    int64_t *lo, *len, *got; /* (R) each; NULL in the all-gather form */
     uint64_t nsend;
 } np_xchg_allreduce_plan;
-void np_xchg_plan_allreduce(size_t n, int R, int me, np_xchg_allreduce_plan *p);
+/* 0, or -1 when the arrays cannot be allocated (p then holds nothing to free). */
+NP_XCHG_NODISCARD int np_xchg_plan_allreduce(size_t n, int R, int me, np_xchg_allreduce_plan *p);
+void np_xchg_allreduce_plan_free(np_xchg_allreduce_plan *p);
+/* Floats the all-reduce's staging buffer (the `all` buffer of the allreduce codelets)
+ * holds for n floats over R ranks: R x n in the all-gather form, R slices of at most
+ * ceil(n / R) in the reduce-scatter form, so about n, whatever R. */
+size_t np_xchg_allreduce_staging(size_t n, int R);
+
+/* ---- What a rank's buffers must hold (docs/engine.md "Memory per rank"). Sized from
+ * what a rank sends and receives, never from the rank count times its own batch. */
+typedef struct np_xchg_caps {
+    size_t keys;      /* requester: its batch's keys (the slots' keys, uniq, pos, sendkeys) */
+    size_t recv_keys; /* owner: keys received in the key All2All (recvkeys, map) */
+    size_t recv;      /* owner: rows (E, its state and gradients, uniq_o, the staging) */
+    size_t win;       /* requester: rows of one window (Rin, their gradients) */
+} np_xchg_caps;
+
+/* Growth: each cap that is short of need becomes the larger of need and 1.25 times
+ * itself (a growth drains the pipeline, so not by one row at a time; not doubling, so a
+ * rank holds at most 1.25 times the most it was ever asked for). 1 when something grew. */
+int np_xchg_caps_grow(np_xchg_caps *cap, const np_xchg_caps *need);
+
+/* The bytes of the engine's buffers at caps c (engine/engine.c np_engine_grow_nnz and
+ * register_batch_buffers allocate exactly these): d floats a row, W windows, R ranks,
+ * `ebuffers` embedding buffers (2 under the dual buffer), `split` early windows with
+ * bitmaps (dbp's split rows, else 0), `slots` input slots and `rsets` route sets. */
+uint64_t np_xchg_caps_bytes(const np_xchg_caps *c, int d, int W, int R, int ebuffers, int split,
+                            int slots, int rsets);
+
+/* Scratch of np_xchg_owner_bounds, grown on demand; zero it first, free it with
+ * np_xchg_bound_scratch_free. */
+typedef struct np_xchg_bound_scratch {
+    int64_t *uniq, *pos, *cnt; /* (cap) a table's distinct keys, positions, counts */
+    size_t cap;
+    int64_t *m, *raw; /* (R) per owner: table t's sum of min(count, W), its keys */
+    int *touched;     /* (R) owners table t has keys at */
+    int capR;
+} np_xchg_bound_scratch;
+void np_xchg_bound_scratch_free(np_xchg_bound_scratch *x);
+
+/* Bounds, per owner o, of what one rank's batch sends it in the key All2All, whatever the
+ * windows and their clustering: out[2 o] the keys (each distinct key of a table once per
+ * window it can be in: min(count, W), or, where a segment may go pooled, the keys of its
+ * bags, which the rows-or-pooled rule caps at (8 + 8d) / (8 + 8d/h) times that, h the
+ * table's longest bag), out[2 o + 1] the rows those keys can name (the distinct keys: a
+ * segment that auto sends pooled returns fewer rows than it has distinct keys; under
+ * exchange pooled, a row a bag: the keys). Summed over the
+ * requesters (a reduce-scatter), they bound the owner's received keys (recv_keys), and
+ * its distinct rows and the rows any window returns (recv). The batch: offsets (T, n+1),
+ * keys as the slot holds them; exchange an np_exchange, seq 1 when table 0 is a sequence
+ * (sent as rows). O(keys + R) a table. 0, or -1 when out of memory. */
+NP_XCHG_NODISCARD int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T,
+                                           int shard, int R, int W, int d, int exchange, int seq,
+                                           int64_t *out, np_xchg_bound_scratch *x);
+
+/* The most keys any one window of a batch can hold, whichever samples clustering puts
+ * together: the keys of its ceil(n / W) largest samples (all keys when W = 1). offsets
+ * (T, n+1). 0, or -1 when out of memory. */
+NP_XCHG_NODISCARD int np_xchg_window_keys_bound(const uint32_t *off, long n, int T, int W,
+                                                size_t nnz, size_t *out);
 
 #ifdef __cplusplus
 }

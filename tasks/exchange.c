@@ -35,8 +35,8 @@ np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a
     struct starpu_codelet *cl = pick(a, &np_cl_exchange_rows, NCCL_CL(np_cl_exchange_rows), &cc);
     np_h h[7] = {E, map, meta, Rin, sbuf, token, keys};
     enum starpu_data_access_mode m[7] = {R, R, R, W, W, RW, R};
-    return np_task_submit(&cc, cl, NP_NODE_EXCHANGE_EMB, cl == &np_cl_exchange_rows ? 7 : 6, h, m,
-                          a, sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit_xchg(&cc, cl, NP_NODE_EXCHANGE_EMB, cl == &np_cl_exchange_rows ? 7 : 6,
+                               h, m, a, err);
 }
 
 np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
@@ -46,8 +46,7 @@ np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, n
     np_h h[12] = {E, map, meta, Rin, sbuf, token, obits, rbits, uniq_prev, meta_prev, uniq, keys};
     enum starpu_data_access_mode m[12] = {R, R, R, W, W, RW, W, W, R, R, R, R};
     np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_WUQ(a->T, a->w));
-    return np_task_submit(&cc, &np_cl_rows_fresh, NP_NODE_EXCHANGE_EMB, 12, h, m, a, sizeof *a,
-                          NP_REPORT_IN_ARGS, err);
+    return np_task_submit_xchg(&cc, &np_cl_rows_fresh, NP_NODE_EXCHANGE_EMB, 12, h, m, a, err);
 }
 
 np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E, np_h map,
@@ -57,8 +56,7 @@ np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, 
     np_h h[10] = {E, map, meta, Rin, sbuf, token, obits, rbits, rbuf, keys};
     enum starpu_data_access_mode m[10] = {R, R, R, RW, W, RW, R, R, W, R};
     np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_WUQ(a->T, a->w));
-    return np_task_submit(&cc, &np_cl_rows_shared, NP_NODE_EXCHANGE_EMB, 10, h, m, a, sizeof *a,
-                          NP_REPORT_IN_ARGS, err);
+    return np_task_submit_xchg(&cc, &np_cl_rows_shared, NP_NODE_EXCHANGE_EMB, 10, h, m, a, err);
 }
 
 np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a, np_h grows,
@@ -69,8 +67,8 @@ np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *
     np_h h[7] = {grows, map, meta, gE, rbuf, token, keys};
     /* window 0 starts the sum, the others add to it */
     enum starpu_data_access_mode m[7] = {R, R, R, a->w ? RW : W, W, RW, R};
-    return np_task_submit(&cc, cl, NP_NODE_EXCHANGE_GRAD, cl == &np_cl_exchange_grads ? 7 : 6, h,
-                          m, a, sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit_xchg(&cc, cl, NP_NODE_EXCHANGE_GRAD, cl == &np_cl_exchange_grads ? 7 : 6, h,
+                          m, a, err);
 }
 
 np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a, np_h glocal,
@@ -79,6 +77,5 @@ np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a, np
     struct starpu_codelet *cl = pick(a, &np_cl_allreduce, NCCL_CL(np_cl_allreduce), &cc);
     np_h h[4] = {glocal, gdense, all, token};
     enum starpu_data_access_mode m[4] = {R, W, W, RW};
-    return np_task_submit(&cc, cl, NP_NODE_ALLREDUCE, 4, h, m, a, sizeof *a, NP_REPORT_IN_ARGS,
-                          err);
+    return np_task_submit_xchg(&cc, cl, NP_NODE_ALLREDUCE, 4, h, m, a, err);
 }

@@ -20,8 +20,7 @@ np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a, np_
     np_h h[4] = {meta, sendkeys, recvkeys, token};
     enum starpu_data_access_mode m[4] = {RW, R, W, RW};
     np_task_ctx cc = np_task_cost(c, 0, 0, NP_META_UQ); /* about the keys it sends */
-    return np_task_submit(&cc, &np_cl_a2a_keys, NP_NODE_EXCHANGE_KEYS, 4, h, m, a, sizeof *a,
-                          NP_REPORT_IN_ARGS, err);
+    return np_task_submit_xchg(&cc, &np_cl_a2a_keys, NP_NODE_EXCHANGE_KEYS, 4, h, m, a, err);
 }
 
 np_status np_submit_route_owner(const np_task_ctx *c, const np_cl_xchg_args *a, np_h recvkeys,

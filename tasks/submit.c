@@ -241,3 +241,17 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     }
     return NP_OK;
 }
+
+np_status np_task_submit_xchg(const np_task_ctx *ctx, struct starpu_codelet *cl,
+                              np_node_kind kind, int nbuf, const np_h *h,
+                              const enum starpu_data_access_mode *modes, const np_cl_xchg_args *a,
+                              np_error *err) {
+    size_t R = a->R > 0 ? (size_t)a->R : 0, size = sizeof *a + 2 * R * sizeof(uint64_t);
+    np_cl_xchg_args *copy = calloc(1, size);
+    if (!copy) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory building task %s", cl->name);
+    *copy = *a;
+    copy->peer_room = (uint32_t)R;
+    np_status st = np_task_submit(ctx, cl, kind, nbuf, h, modes, copy, size, NP_REPORT_IN_ARGS, err);
+    free(copy);
+    return st;
+}

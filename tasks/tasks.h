@@ -113,6 +113,14 @@ NP_NODISCARD np_status np_task_submit(const np_task_ctx *ctx, struct starpu_code
                                       const enum starpu_data_access_mode *modes, const void *args,
                                       size_t size, uint64_t bytes, np_error *err);
 
+/* np_task_submit for a collective's codelet (codelets/exchange.c): the task's copy of a
+ * gets room after it for the bytes it moves to and from each of a->R ranks (zeroed,
+ * np_cl_xchg_peers; a->peer_room says how many), and reports in its args. */
+NP_NODISCARD np_status np_task_submit_xchg(const np_task_ctx *ctx, struct starpu_codelet *cl,
+                                           np_node_kind kind, int nbuf, const np_h *h,
+                                           const enum starpu_data_access_mode *modes,
+                                           const np_cl_xchg_args *a, np_error *err);
+
 /* ---- input stages (tasks/input.c): the slot is dense (n, nd), label (n), offsets, keys */
 NP_NODISCARD np_status np_submit_prefetch(const np_task_ctx *c, const np_cl_prefetch_args *a,
                                           const np_h slot[4], np_error *err);

@@ -11,7 +11,7 @@
 
 #include "comm/backend.h"
 
-enum { MAXR = 4 };
+enum { MAXR = 130 }; /* past 64: the plans, bags and statistics hold any rank count */
 
 typedef struct hub {
     int R;

@@ -46,6 +46,12 @@ static void run_cl(struct starpu_codelet *cl, int n, void *const *ptrs, np_cl_xc
 
 enum { T = 3, W = 2, NB = 24, D = 5, NDENSE = 37 };
 static const int64_t ROWS[T] = {17, 40, 9};
+/* the tables' rows are ROWS times this: 40 in test_many_ranks, so that past 64 ranks every
+ * owner is asked for rows */
+static int64_t rows_scale = 1;
+static int64_t rows_of(int t) {
+    return ROWS[t] * rows_scale;
+}
 
 /* key of bag (rank, sample, table), element i; bag sizes 0..3, repeats within a window */
 static int bag_len(int r, int s, int t) {
@@ -55,7 +61,7 @@ static int64_t key_of(int r, int s, int t, int i) {
     uint64_t x = (uint64_t)(r * 1000003 + s * 9176 + t * 131 + i * 17 + 11);
     x ^= x >> 7;
     x *= 0x9E3779B97F4A7C15ULL;
-    return (int64_t)((x >> 33) % (uint64_t)(s % 5 == 0 ? 4 : ROWS[t])); /* some hot keys */
+    return (int64_t)((x >> 33) % (uint64_t)(s % 5 == 0 ? 4 : rows_of(t))); /* some hot keys */
 }
 /* an owner's row element: a function of where the row lives */
 static float row_val(int t, int owner, int64_t local, int j) {
@@ -71,7 +77,8 @@ static float dense_val(int r, int i) {
     return (float)((i * 31 + r * 17) % 23) * (r == 1 ? 1e-3f : 0.1f) + 1.0f / (float)(1 + i + r);
 }
 
-enum { KEYS = NB * T * 4, OKEYS = MAXR * KEYS, BITS = 64 }; /* requester, owner sides */
+enum { KEYS = NB * T * 4, OKEYS = MAXR * KEYS, BITS = MAXR + KEYS }; /* requester, owner sides */
+enum { SMALLR = 4 }; /* the rank counts most scenarios run: 1 .. SMALLR */
 
 typedef struct rank_state {
     int r, R;
@@ -103,10 +110,15 @@ typedef struct rank_state {
     uint32_t segments, pooled; /* what route reported */
     int fail;
     uint64_t bytes[4];
+    int64_t bound[2 * MAXR]; /* np_xchg_owner_bounds of its batch: keys, rows per owner */
+    int64_t wrows[W];        /* rows it returned as owner in each window (exchange_rows) */
+    int peers_ok;            /* exchange_rows's bytes by peer summed to its bytes, every window */
 } rank_state;
 
 static np_cl_xchg_args args_of(const rank_state *s) {
-    static const int64_t rows[T] = {17, 40, 9};
+    static int64_t rows[T];
+    for (int t = 0; t < T; t++)
+        rows[t] = rows_of(t); /* the same values from every thread */
     return (np_cl_xchg_args){.shard = s->shard,
                              .exchange = s->exchange,
                              .rows = rows,
@@ -116,6 +128,7 @@ static np_cl_xchg_args args_of(const rank_state *s) {
                              .R = s->R,
                              .W = W,
                              .cap_recv = MAXR * NB * T * 4,
+                             .cap_recv_keys = MAXR * NB * T * 4,
                              .cap_win = NB * T * 4,
                              .n = NDENSE,
                              .be = s->be};
@@ -143,6 +156,10 @@ static void route_batch(rank_state *s, np_cl_xchg_args *a) {
     s->fail |= a->out.fail;
     s->segments = a->out.segments;
     s->pooled = a->out.pooled;
+    if (!s->salt &&
+        np_xchg_owner_bounds(s->off, s->keys, NB, T, (int)s->shard, s->R, W, D, (int)s->exchange,
+                             0, s->bound, &(np_xchg_bound_scratch){0}))
+        s->fail = 1; /* (the scratch leaks: a test) */
     run_cl(&np_cl_a2a_keys, 3, (void *[]){s->meta, s->sendkeys, s->recvkeys}, a);
     s->fail |= a->out.fail;
     s->bytes[0] = a->out.bytes;
@@ -198,7 +215,15 @@ static void split_rows(rank_state *s, np_cl_xchg_args *a) {
 /* The steps of one batch as the engine orders them, through the codelets. */
 static void *rank_main(void *arg) {
     rank_state *s = arg;
-    np_cl_xchg_args a = args_of(s);
+    /* the args with room for the bytes by peer after them, as tasks/exchange.c gives */
+    np_cl_xchg_args *pa = calloc(1, sizeof *pa + 2 * (size_t)s->R * sizeof(uint64_t));
+    if (!pa) {
+        s->fail = 1;
+        return NULL;
+    }
+    *pa = args_of(s);
+    pa->peer_room = (uint32_t)s->R;
+#define a (*pa)
     if (s->split) { /* the previous batch's owner rows, for the split exchange */
         s->salt = 1;
         route_batch(s, &a);
@@ -212,12 +237,28 @@ static void *rank_main(void *arg) {
         for (int64_t u = s->meta[NP_META_UCNT(t)]; u < s->meta[NP_META_UCNT(t + 1)]; u++)
             for (int j = 0; j < D; j++)
                 s->E[u * D + j] = row_val(t, s->r, s->uniq_o[u], j);
+    s->peers_ok = 1;
     for (int w = 0; w < W; w++) {
         a.w = w;
+        a.out = (np_cl_report){0};
+        memset(np_cl_xchg_peers(pa), 0, 2 * (size_t)s->R * sizeof(uint64_t));
         run_cl(&np_cl_exchange_rows, 7,
                (void *[]){s->E, s->map, s->meta, s->Rin[w], s->scratch, NULL, s->recvkeys}, &a);
         s->fail |= a.out.fail;
         s->bytes[1] += a.out.bytes;
+        np_xchg_plan p;
+        if (np_xchg_plan_rows(s->meta, T, W, s->R, w, &p)) {
+            s->fail = 1;
+        } else {
+            s->wrows[w] = p.nsend;
+            np_xchg_plan_free(&p);
+        }
+        /* every peer's bytes: they add up to the bytes sent to other ranks */
+        uint64_t sum = 0;
+        for (int q = 0; q < s->R && s->be; q++)
+            sum += np_cl_xchg_peers(pa)[q];
+        if (s->be && s->R > 1 && (a.out.npeer != (uint32_t)s->R || sum != a.out.bytes))
+            s->peers_ok = 0;
     }
     if (s->split) split_rows(s, &a);
     if (s->exchange == NP_EXCHANGE_ROWS) {
@@ -250,6 +291,8 @@ static void *rank_main(void *arg) {
     run_cl(&np_cl_allreduce, 3, (void *[]){s->mine, s->out, s->all}, &a);
     s->fail |= a.out.fail;
     s->bytes[3] = a.out.bytes;
+#undef a
+    free(pa);
     return NULL;
 }
 
@@ -266,9 +309,13 @@ static rank_state *run_ranks_x(int R, np_shard shard, np_exchange x, int with_ba
     for (int r = 0; r < R; r++) {
         sims[r] = (sim){h, r};
         be[r] = (np_backend){.ops = &sim_ops, .rank = r, .size = R, .impl = &sims[r]};
-        st[r] = (rank_state){
-            .r = r, .R = R, .split = split, .shard = shard, .exchange = x,
-            .be = with_backend ? &be[r] : NULL};
+        /* (fields set one by one: a compound literal of this size would be on the stack) */
+        st[r].r = r;
+        st[r].R = R;
+        st[r].split = split;
+        st[r].shard = shard;
+        st[r].exchange = x;
+        st[r].be = with_backend ? &be[r] : NULL;
         for (int b = 0; b < NB; b++)
             for (int i = 0; i < T * D; i++)
                 st[r].dP[b][i] = (float)((r * 7 + b * 3 + i * 5) % 11 - 5) * 0.25f;
@@ -281,8 +328,22 @@ static rank_state *run_ranks_x(int R, np_shard shard, np_exchange x, int with_ba
     for (int r = 0; r < R; r++) {
         st[r].be = NULL; /* was on this stack */
         assert_int_equal(st[r].fail, 0);
+        assert_true(st[r].peers_ok);
     }
     assert_int_equal(h->bad, 0);
+    /* the bounds make_room sizes an owner's buffers from hold what it was sent: summed over
+     * the requesters, at least its received keys, its distinct rows and any window's rows */
+    for (int o = 0; o < R; o++) {
+        int64_t keys = 0, rows = 0;
+        for (int r = 0; r < R; r++) {
+            keys += st[r].bound[2 * o];
+            rows += st[r].bound[2 * o + 1];
+        }
+        assert_true(keys >= st[o].meta[NP_META_NRECV]);
+        assert_true(rows >= st[o].meta[NP_META_UO]);
+        for (int w = 0; w < W; w++)
+            assert_true(rows >= st[o].wrows[w]);
+    }
     return st;
 }
 
@@ -368,7 +429,7 @@ static void check_device_order(const rank_state *st, int R) {
         const rank_state *s = &st[r];
         for (int w = 0; w < W; w++) {
             np_xchg_plan p;
-            np_xchg_plan_rows(s->meta, T, W, R, w, &p);
+            assert_int_equal(np_xchg_plan_rows(s->meta, T, W, R, w, &p), 0);
             assert_true(np_xchg_segments_distinct(&p, s->map));
             float *a = calloc((size_t)p.nsend * D + 1, sizeof *a),
                   *b = calloc((size_t)p.nsend * D + 1, sizeof *b);
@@ -380,6 +441,7 @@ static void check_device_order(const rank_state *st, int R) {
             assert_memory_equal(a, b, (size_t)p.nsend * D * sizeof(float));
             free(a);
             free(b);
+            np_xchg_plan_free(&p);
         }
     }
 }
@@ -396,18 +458,20 @@ static void check_device_sum(int R, np_shard shard) {
         float *g = calloc((size_t)UO * D + 1, sizeof *g);
         for (int w = 0; w < W; w++) {
             np_xchg_plan p;
-            np_xchg_plan_grads(o->meta, T, W, R, w, &p);
+            assert_int_equal(np_xchg_plan_grads(o->meta, T, W, R, w, &p), 0);
             assert_true(np_xchg_segments_distinct(&p, o->map));
             /* what rank q sent for window w: its grows rows for owner r, in its send order */
             for (int q = 0; q < R; q++) {
                 np_xchg_plan pq;
-                np_xchg_plan_grads(st[q].meta, T, W, R, w, &pq);
+                assert_int_equal(np_xchg_plan_grads(st[q].meta, T, W, R, w, &pq), 0);
                 assert_int_equal(pq.send[r], p.recv[q]); /* counts agree across ranks */
                 const float *src = st[q].grows[w] + pq.sdispl[r] * D;
                 for (int64_t i = p.recv[q] - 1; i >= 0; i--)
                     for (int j = 0; j < D; j++)
                         g[o->map[p.seg[q] + i] * D + j] += src[i * D + j];
+                np_xchg_plan_free(&pq);
             }
+            np_xchg_plan_free(&p);
         }
         assert_memory_equal(g, o->gE, (size_t)UO * D * sizeof(float));
         free(g);
@@ -433,7 +497,7 @@ static void check_split(const rank_state *st, int R) {
 static void test_split_rows(void **state) {
     (void)state;
     for (int sh = 0; sh < 2; sh++)
-        for (int R = 1; R <= MAXR; R++) {
+        for (int R = 1; R <= SMALLR; R++) {
             hub h;
             np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
             rank_state *st = run_ranks(R, shard, 1, 1, &h);
@@ -455,7 +519,7 @@ static void test_split_rows(void **state) {
 static void test_ranks(void **state) {
     (void)state;
     for (int sh = 0; sh < 2; sh++)
-        for (int R = 1; R <= MAXR; R++)
+        for (int R = 1; R <= SMALLR; R++)
             for (int form = 0; form < 2; form++) {
                 setenv("NP_ALLREDUCE", form ? "rs" : "allgather", 1);
                 hub h;
@@ -564,7 +628,7 @@ static void test_pooled(void **state) {
     (void)state;
     uint64_t segs[2] = {0}, pooled[2] = {0}; /* summed over the runs of each form */
     for (int sh = 0; sh < 2; sh++)
-        for (int R = 1; R <= MAXR; R++)
+        for (int R = 1; R <= SMALLR; R++)
             for (int x = 0; x < 2; x++)
                 for (int split = 0; split < 2; split++) {
                     hub h;
@@ -590,8 +654,41 @@ static void test_pooled(void **state) {
     free(st);
 }
 
+/* Past 64 ranks (67 and 130, an owner's index past any 64-bit mask): the same checks as
+ * test_ranks and test_pooled, every owner asked for rows, the bytes by peer for every peer
+ * (rank_main), the owners' bounds (run_ranks_x). */
+static void test_many_ranks(void **state) {
+    (void)state;
+    rows_scale = 40;
+    static const int many[] = {67, 130};
+    for (size_t i = 0; i < sizeof many / sizeof *many; i++)
+        for (int sh = 0; sh < 2; sh++) {
+            int R = many[i];
+            hub h;
+            np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
+            rank_state *st = run_ranks(R, shard, 1, 0, &h);
+            check_exchanges(st, R, shard);
+            check_device_order(st, R);
+            int asked = 0; /* owners past 64 that served rows */
+            for (int o = 64; o < R; o++)
+                asked += st[o].meta[NP_META_UO] > 0;
+            if (shard == NP_SHARD_ROW) assert_true(asked > (R - 64) / 2);
+            for (int r = 0; r < R; r++)
+                assert_int_equal(h.calls[r], 2 + 2 * W + (np_xchg_allreduce_rs(R) ? 2 : 1));
+            free(st);
+            check_device_sum(R, shard);
+            uint64_t segs = 0, pooled = 0;
+            st = run_ranks_x(R, shard, NP_EXCHANGE_AUTO, 1, 1, &h);
+            check_pooled(st, R, shard, NP_EXCHANGE_AUTO, &segs, &pooled);
+            check_split(st, R);
+            free(st);
+        }
+    rows_scale = 1;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_many_ranks),
         cmocka_unit_test(test_ranks),
         cmocka_unit_test(test_one_rank_paths),
         cmocka_unit_test(test_split_rows),

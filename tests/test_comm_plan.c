@@ -34,7 +34,7 @@ static void test_plan_by_hand(void **state) {
             meta[NP_META_RR(t1, w2, r2, o, w, 0)] = meta[NP_META_RC(t1, w2, r2, o, w, 0)];
         }
     np_xchg_plan p;
-    np_xchg_plan_rows(meta, t1, w2, r2, 1, &p);
+    assert_int_equal(np_xchg_plan_rows(meta, t1, w2, r2, 1, &p), 0);
     assert_int_equal(p.send[0], 6);
     assert_int_equal(p.send[1], 8);
     assert_int_equal(p.sdispl[1], 6);
@@ -44,7 +44,8 @@ static void test_plan_by_hand(void **state) {
     /* map: requester 0's window 0 (5), window 1 (6), requester 1's window 0 (7), 1 (8) */
     assert_int_equal(p.seg[0], 5);
     assert_int_equal(p.seg[1], 5 + 6 + 7);
-    np_xchg_plan_grads(meta, t1, w2, r2, 0, &p);
+    np_xchg_plan_free(&p);
+    assert_int_equal(np_xchg_plan_grads(meta, t1, w2, r2, 0, &p), 0);
     assert_int_equal(p.send[0], 3);
     assert_int_equal(p.send[1], 2);
     assert_int_equal(p.recv[0], 5);
@@ -60,6 +61,7 @@ static void test_plan_by_hand(void **state) {
     assert_true(np_xchg_segments_distinct(&p, map));
     map[12] = map[15];
     assert_false(np_xchg_segments_distinct(&p, map));
+    np_xchg_plan_free(&p);
     /* slices of 10 floats over 4 ranks: 2, 3, 2, 3 */
     int64_t lo[4], len[4];
     np_xchg_slices(10, 4, lo, len);
@@ -71,15 +73,16 @@ static void test_plan_by_hand(void **state) {
      * 3 to the 3 others (reduce-scatter), or all 10 to each (all-gather) */
     np_xchg_allreduce_plan ar;
     setenv("NP_ALLREDUCE", "rs", 1);
-    np_xchg_plan_allreduce(10, 4, 1, &ar);
+    assert_int_equal(np_xchg_plan_allreduce(10, 4, 1, &ar), 0);
     assert_int_equal(ar.rs, 1);
     assert_memory_equal(ar.lo, lo, sizeof lo);
     assert_memory_equal(ar.len, len, sizeof len);
     for (int q = 0; q < 4; q++)
         assert_int_equal(ar.got[q], 3);
     assert_int_equal(ar.nsend, 7 + 3 * 3);
+    np_xchg_allreduce_plan_free(&ar);
     setenv("NP_ALLREDUCE", "allgather", 1);
-    np_xchg_plan_allreduce(10, 4, 1, &ar);
+    assert_int_equal(np_xchg_plan_allreduce(10, 4, 1, &ar), 0);
     assert_int_equal(ar.rs, 0);
     assert_int_equal(ar.nsend, 10 * 3);
     unsetenv("NP_ALLREDUCE");
@@ -123,9 +126,109 @@ static void test_comm_check(void **state) {
     assert_null(strchr(err.msg, '\n'));
 }
 
+/* A plan from meta's counts against the same figures summed naively, segment by segment
+ * (the per-peer scan np_xchg_recv_start, the plans' way before 0.7.2), on random counts:
+ * R up to 64 and R = 1,536, a few windows and tables, empty segments among them. */
+static uint64_t rng = 0x9E3779B97F4A7C15ULL;
+static int64_t draw(int64_t n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (int64_t)(rng % (uint64_t)n);
+}
+
+static void check_random_plan(int R, int W, int T) {
+    size_t n = NP_META_SIZE((size_t)T, (size_t)W, (size_t)R);
+    int64_t *meta = calloc(n, sizeof *meta);
+    assert_non_null(meta);
+    for (int q = 0; q < R; q++)
+        for (int w = 0; w < W; w++)
+            for (int t = 0; t < T; t++) {
+                int64_t c = draw(4) ? draw(9) : 0, g = draw(4) ? draw(9) : 0;
+                meta[NP_META_SC(T, W, q, w, t)] = c;
+                meta[NP_META_SR(T, W, R, q, w, t)] = c - (c > 1 && !draw(3)); /* a pooled part */
+                meta[NP_META_RC(T, W, R, q, w, t)] = g;
+                meta[NP_META_RR(T, W, R, q, w, t)] = g - (g > 1 && !draw(3));
+            }
+    for (int w = 0; w < W; w++)
+        for (int rows = 0; rows < 2; rows++) {
+            np_xchg_plan p;
+            assert_int_equal(rows ? np_xchg_plan_rows(meta, T, W, R, w, &p)
+                                  : np_xchg_plan_grads(meta, T, W, R, w, &p),
+                             0);
+            assert_int_equal(p.R, R);
+            int64_t ns = 0, nr = 0;
+            int pooled = 0;
+            for (int q = 0; q < R; q++) {
+                int64_t sr = 0, rr = 0, keys = 0;
+                for (int t = 0; t < T; t++) {
+                    sr += meta[NP_META_SR(T, W, R, q, w, t)];
+                    rr += meta[NP_META_RR(T, W, R, q, w, t)];
+                    keys += meta[NP_META_RC(T, W, R, q, w, t)];
+                }
+                assert_int_equal(p.send[q], rows ? rr : sr);
+                assert_int_equal(p.recv[q], rows ? sr : rr);
+                assert_int_equal(p.sdispl[q], ns);
+                assert_int_equal(p.rdispl[q], nr);
+                assert_int_equal(p.seg[q], np_xchg_recv_start(meta, T, W, R, q, w));
+                assert_int_equal(p.nseg[q], keys);
+                pooled |= keys != rr;
+                ns += p.send[q];
+                nr += p.recv[q];
+            }
+            assert_int_equal(p.nsend, ns);
+            assert_int_equal(p.nrecv, nr);
+            assert_int_equal(p.pooled, pooled);
+            np_xchg_plan_free(&p);
+        }
+    free(meta);
+}
+
+static void test_plan_random(void **state) {
+    (void)state;
+    for (int R = 1; R <= 64; R += 9)
+        check_random_plan(R, 1 + R % 4, 1 + R % 5);
+    check_random_plan(64, 4, 26);
+    check_random_plan(1536, 4, 3);
+    /* the all-reduce's slices and staging for a rank count past 64 */
+    np_xchg_allreduce_plan ar;
+    setenv("NP_ALLREDUCE", "rs", 1);
+    assert_int_equal(np_xchg_plan_allreduce(1000, 1536, 1535, &ar), 0);
+    int64_t sum = 0;
+    for (int q = 0; q < 1536; q++)
+        sum += ar.len[q];
+    assert_int_equal(sum, 1000);
+    assert_int_equal(ar.lo[1535] + ar.len[1535], 1000);
+    np_xchg_allreduce_plan_free(&ar);
+    np_xchg_allreduce_plan_free(&ar); /* a freed plan frees again as a no-op */
+    assert_int_equal(np_xchg_allreduce_staging(1000, 1536), 1536); /* 1536 slices of one */
+    assert_int_equal(np_xchg_allreduce_staging(1000, 3), 1002);
+    unsetenv("NP_ALLREDUCE");
+    assert_int_equal(np_xchg_allreduce_staging(1000, 2), 2000); /* the all-gather form */
+}
+
+/* Growth of the buffers' caps: only what is short, to at least 1.25 times. */
+static void test_caps(void **state) {
+    (void)state;
+    np_xchg_caps c = {100, 100, 100, 100}, need = {90, 101, 200, 100};
+    assert_int_equal(np_xchg_caps_grow(&c, &need), 1);
+    assert_int_equal(c.keys, 100);
+    assert_int_equal(c.recv_keys, 125);
+    assert_int_equal(c.recv, 200);
+    assert_int_equal(c.win, 100);
+    assert_int_equal(np_xchg_caps_grow(&c, &need), 0);
+    /* bytes by hand: d 2 (8-byte rows), W 1, R 4, one E buffer, no split, 1 slot, 1 rset */
+    np_xchg_caps b = {.keys = 10, .recv_keys = 20, .recv = 30, .win = 5};
+    uint64_t want = 10 * 8 + (3 * 10 * 8 + 2 * 20 * 8 + 30 * 8) + 30 * (8 + 4) + 2 * 5 * 8 +
+                    30 * 8 + 2 * 30 * 8;
+    assert_int_equal(np_xchg_caps_bytes(&b, 2, 1, 4, 1, 0, 1, 1), want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_by_hand),
+        cmocka_unit_test(test_plan_random),
+        cmocka_unit_test(test_caps),
         cmocka_unit_test(test_comm_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -325,6 +325,11 @@ static int cmp_collective(const void *pa, const void *pb) {
     return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
+static int cmp_int(const void *pa, const void *pb) {
+    int a = *(const int *)pa, b = *(const int *)pb;
+    return (a > b) - (a < b);
+}
+
 int np_trace_peer_wait(const np_trace *tr, double *wait) {
     size_t n = np_trace_count(tr), m = 0;
     double w0, w1;
@@ -334,15 +339,23 @@ int np_trace_peer_wait(const np_trace *tr, double *wait) {
     if (windowed) return 0;
     coll *ix = malloc((n ? n : 1) * sizeof *ix);
     if (!ix) return -1;
-    int ranks = 0, seen[64] = {0}; /* ranks of the trace (a job has at most 64) */
+    /* the ranks of the trace: the distinct ranks of its events, any number of them */
+    int *rk = malloc((n ? n : 1) * sizeof *rk);
+    if (!rk) {
+        free(ix);
+        return -1;
+    }
+    size_t nr = 0;
     for (size_t i = 0; i < n; i++) {
         const np_trace_event *e = np_trace_get(tr, i);
-        if (e->rank >= 0 && e->rank < 64 && !seen[e->rank]) {
-            seen[e->rank] = 1;
-            ranks++;
-        }
+        if (e->rank >= 0) rk[nr++] = e->rank;
         if (is_collective(e)) ix[m++] = (coll){i, e};
     }
+    qsort(rk, nr, sizeof *rk, cmp_int);
+    int ranks = 0;
+    for (size_t i = 0; i < nr; i++)
+        ranks += !i || rk[i] != rk[i - 1];
+    free(rk);
     qsort(ix, m, sizeof *ix, cmp_collective);
     for (size_t a = 0, b; a < m; a = b) {
         const np_trace_event *first = ix[a].e;

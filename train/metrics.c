@@ -111,6 +111,10 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg,
     json_object_set_new(o, "rows_synced_per_step",
                         num(r->steps ? (double)r->rows_synced / (double)r->steps : 0));
     json_object_set_new(o, "table_bytes_max_rank", json_integer(r->table_bytes_max));
+    json_object_set_new(o, "buffer_bytes_rank0", json_integer(r->buffer_bytes_rank0));
+    json_object_set_new(o, "buffer_bytes_max_rank", json_integer(r->buffer_bytes_max));
+    json_object_set_new(o, "peak_rss_bytes_rank0", json_integer(r->peak_rss_rank0));
+    json_object_set_new(o, "peak_rss_bytes_max_rank", json_integer(r->peak_rss_max));
     json_object_set_new(o, "data", json_string(data_name(cfg->data)));
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
     json_object_set_new(o, "data_ended", json_boolean(r->data_ended));

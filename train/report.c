@@ -5,6 +5,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,6 +15,12 @@ double np_run_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int64_t np_run_peak_rss(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return 0;
+    return (int64_t)ru.ru_maxrss * 1024; /* Linux: kilobytes */
 }
 
 void np_run_progress(const np_run *u, long step, double loss, double sps, double elapsed,

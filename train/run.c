@@ -228,6 +228,12 @@ static np_status finish(np_run *u, np_run_fail *how, np_error *err) {
     r->table_bytes_rank0 = tb;
     if (np_dist_max_i64(u->dist, &tb, NULL)) return NP_OK;
     r->table_bytes_max = tb;
+    int64_t bb = (int64_t)np_trainer_buffer_bytes(u->tr), rss = np_run_peak_rss();
+    r->buffer_bytes_rank0 = bb;
+    r->peak_rss_rank0 = rss;
+    if (np_dist_max_i64(u->dist, &bb, NULL) || np_dist_max_i64(u->dist, &rss, NULL)) return NP_OK;
+    r->buffer_bytes_max = bb;
+    r->peak_rss_max = rss;
     if (r->steps > 0) {
         long k = r->steps < u->window ? r->steps : u->window;
         double sum = 0;

@@ -88,6 +88,8 @@ int np_run_outcome(np_dist_t *dist, np_dist_watchdog_t *wd, int mine);
 
 /* train/report.c: what a run prints and logs (rank 0 only; quiet honoured) */
 double np_run_now(void);
+/* The process's peak resident memory in bytes (getrusage), 0 when unknown. */
+int64_t np_run_peak_rss(void);
 /* A progress line: step/total, loss, samples/s and the time left; with final, the
  * summary's train_loss and the time taken. */
 void np_run_progress(const np_run *u, long step, double loss, double sps, double elapsed,

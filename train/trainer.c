@@ -27,6 +27,7 @@ typedef struct np_engine_ops {
     void (*segments)(const void *impl, uint64_t *segs, uint64_t *pooled); /* NULL: 0, 0 */
     np_status (*finish)(void *impl, np_error *err);                /* NULL: nothing pending */
     void (*bytes)(const void *impl, uint64_t out[4]);              /* NULL: zeros */
+    uint64_t (*buffer_bytes)(const void *impl);                    /* NULL: 0 */
     double (*clock_us)(const void *impl);                          /* NULL: 0 */
     void (*trace_data)(void *impl, long batch, double s_us, double e_us); /* NULL: none */
     const np_trace *(*trace)(const void *impl);                    /* NULL: untraced */
@@ -114,6 +115,9 @@ static np_status sp_finish(void *i, np_error *err) {
 static void sp_bytes(const void *i, uint64_t out[4]) {
     np_engine_bytes(i, out);
 }
+static uint64_t sp_buffer_bytes(const void *i) {
+    return np_engine_buffer_bytes(i);
+}
 static double sp_clock(const void *i) {
     return np_engine_clock_us(i);
 }
@@ -145,6 +149,7 @@ static const np_engine_ops starpu_ops = {
     .segments = sp_segments,
     .finish = sp_finish,
     .bytes = sp_bytes,
+    .buffer_bytes = sp_buffer_bytes,
     .clock_us = sp_clock,
     .trace_data = sp_trace_data,
     .trace = sp_trace,
@@ -289,6 +294,10 @@ void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]) {
         tr->ops->bytes(tr->impl, out);
     else
         memset(out, 0, 4 * sizeof *out);
+}
+
+uint64_t np_trainer_buffer_bytes(const np_trainer_t *tr) {
+    return tr && tr->ops->buffer_bytes ? tr->ops->buffer_bytes(tr->impl) : 0;
 }
 
 double np_trainer_clock_us(const np_trainer_t *tr) {

@@ -604,6 +604,11 @@ NP_API void np_trainer_exchange_segments(const np_trainer_t *tr, uint64_t *segme
 /* Bytes this rank sent so far: [0] keys (and counts), [1] embedding rows, [2] row
  * gradients, [3] dense all-reduce. All zero for the reference engine. */
 NP_API void np_trainer_bytes(const np_trainer_t *tr, uint64_t out[4]);
+/* The bytes of this rank's engine buffers for the batches (input slots, routing, the
+ * embedding buffers and the exchanges' rows, dense gradients; docs/engine.md "Memory per
+ * rank"): they follow what the rank sends and receives, not the rank count. 0 for the
+ * reference engine. */
+NP_API uint64_t np_trainer_buffer_bytes(const np_trainer_t *tr);
 NP_API void np_trainer_free(np_trainer_t *tr);
 /* A consistent model between steps: after np_trainer_wait (or np_trainer_step), hold waits
  * until every update of the steps waited for has written the parameters, tables and
