@@ -67,6 +67,8 @@ int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64
                                size_t elem);
 /* Sum over ranks of one int64 / max of one int64. */
 int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max);
+/* inout (n) = the elementwise max over ranks, in place: MPI's O(log size) rounds. */
+int np_comm_allreduce_u64_max(np_comm *c, np_channel ch, uint64_t *inout, int n);
 /* recv (per_rank) = the sum over ranks of their send[per_rank * me .. per_rank * (me + 1)):
  * a reduce-scatter of send (size x per_rank) in MPI's O(log size) rounds; one rank
  * copies. */

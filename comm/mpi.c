@@ -313,6 +313,15 @@ int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max)
     return wait_yield(&req);
 }
 
+int np_comm_allreduce_u64_max(np_comm *c, np_channel ch, uint64_t *inout, int n) {
+    if (!c || !c->mpi) return 0;
+    MPI_Request req;
+    if (MPI_Iallreduce(MPI_IN_PLACE, inout, n, MPI_UINT64_T, MPI_MAX, c->chan[ch], &req) !=
+        MPI_SUCCESS)
+        return -1;
+    return wait_yield(&req);
+}
+
 int np_comm_reduce_scatter_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t *recv,
                                int per_rank) {
     if (!c || !c->mpi) {
@@ -377,22 +386,29 @@ int np_comm_bcast(np_comm *c, np_channel ch, void *buf, size_t bytes, int root) 
 /* ---------------------------------------------------------------- watchdog
  * A rank that stops making progress (a stalled or stopped process, a node gone quiet)
  * would leave every other rank polling its collectives forever. Each rank runs a thread
- * that exchanges heartbeats with rank 0 on a communicator of its own: the driver's step
- * and whether it is waiting for the others. Rank 0 hears every rank, the others hear rank
- * 0. A rank that sends nothing for `timeout` seconds, or that is busy at the same step for
- * `timeout` seconds while this rank waits, is named and the job aborted. Stopping is a
- * handshake (each side's last message is a "bye"), so no message is left unmatched. */
+ * that exchanges heartbeats, on a communicator of its own, with its neighbours in a binary
+ * tree of the ranks (parent (p - 1) / 2, children 2p + 1 and 2p + 2): the driver's step
+ * and whether it is waiting for the others. So each rank hears at most three others,
+ * whatever the rank count (a star around rank 0 made rank 0's work O(R) a tick). A
+ * neighbour that sends nothing for `timeout` seconds, or that is busy at the same step for
+ * `timeout` seconds while this rank waits, is named and the job aborted; a stalled rank
+ * always has a neighbour, and a busy one is waited for by all. Stopping is a handshake
+ * along the tree, so no message is left unmatched: a rank says "bye" to its parent once it
+ * stops and its children have said bye; the root, once its children have, says bye to
+ * them, and each rank passes the bye down and ends. */
 
 enum { WD_TAG = 7411 };
 
 typedef struct wd_peer {
+    int rank;          /* the neighbour */
     int64_t msg[3];    /* received: step, waiting, bye */
     int64_t out[3];    /* being sent to it */
     MPI_Request sreq;  /* the send in flight, MPI_REQUEST_NULL when none */
     double heard;      /* when its last message came */
     double changed;    /* when its step or waiting last changed */
     int64_t step;      /* as last heard */
-    int waiting, bye;  /* as last heard; bye: it stopped its watchdog */
+    int waiting, bye;  /* as last heard; bye: it stopped (its subtree, or the whole job) */
+    int sent_bye;      /* this rank's last message to it went */
 } wd_peer;
 
 struct np_watchdog {
@@ -403,7 +419,8 @@ struct np_watchdog {
     int stop;          /* atomic: the driver asks the thread to finish */
     int64_t step;      /* atomic: the driver's step */
     int waiting;       /* atomic: the driver waits for the other ranks */
-    wd_peer *peer;     /* (size) */
+    wd_peer peer[3];   /* the tree neighbours: the parent first (none for rank 0), children */
+    int npeer, parent; /* parent: 1 when peer[0] is the parent */
 };
 
 static double wd_now(void) {
@@ -412,10 +429,11 @@ static double wd_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Sends this rank's state to peer p unless the previous send is still in flight. */
-static void wd_send(struct np_watchdog *w, int p, int bye) {
-    wd_peer *q = &w->peer[p];
+/* Sends this rank's state to neighbour q unless the previous send is still in flight;
+ * bye: its last message to q, which must go. */
+static void wd_send(struct np_watchdog *w, wd_peer *q, int bye) {
     int done = 1;
+    if (q->sent_bye) return;
     if (q->sreq != MPI_REQUEST_NULL) MPI_Test(&q->sreq, &done, MPI_STATUS_IGNORE);
     while (bye && !done) { /* the bye must go: the last heartbeat is matched soon */
         struct timespec ts = {0, 1000000};
@@ -426,7 +444,8 @@ static void wd_send(struct np_watchdog *w, int p, int bye) {
     q->out[0] = __atomic_load_n(&w->step, __ATOMIC_RELAXED);
     q->out[1] = __atomic_load_n(&w->waiting, __ATOMIC_RELAXED);
     q->out[2] = bye;
-    MPI_Isend(q->out, 3, MPI_INT64_T, p, WD_TAG, w->comm, &q->sreq);
+    q->sent_bye = bye;
+    MPI_Isend(q->out, 3, MPI_INT64_T, q->rank, WD_TAG, w->comm, &q->sreq);
 }
 
 static void wd_receive(struct np_watchdog *w, double now) {
@@ -434,8 +453,13 @@ static void wd_receive(struct np_watchdog *w, double now) {
         int flag = 0;
         MPI_Status s;
         if (MPI_Iprobe(MPI_ANY_SOURCE, WD_TAG, w->comm, &flag, &s) != MPI_SUCCESS || !flag) return;
-        wd_peer *q = &w->peer[s.MPI_SOURCE];
-        MPI_Recv(q->msg, 3, MPI_INT64_T, s.MPI_SOURCE, WD_TAG, w->comm, MPI_STATUS_IGNORE);
+        wd_peer *q = NULL;
+        for (int i = 0; i < w->npeer; i++)
+            if (w->peer[i].rank == s.MPI_SOURCE) q = &w->peer[i];
+        int64_t junk[3];
+        MPI_Recv(q ? q->msg : junk, 3, MPI_INT64_T, s.MPI_SOURCE, WD_TAG, w->comm,
+                 MPI_STATUS_IGNORE);
+        if (!q) continue; /* not a neighbour: cannot happen */
         q->heard = now;
         if (q->msg[0] != q->step || (int)q->msg[1] != q->waiting) q->changed = now;
         q->step = q->msg[0];
@@ -444,12 +468,11 @@ static void wd_receive(struct np_watchdog *w, double now) {
     }
 }
 
-/* Names a silent peer and ends the job; returns when every peer is alive. */
+/* Names a silent neighbour and ends the job; returns when every neighbour is alive. */
 static void wd_diagnose(struct np_watchdog *w, double now, double my_wait_since) {
     np_comm *c = w->c;
-    for (int p = 0; p < c->size; p++) {
-        if (p == c->rank || (c->rank != 0 && p != 0)) continue;
-        wd_peer *q = &w->peer[p];
+    for (int i = 0; i < w->npeer; i++) {
+        wd_peer *q = &w->peer[i];
         if (q->bye) continue;
         const char *why = NULL;
         if (now - q->heard > w->timeout)
@@ -463,7 +486,7 @@ static void wd_diagnose(struct np_watchdog *w, double now, double my_wait_since)
         snprintf(what, sizeof what, why, now - (now - q->heard > w->timeout ? q->heard : q->changed),
                  (long long)q->step + 1);
         fprintf(stderr, "nestpipe: rank %d: rank %d %s; stopping the job (--rank-timeout %g)\n",
-                c->rank, p, what, w->timeout);
+                c->rank, q->rank, what, w->timeout);
         fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -471,43 +494,35 @@ static void wd_diagnose(struct np_watchdog *w, double now, double my_wait_since)
 
 static void *wd_main(void *arg) {
     struct np_watchdog *w = arg;
-    np_comm *c = w->c;
     double start = wd_now(), wait_since = 0;
-    for (int p = 0; p < c->size; p++)
-        w->peer[p].heard = w->peer[p].changed = start;
-    int said_bye = 0;
+    for (int i = 0; i < w->npeer; i++)
+        w->peer[i].heard = w->peer[i].changed = start;
+    wd_peer *up = w->parent ? &w->peer[0] : NULL, *kids = w->peer + w->parent;
+    int nkids = w->npeer - w->parent;
     for (;;) {
         double now = wd_now();
         int stop = __atomic_load_n(&w->stop, __ATOMIC_SEQ_CST);
         int waiting = __atomic_load_n(&w->waiting, __ATOMIC_RELAXED);
         wait_since = waiting ? (wait_since > 0 ? wait_since : now) : 0;
         wd_receive(w, now);
-        /* stop: the other ranks first say bye to rank 0, which answers when all have */
-        int all_bye = 1;
-        for (int p = 1; p < c->size && c->rank == 0; p++)
-            all_bye &= w->peer[p].bye;
-        if (c->rank == 0) {
-            if (stop && all_bye && !said_bye) {
-                for (int p = 1; p < c->size; p++)
-                    wd_send(w, p, 1);
-                said_bye = 1;
-            } else if (!said_bye) {
-                for (int p = 1; p < c->size; p++)
-                    wd_send(w, p, 0);
-            }
-        } else if (!said_bye) {
-            wd_send(w, 0, stop);
-            said_bye = stop;
-        }
-        if (said_bye && (c->rank == 0 || w->peer[0].bye)) break;
+        int kids_bye = 1;
+        for (int i = 0; i < nkids; i++)
+            kids_bye &= kids[i].bye;
+        /* up: bye once this rank and its subtree stopped; down: bye once the whole job did
+         * (the root: its subtree is the job; the others: the parent said so) */
+        if (up) wd_send(w, up, stop && kids_bye);
+        int job_done = up ? up->bye && up->sent_bye : stop && kids_bye;
+        for (int i = 0; i < nkids; i++)
+            wd_send(w, &kids[i], job_done);
+        if (job_done) break;
         /* while stopping this rank waits for the others: it counts as waiting */
         wd_diagnose(w, now, stop ? (wait_since > 0 ? wait_since : now) : wait_since);
         double t = w->tick;
         struct timespec ts = {(time_t)t, (long)((t - floor(t)) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    for (int p = 0; p < c->size; p++)
-        if (w->peer[p].sreq != MPI_REQUEST_NULL) MPI_Wait(&w->peer[p].sreq, MPI_STATUS_IGNORE);
+    for (int i = 0; i < w->npeer; i++)
+        if (w->peer[i].sreq != MPI_REQUEST_NULL) MPI_Wait(&w->peer[i].sreq, MPI_STATUS_IGNORE);
     return NULL;
 }
 
@@ -516,25 +531,23 @@ np_status np_comm_watchdog_start(np_comm *c, double timeout_s, np_watchdog **out
     *out = NULL;
     if (!c || !c->mpi || c->size < 2 || !(timeout_s > 0)) return NP_OK;
     struct np_watchdog *w = calloc(1, sizeof *w);
-    if (w) w->peer = calloc((size_t)c->size, sizeof *w->peer);
-    if (!w || !w->peer) {
-        if (w) free(w->peer);
-        free(w);
-        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (watchdog)");
-    }
+    if (!w) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (watchdog)");
     w->c = c;
     w->timeout = timeout_s;
     w->tick = timeout_s / 4 < 0.5 ? timeout_s / 4 : 0.5;
-    for (int p = 0; p < c->size; p++)
-        w->peer[p].sreq = MPI_REQUEST_NULL;
+    int me = c->rank;
+    if (me > 0) w->peer[w->npeer++].rank = (me - 1) / 2;
+    w->parent = me > 0;
+    for (int k = 1; k <= 2; k++)
+        if (2 * (int64_t)me + k < c->size) w->peer[w->npeer++].rank = 2 * me + k;
+    for (int i = 0; i < w->npeer; i++)
+        w->peer[i].sreq = MPI_REQUEST_NULL;
     if (MPI_Comm_dup(MPI_COMM_WORLD, &w->comm) != MPI_SUCCESS) {
-        free(w->peer);
         free(w);
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI_Comm_dup failed (watchdog)", c->rank);
     }
     if (pthread_create(&w->th, NULL, wd_main, w)) {
         MPI_Comm_free(&w->comm);
-        free(w->peer);
         free(w);
         return np_err(err, NP_STATUS_INTERNAL, "rank %d: cannot start the watchdog thread",
                       c->rank);
@@ -554,6 +567,5 @@ void np_comm_watchdog_stop(np_watchdog *w) {
     __atomic_store_n(&w->stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(w->th, NULL);
     MPI_Comm_free(&w->comm);
-    free(w->peer);
     free(w);
 }
