@@ -52,6 +52,19 @@ static void print_table(const np_route_stats *s, const np_config *cfg) {
     if (tr) printf("row load: the busiest rank moves %.2fx the mean\n", (double)mx * R / (double)tr);
     printf("segments %llu to other ranks, %llu pooled\n", (unsigned long long)s->segments,
            (unsigned long long)s->pooled);
+    /* the exchange buffers of the first batch (docs/engine.md "Memory per rank") */
+    int big = 0;
+    double ratio = 0;
+    for (int r = 0; r < R; r++) {
+        if (s->buffer_bytes[r] > s->buffer_bytes[big]) big = r;
+        double x = s->buffer_exact[r] ? (double)s->buffer_bytes[r] / (double)s->buffer_exact[r] : 0;
+        if (x > ratio) ratio = x;
+    }
+    printf("exchange buffers a rank sizes (first batch): largest %.3f MB (rank %d; %.3f MB at its "
+           "exact counts), at most %.2fx the exact size on any rank; %.3f MB each when sized "
+           "R x the largest batch (before 0.7.2)\n",
+           (double)s->buffer_bytes[big] / 1e6, big, (double)s->buffer_exact[big] / 1e6, ratio,
+           (double)s->buffer_before / 1e6);
 }
 
 static void print_json(const np_route_stats *s, const np_config *cfg) {
@@ -69,13 +82,15 @@ static void print_json(const np_route_stats *s, const np_config *cfg) {
            (unsigned long long)s->pooled);
     for (int r = 0; r < R; r++)
         printf("%s\n  {\"rank\": %d, \"keys_sent\": %llu, \"rows_sent\": %llu, \"grads_sent\": %llu, "
-               "\"keys_received\": %llu, \"rows_received\": %llu}",
+               "\"keys_received\": %llu, \"rows_received\": %llu, \"buffer_bytes\": %llu, "
+               "\"buffer_bytes_exact\": %llu}",
                r ? "," : "", r, (unsigned long long)np_route_stats_rank(s, s->keys, r, 0),
                (unsigned long long)np_route_stats_rank(s, s->rows, r, 0),
                (unsigned long long)np_route_stats_rank(s, s->rows, r, 1),
                (unsigned long long)np_route_stats_rank(s, s->keys, r, 1),
-               (unsigned long long)np_route_stats_rank(s, s->rows, r, 1));
-    printf("]}\n");
+               (unsigned long long)np_route_stats_rank(s, s->rows, r, 1),
+               (unsigned long long)s->buffer_bytes[r], (unsigned long long)s->buffer_exact[r]);
+    printf("],\n \"buffer_bytes_before\": %llu}\n", (unsigned long long)s->buffer_before);
 }
 
 static int write_matrix(const np_route_stats *s, const char *path) {

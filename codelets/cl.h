@@ -119,7 +119,8 @@ typedef struct np_cl_xchg_args {
     int T, d, R;
     int W;           /* windows per batch */
     int w;           /* exchange_rows / exchange_grads: the window moved */
-    size_t cap_recv;      /* rows the owner-side buffers hold (E, its gradients, staging) */
+    size_t cap_recv;      /* distinct rows the owner-side buffers hold (E, its gradients) */
+    size_t cap_stage;     /* rows of one window the owner's staging holds */
     size_t cap_recv_keys; /* keys the owner-side key buffers hold (received keys, map) */
     size_t cap_win;       /* rows each window's Rin and grads hold */
     size_t n;        /* all-reduce: floats */

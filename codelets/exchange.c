@@ -105,10 +105,10 @@ static int x_allgatherv_inplace(np_cl_xchg_args *a, np_backend *b, void *buf,
 }
 
 /* Whether a window's exchange fits the buffers the engine sized (make_room): the owner's
- * side (its staging, E) holds cap_recv rows, the requester's (a window's Rin and
- * gradients) cap_win. A bug if not. */
+ * staging holds cap_stage rows, the requester's (a window's Rin and gradients) cap_win.
+ * A bug if not. */
 static int fits(const np_cl_xchg_args *a, int64_t owner_rows, int64_t requester_rows) {
-    return (size_t)owner_rows <= a->cap_recv && (size_t)requester_rows <= a->cap_win;
+    return (size_t)owner_rows <= a->cap_stage && (size_t)requester_rows <= a->cap_win;
 }
 
 /* ---- route (requester side) */
@@ -450,7 +450,7 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     const int64_t *keys = p.pooled ? NP_BUF(buffers, 11) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     /* which E rows are shared, a byte each, in sbuf before it stages the rows (Uo bytes fit
-     * in its (cap_recv, d) floats) */
+     * in its (cap_stage, d) floats: a window's rows are at least the distinct ones) */
     uint8_t *shared = (uint8_t *)sbuf;
     np_xchg_mark_shared(uprev, mprev, ucur, meta, a->T, shared);
     np_xchg_mark_rows(&p, map, keys, shared, obits);

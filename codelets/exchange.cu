@@ -83,7 +83,7 @@ int plan_window(const int64_t *dmeta, np_cl_xchg_args *a, plan_fn plan, cudaStre
     // what make_room sized (a bug if not)
     int rows = plan == np_xchg_plan_rows; // else gradients: the ways reversed
     size_t owner = (size_t)(rows ? p->nsend : p->nrecv), req = (size_t)(rows ? p->nrecv : p->nsend);
-    if (p->pooled || owner > a->cap_recv || req > a->cap_win) {
+    if (p->pooled || owner > a->cap_stage || req > a->cap_win) {
         np_xchg_plan_free(p);
         free(h);
         a->out.fail = 1;

@@ -27,7 +27,7 @@
  * np_xchg_caps_bytes counts. */
 np_status np_engine_grow_nnz(np_sp_engine *e, const np_xchg_caps *c, np_error *err) {
     size_t row = (size_t)e->m->d * sizeof(float), i64 = sizeof(int64_t);
-    size_t stage = c->recv > c->win ? c->recv : c->win; /* the staging serves both sides */
+    size_t stage = c->stage > c->win ? c->stage : c->win; /* the staging serves both sides */
     np_status st = NP_OK;
     for (int k = 0; k < NP_SLOTS && !st; k++)
         st = np_buf_grow(&e->slot[k].keys, c->keys, i64, "batch keys", err);
@@ -54,7 +54,7 @@ np_status np_engine_grow_nnz(np_sp_engine *e, const np_xchg_caps *c, np_error *e
     int split = e->pol.split_rows ? e->pol.early_windows : 0;
     for (int w = 0; w < split && !st; w++) {
         size_t R = (size_t)e->R;
-        st = np_buf_grow(&e->obits[w], c->recv / 32 + R, sizeof(uint32_t), "owner row bitmaps",
+        st = np_buf_grow(&e->obits[w], c->stage / 32 + R, sizeof(uint32_t), "owner row bitmaps",
                          err);
         if (!st)
             st = np_buf_grow(&e->rbits[w], c->win / 32 + R, sizeof(uint32_t), "row bitmaps", err);
@@ -501,6 +501,7 @@ static np_status register_chunks(np_sp_engine *e, np_error *err) {
     np_xchg_caps c = {.keys = guess,
                       .recv_keys = guess,
                       .recv = guess,
+                      .stage = guess,
                       .win = (guess + (size_t)e->W - 1) / (size_t)e->W};
     if (!(e->owner_bound = calloc(2 * (size_t)e->R, sizeof *e->owner_bound)))
         return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (owner bounds)");
@@ -568,6 +569,7 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                               .R = e->R,
                               .W = e->W,
                               .cap_recv = e->cap.recv,
+                              .cap_stage = e->cap.stage,
                               .cap_recv_keys = e->cap.recv_keys,
                               .cap_win = e->cap.win,
                               .n = m->n_dense,

@@ -31,8 +31,8 @@ NP_NODISCARD np_status np_buf_grow(np_buf *b, size_t count, size_t elem, const c
 
 /* Batches in flight: t trains while t+1 is retrieved, t+2 routed, t+3 made resident and
  * t+4 prefetched (DBP). Buffers of a stage are indexed by batch modulo these. */
-#define NP_SLOTS 5 /* input slots: batches t .. t+4 */
-#define NP_RSETS 3 /* route sets: batches t .. t+2 */
+#define NP_SLOTS NP_XCHG_SLOTS /* input slots: batches t .. t+4 (kernels/xchg_plan.h) */
+#define NP_RSETS NP_XCHG_RSETS /* route sets: batches t .. t+2 */
 
 /* One input slot: a batch as the data source gave it. The chunks read their rows of the
  * dense features and labels through sub-handles (a read-only partition submitted for the

@@ -205,7 +205,7 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
  * per rank follows what it receives, not R times its own batch (docs/engine.md "Memory
  * per rank"). */
 static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_error *err) {
-    np_xchg_caps need = {.keys = b->nnz, .recv_keys = b->nnz, .recv = b->nnz};
+    np_xchg_caps need = {.keys = b->nnz, .recv_keys = b->nnz, .recv = b->nnz, .stage = b->nnz};
     if (np_xchg_window_keys_bound(b->offsets, b->n, b->n_tables, e->W, b->nnz, &need.win))
         return np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
     if (e->comm && e->R > 1) {
@@ -224,7 +224,10 @@ static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_er
         np_engine_trace_driver(e, NP_NODE_CONTROL, "agree_sizes", batch, t0,
                                np_engine_clock_us(e), (uint64_t)(e->R - 1) * 2 * sizeof(int64_t));
         need.recv_keys = (size_t)mine[0];
-        need.recv = (size_t)mine[1];
+        need.stage = (size_t)mine[1];
+        /* the distinct rows: no more than it owns */
+        size_t owned = (size_t)e->m->row_base[e->m->T];
+        need.recv = need.stage < owned ? need.stage : owned;
         /* MPI counts are ints: keys received in one All2All, rows in one exchange */
         if (mine[0] > INT_MAX)
             return np_err(err, NP_STATUS_UNSUPPORTED,

@@ -330,10 +330,10 @@ size_t np_xchg_allreduce_staging(size_t n, int R) {
 /* ---------------------------------------------------------------- buffer sizing */
 
 int np_xchg_caps_grow(np_xchg_caps *cap, const np_xchg_caps *need) {
-    size_t *c[4] = {&cap->keys, &cap->recv_keys, &cap->recv, &cap->win};
-    const size_t n[4] = {need->keys, need->recv_keys, need->recv, need->win};
+    size_t *c[5] = {&cap->keys, &cap->recv_keys, &cap->recv, &cap->stage, &cap->win};
+    const size_t n[5] = {need->keys, need->recv_keys, need->recv, need->stage, need->win};
     int grew = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (n[i] <= *c[i]) continue;
         size_t more = *c[i] + *c[i] / 4;
         *c[i] = more > n[i] ? more : n[i];
@@ -345,7 +345,7 @@ int np_xchg_caps_grow(np_xchg_caps *cap, const np_xchg_caps *need) {
 uint64_t np_xchg_caps_bytes(const np_xchg_caps *c, int d, int W, int R, int ebuffers, int split,
                             int slots, int rsets) {
     uint64_t row = (uint64_t)d * sizeof(float), i64 = sizeof(int64_t);
-    uint64_t stage = c->recv > c->win ? c->recv : c->win; /* sbuf, rbuf: both sides use them */
+    uint64_t stage = c->stage > c->win ? c->stage : c->win; /* sbuf, rbuf: both sides use them */
     uint64_t b = (uint64_t)slots * c->keys * i64;                    /* the slots' keys */
     b += (uint64_t)rsets * (3 * c->keys * i64                         /* uniq, pos, sendkeys */
                             + 2 * c->recv_keys * i64                  /* recvkeys, map */
@@ -353,7 +353,7 @@ uint64_t np_xchg_caps_bytes(const np_xchg_caps *c, int d, int W, int R, int ebuf
     b += (uint64_t)ebuffers * c->recv * (row + sizeof(float));       /* E, Es */
     b += (uint64_t)W * 2 * c->win * row;                              /* Rin, grows */
     b += c->recv * row + 2 * stage * row;                             /* gE, sbuf, rbuf */
-    b += (uint64_t)split * ((c->recv / 32 + (uint64_t)R) + (c->win / 32 + (uint64_t)R)) *
+    b += (uint64_t)split * ((c->stage / 32 + (uint64_t)R) + (c->win / 32 + (uint64_t)R)) *
          sizeof(uint32_t); /* obits, rbits */
     return b;
 }

@@ -192,10 +192,14 @@ size_t np_xchg_allreduce_staging(size_t n, int R);
 
 /* ---- What a rank's buffers must hold (docs/engine.md "Memory per rank"). Sized from
  * what a rank sends and receives, never from the rank count times its own batch. */
+/* The engine's input slots (batches t .. t+4) and route sets (t .. t+2): engine/ sizes its
+ * arrays by these, route-stats its prediction. */
+enum { NP_XCHG_SLOTS = 5, NP_XCHG_RSETS = 3 };
 typedef struct np_xchg_caps {
     size_t keys;      /* requester: its batch's keys (the slots' keys, uniq, pos, sendkeys) */
     size_t recv_keys; /* owner: keys received in the key All2All (recvkeys, map) */
-    size_t recv;      /* owner: rows (E, its state and gradients, uniq_o, the staging) */
+    size_t recv;      /* owner: its distinct rows (uniq_o, E, its state and gradients) */
+    size_t stage;     /* owner: rows it returns in one window (the staging, its bitmaps) */
     size_t win;       /* requester: rows of one window (Rin, their gradients) */
 } np_xchg_caps;
 
@@ -229,8 +233,9 @@ void np_xchg_bound_scratch_free(np_xchg_bound_scratch *x);
  * table's longest bag), out[2 o + 1] the rows those keys can name (the distinct keys: a
  * segment that auto sends pooled returns fewer rows than it has distinct keys; under
  * exchange pooled, a row a bag: the keys). Summed over the
- * requesters (a reduce-scatter), they bound the owner's received keys (recv_keys), and
- * its distinct rows and the rows any window returns (recv). The batch: offsets (T, n+1),
+ * requesters (a reduce-scatter), they bound the owner's received keys (recv_keys), the
+ * rows any window returns (stage), and its distinct rows (recv; also at most the rows it
+ * owns). The batch: offsets (T, n+1),
  * keys as the slot holds them; exchange an np_exchange, seq 1 when table 0 is a sequence
  * (sent as rows). O(keys + R) a table. 0, or -1 when out of memory. */
 NP_XCHG_NODISCARD int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T,

@@ -128,6 +128,7 @@ static np_cl_xchg_args args_of(const rank_state *s) {
                              .R = s->R,
                              .W = W,
                              .cap_recv = MAXR * NB * T * 4,
+                             .cap_stage = MAXR * NB * T * 4,
                              .cap_recv_keys = MAXR * NB * T * 4,
                              .cap_win = NB * T * 4,
                              .n = NDENSE,

@@ -210,17 +210,18 @@ static void test_plan_random(void **state) {
 /* Growth of the buffers' caps: only what is short, to at least 1.25 times. */
 static void test_caps(void **state) {
     (void)state;
-    np_xchg_caps c = {100, 100, 100, 100}, need = {90, 101, 200, 100};
+    np_xchg_caps c = {100, 100, 100, 100, 100}, need = {90, 101, 200, 100, 100};
     assert_int_equal(np_xchg_caps_grow(&c, &need), 1);
     assert_int_equal(c.keys, 100);
     assert_int_equal(c.recv_keys, 125);
     assert_int_equal(c.recv, 200);
+    assert_int_equal(c.stage, 100);
     assert_int_equal(c.win, 100);
     assert_int_equal(np_xchg_caps_grow(&c, &need), 0);
     /* bytes by hand: d 2 (8-byte rows), W 1, R 4, one E buffer, no split, 1 slot, 1 rset */
-    np_xchg_caps b = {.keys = 10, .recv_keys = 20, .recv = 30, .win = 5};
+    np_xchg_caps b = {.keys = 10, .recv_keys = 20, .recv = 30, .stage = 40, .win = 5};
     uint64_t want = 10 * 8 + (3 * 10 * 8 + 2 * 20 * 8 + 30 * 8) + 30 * (8 + 4) + 2 * 5 * 8 +
-                    30 * 8 + 2 * 30 * 8;
+                    30 * 8 + 2 * 40 * 8;
     assert_int_equal(np_xchg_caps_bytes(&b, 2, 1, 4, 1, 0, 1, 1), want);
 }
 

@@ -37,6 +37,14 @@ typedef struct np_route_stats {
     uint64_t *rows;
     uint64_t *rows_window; /* (windows): the row bytes of window w over all ranks and steps */
     uint64_t segments, pooled; /* remote (window, table, owner) segments, those pooled */
+    /* (ranks) the bytes of the exchange buffers each rank's engine sizes for the first
+     * batch (docs/engine.md "Memory per rank"; the engine's buffer_bytes less its input
+     * slots, counts and dense gradients, which do not depend on the exchange): from the
+     * owners' bounds, as make_room sizes them (buffer_bytes), and from the first batch's
+     * actual counts: the keys each rank receives, the distinct rows it serves, the most
+     * rows it returns in one window (buffer_exact) */
+    uint64_t *buffer_bytes, *buffer_exact;
+    uint64_t buffer_before; /* the same at the sizing before 0.7.2: R x the largest batch */
 } np_route_stats;
 
 /* The exchanges of `steps` global batches of cfg->batch samples (the global batch at
