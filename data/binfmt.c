@@ -36,7 +36,18 @@ struct np_bin_reader {
     uint64_t offset;    /* byte offset of the next record */
     uint64_t *keys;     /* (keys_cap) the current record's keys */
     size_t keys_cap;
+    uint64_t *index;    /* (n_index) keys before record k * NP_BIN_INDEX_STRIDE; NULL: none */
+    uint64_t n_index;
 };
+
+int np_bin_indexed(const np_bin_reader *r) {
+    return r->index != NULL;
+}
+
+/* Bytes of record headers (label, dense, counts) of n records. */
+static uint64_t head_bytes(const np_bin_reader *r, uint64_t n) {
+    return n * (4 + 4 * (uint64_t)r->n_dense + 4 * (uint64_t)r->n_tables);
+}
 
 uint64_t np_bin_records(const np_bin_reader *r) {
     return r->n_records;
@@ -47,7 +58,48 @@ void np_bin_close(np_bin_reader *r) {
     if (r->f) fclose(r->f);
     free(r->path);
     free(r->keys);
+    free(r->index);
     free(r);
+}
+
+/* The index after the records (the file's size already checked against it): its trailer
+ * (stride, entries, magic) and entries, each the keys before its record, from 0 and never
+ * decreasing, within the header's keys. The reader is left at the first record. */
+static np_status read_index(np_bin_reader *r, uint64_t size, np_error *err) {
+    unsigned char t[NP_BIN_TRAILER_BYTES];
+    uint64_t n = (r->n_records + NP_BIN_INDEX_STRIDE - 1) / NP_BIN_INDEX_STRIDE;
+    if (fseeko(r->f, (off_t)(size - NP_BIN_TRAILER_BYTES), SEEK_SET) ||
+        fread(t, 1, sizeof t, r->f) != sizeof t)
+        return np_err(err, NP_STATUS_IO, "%s: cannot read the record index: %s", r->path,
+                      strerror(errno));
+    if (memcmp(t + 16, "NPSAMIDX", 8) || np_le_get64(t) != NP_BIN_INDEX_STRIDE ||
+        np_le_get64(t + 8) != n)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s: the record index's trailer is not one of %llu entries a %d records "
+                      "(header flags say there is one): the file is corrupt",
+                      r->path, (unsigned long long)n, NP_BIN_INDEX_STRIDE);
+    if (n && !(r->index = malloc((size_t)n * sizeof *r->index)))
+        return np_err(err, NP_STATUS_NO_MEMORY, "%s: out of memory reading the record index",
+                      r->path);
+    r->n_index = n;
+    if (n && (fseeko(r->f, (off_t)(size - NP_BIN_TRAILER_BYTES - 8 * n), SEEK_SET) ||
+              fread(r->index, 8, (size_t)n, r->f) != (size_t)n))
+        return np_err(err, NP_STATUS_IO, "%s: cannot read the record index: %s", r->path,
+                      strerror(errno));
+    for (uint64_t k = 0; k < n; k++) {
+        unsigned char *b = (unsigned char *)&r->index[k];
+        r->index[k] = np_le_get64(b);
+        if ((k == 0 && r->index[k]) || (k && r->index[k] < r->index[k - 1]) ||
+            r->index[k] > r->n_keys)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "%s: record index entry %llu (%llu keys before record %llu) is out of "
+                          "order: the file is corrupt",
+                          r->path, (unsigned long long)k, (unsigned long long)r->index[k],
+                          (unsigned long long)(k * NP_BIN_INDEX_STRIDE));
+    }
+    if (fseeko(r->f, NP_BIN_HEADER_BYTES, SEEK_SET))
+        return np_err(err, NP_STATUS_IO, "%s: cannot seek: %s", r->path, strerror(errno));
+    return NP_OK;
 }
 
 /* Exact file size from the header, or 0 with *overflow set when it exceeds 64 bits. */
@@ -117,14 +169,21 @@ np_status np_bin_open(const char *path, int n_dense, int n_tables, np_bin_reader
                     path, version, NP_BIN_VERSION);
         goto fail;
     }
-    if (flags) {
+    if (flags & ~NP_BIN_FLAG_INDEX) {
         st = np_err(err, NP_STATUS_BAD_INPUT,
-                    "%s: header flags 0x%x are not supported (this build reads flags 0)", path,
-                    flags);
+                    "%s: header flags 0x%x are not supported (this build reads flags 0 and 1)",
+                    path, flags);
         goto fail;
     }
     int over;
     uint64_t want = expected_size(r->n_records, r->n_dense, r->n_tables, r->n_keys, &over);
+    if (!over && (flags & NP_BIN_FLAG_INDEX)) { /* the index after the records */
+        uint64_t n_idx = (r->n_records + NP_BIN_INDEX_STRIDE - 1) / NP_BIN_INDEX_STRIDE;
+        if (want > UINT64_MAX - NP_BIN_TRAILER_BYTES - 8 * n_idx || n_idx > UINT64_MAX / 8)
+            over = 1;
+        else
+            want += 8 * n_idx + NP_BIN_TRAILER_BYTES;
+    }
     if (over || want != size) {
         char want_s[32];
         if (over)
@@ -153,6 +212,7 @@ np_status np_bin_open(const char *path, int n_dense, int n_tables, np_bin_reader
                     r->n_tables, n_tables, r->n_tables);
         goto fail;
     }
+    if ((flags & NP_BIN_FLAG_INDEX) && (st = read_index(r, size, err))) goto fail;
     r->offset = NP_BIN_HEADER_BYTES;
     *out = r;
     return NP_OK;
@@ -183,6 +243,15 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
     }
     const uint64_t rec = r->record, at = r->offset;
     np_status st;
+    /* the index against the records as they are read: a wrong entry would misplace a seek */
+    if (r->index && rec % NP_BIN_INDEX_STRIDE == 0 &&
+        r->index[rec / NP_BIN_INDEX_STRIDE] != r->keys_read)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s: record %llu (byte %llu): the record index says %llu keys come before "
+                      "it, the records %llu: the file is corrupt",
+                      r->path, (unsigned long long)rec, (unsigned long long)at,
+                      (unsigned long long)r->index[rec / NP_BIN_INDEX_STRIDE],
+                      (unsigned long long)r->keys_read);
     if ((st = read_exact(r, label, sizeof(float), err)) ||
         (st = read_exact(r, dense, (size_t)r->n_dense * sizeof(float), err)) ||
         (st = read_exact(r, count, (size_t)r->n_tables * sizeof(uint32_t), err)))
@@ -220,15 +289,76 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
     return NP_OK;
 }
 
+/* Passes over the next record: its counts read (they must stay within the header's keys),
+ * the rest skipped. */
+static np_status skip_one(np_bin_reader *r, np_error *err) {
+    size_t skip = 4 + 4 * (size_t)r->n_dense;
+    /* the keys' scratch holds the counts */
+    np_status st = np_grow((void **)&r->keys, &r->keys_cap,
+                           ((size_t)r->n_tables * sizeof(uint32_t) + 7) / 8, sizeof(uint64_t),
+                           "binary record keys", err);
+    if (st) return st;
+    uint32_t *count = (uint32_t *)(void *)r->keys;
+    if (fseeko(r->f, (off_t)skip, SEEK_CUR))
+        return np_err(err, NP_STATUS_IO, "%s: record %llu: cannot seek: %s", r->path,
+                      (unsigned long long)r->record, strerror(errno));
+    if ((st = read_exact(r, count, (size_t)r->n_tables * sizeof(uint32_t), err))) return st;
+    uint64_t nk = 0;
+    for (uint32_t t = 0; t < r->n_tables; t++)
+        nk += count[t];
+    if (r->keys_read + nk > r->n_keys)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "%s: record %llu (byte %llu): key counts exceed the header's total of %llu "
+                      "keys",
+                      r->path, (unsigned long long)r->record, (unsigned long long)r->offset,
+                      (unsigned long long)r->n_keys);
+    if (nk && fseeko(r->f, (off_t)(8 * nk), SEEK_CUR))
+        return np_err(err, NP_STATUS_IO, "%s: record %llu: cannot seek: %s", r->path,
+                      (unsigned long long)r->record, strerror(errno));
+    r->keys_read += nk;
+    r->offset += head_bytes(r, 1) + 8 * nk;
+    r->record++;
+    return NP_OK;
+}
+
+np_status np_bin_seek(np_bin_reader *r, uint64_t rec, np_error *err) {
+    if (rec > r->n_records)
+        return np_err(err, NP_STATUS_INTERNAL, "%s: no record %llu (the file has %llu)", r->path,
+                      (unsigned long long)rec, (unsigned long long)r->n_records);
+    uint64_t from = 0, keys = 0;
+    int jump = 0;
+    if (r->index && rec < r->n_records) { /* the indexed record at or before rec */
+        from = rec / NP_BIN_INDEX_STRIDE * NP_BIN_INDEX_STRIDE;
+        keys = r->index[rec / NP_BIN_INDEX_STRIDE];
+        jump = from > r->record || rec < r->record;
+    } else if (rec < r->record) {
+        jump = 1; /* from the start */
+    }
+    if (jump) {
+        uint64_t at = NP_BIN_HEADER_BYTES + head_bytes(r, from) + 8 * keys;
+        if (fseeko(r->f, (off_t)at, SEEK_SET))
+            return np_err(err, NP_STATUS_IO, "%s: cannot seek to record %llu: %s", r->path,
+                          (unsigned long long)from, strerror(errno));
+        r->record = from;
+        r->keys_read = keys;
+        r->offset = at;
+    }
+    while (r->record < rec) {
+        np_status st = skip_one(r, err);
+        if (st) return st;
+    }
+    return NP_OK;
+}
+
 /* ---------------------------------------------------------------- writers */
 
 static void encode_header(unsigned char *h, uint32_t n_dense, uint32_t n_tables,
-                          uint64_t n_records, uint64_t n_keys) {
+                          uint64_t n_records, uint64_t n_keys, uint32_t flags) {
     memcpy(h, bin_magic, sizeof bin_magic);
     np_le_put32(h + 8, NP_BIN_VERSION);
     np_le_put32(h + 12, n_dense);
     np_le_put32(h + 16, n_tables);
-    np_le_put32(h + 20, 0);
+    np_le_put32(h + 20, flags);
     np_le_put64(h + 24, n_records);
     np_le_put64(h + 32, n_keys);
 }
@@ -241,7 +371,18 @@ typedef struct {
     const char *path;
     uint32_t n_dense, n_tables;
     uint64_t n_records, n_keys;
+    uint64_t *index; /* (index_cap) keys before every NP_BIN_INDEX_STRIDE-th record */
+    size_t n_index, index_cap;
 } bin_writer;
+
+/* Before each record's bytes: its index entry when it starts a stride. */
+static np_status writer_record(bin_writer *w, np_error *err) {
+    if (w->n_records % NP_BIN_INDEX_STRIDE) return NP_OK;
+    np_status st = np_grow((void **)&w->index, &w->index_cap, w->n_index + 1, sizeof *w->index,
+                           "the record index", err);
+    if (!st) w->index[w->n_index++] = w->n_keys;
+    return st;
+}
 
 static np_status writer_open(bin_writer *w, const char *path, const char *what, int n_dense,
                              int n_tables, np_error *err) {
@@ -253,7 +394,7 @@ static np_status writer_open(bin_writer *w, const char *path, const char *what, 
     if (st || (st = np_outfile_open(&w->o, path, what, err))) return st;
     setvbuf(w->o.f, NULL, _IOFBF, BIN_IO_CHUNK);
     unsigned char h[NP_BIN_HEADER_BYTES];
-    encode_header(h, w->n_dense, w->n_tables, 0, 0); /* placeholder */
+    encode_header(h, w->n_dense, w->n_tables, 0, 0, 0); /* placeholder */
     if (fwrite(h, 1, sizeof h, w->o.f) != sizeof h)
         return np_err(err, NP_STATUS_IO, "%s: cannot write: %s", path, strerror(errno));
     return NP_OK;
@@ -265,10 +406,23 @@ static np_status writer_put(bin_writer *w, const void *p, size_t n, np_error *er
     return np_err(err, NP_STATUS_IO, "%s: cannot write: %s", w->path, strerror(errno));
 }
 
+/* The index after the records, then the header's counts: written whole or not at all. */
 static np_status writer_commit(bin_writer *w, np_error *err) {
-    unsigned char h[NP_BIN_HEADER_BYTES];
-    encode_header(h, w->n_dense, w->n_tables, w->n_records, w->n_keys);
-    int failed = fseek(w->o.f, 0, SEEK_SET) || fwrite(h, 1, sizeof h, w->o.f) != sizeof h;
+    unsigned char h[NP_BIN_HEADER_BYTES], le[8];
+    int failed = 0;
+    for (size_t k = 0; k < w->n_index && !failed; k++) {
+        np_le_put64(le, w->index[k]);
+        failed = fwrite(le, 1, 8, w->o.f) != 8;
+    }
+    unsigned char t[NP_BIN_TRAILER_BYTES];
+    np_le_put64(t, NP_BIN_INDEX_STRIDE);
+    np_le_put64(t + 8, w->n_index);
+    memcpy(t + 16, "NPSAMIDX", 8);
+    failed = failed || fwrite(t, 1, sizeof t, w->o.f) != sizeof t;
+    encode_header(h, w->n_dense, w->n_tables, w->n_records, w->n_keys, NP_BIN_FLAG_INDEX);
+    failed = failed || fseek(w->o.f, 0, SEEK_SET) || fwrite(h, 1, sizeof h, w->o.f) != sizeof h;
+    free(w->index);
+    w->index = NULL;
     return np_outfile_commit(&w->o, failed, err);
 }
 
@@ -307,13 +461,14 @@ np_status np_convert_criteo(const char *tsv_path, const char *bin_path, int skip
         memcpy(rec, &cr.label, 4);
         memcpy(rec + 4, cr.dense, sizeof cr.dense);
         memcpy(rec + 4 + 4 * NP_CRITEO_DENSE + 4 * NP_CRITEO_TABLES, cr.cat, sizeof cr.cat);
-        if ((st = writer_put(&w, rec, sizeof rec, err))) goto done;
+        if ((st = writer_record(&w, err)) || (st = writer_put(&w, rec, sizeof rec, err))) goto done;
         w.n_records++;
         w.n_keys += NP_CRITEO_TABLES;
     }
     st = writer_commit(&w, err);
 done:
     np_outfile_discard(&w.o); /* after a commit: nothing left to remove */
+    free(w.index);
     np_tsv_close(in);
     if (n_written) *n_written = (long)w.n_records;
     if (n_skipped) *n_skipped = skipped;
@@ -347,7 +502,7 @@ np_status np_convert_movielens(const char *ml_path, const char *bin_path, int se
         const float one = 1.0f;
         unsigned char le[8];
         np_le_put32(le, count);
-        if ((st = writer_put(&w, &one, 4, err)) ||
+        if ((st = writer_record(&w, err)) || (st = writer_put(&w, &one, 4, err)) ||
             (st = writer_put(&w, zeros, 4 * (size_t)n_dense, err)) ||
             (st = writer_put(&w, le, 4, err)))
             goto done;
@@ -361,6 +516,7 @@ np_status np_convert_movielens(const char *ml_path, const char *bin_path, int se
     st = writer_commit(&w, err);
 done:
     np_outfile_discard(&w.o);
+    free(w.index);
     np_ml_close(in);
     free(zeros);
     if (n_written) *n_written = (long)w.n_records;
@@ -419,7 +575,7 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
         if ((st = np_syn_fill(syn, NP_SPLIT_TRAIN, 0, (uint64_t)j0, n, &b, err))) goto done;
         const size_t n1 = (size_t)n + 1;
         for (long r = 0; r < n; r++) { /* label, dense, counts, keys: stdio buffers them */
-            if ((st = writer_put(&w, &b.label[r], 4, err)) ||
+            if ((st = writer_record(&w, err)) || (st = writer_put(&w, &b.label[r], 4, err)) ||
                 (st = writer_put(&w, b.dense + (size_t)r * (size_t)D, 4 * (size_t)D, err)))
                 goto done;
             unsigned char le[8];
@@ -443,6 +599,7 @@ np_status np_generate_synthetic(const np_config *cfg, long n_records, const char
     st = writer_commit(&w, err);
 done:
     np_outfile_discard(&w.o);
+    free(w.index);
     np_batch_free(&b);
     np_syn_free(syn);
     return st;

@@ -117,6 +117,11 @@ void np_ml_close(np_ml_reader *r);
 
 #define NP_BIN_HEADER_BYTES 40
 #define NP_BIN_VERSION 1
+/* Header flag: a record index follows the records (docs/data.md "Binary format"): the keys
+ * before every NP_BIN_INDEX_STRIDE-th record, so a reader seeks to any record. */
+#define NP_BIN_FLAG_INDEX 1u
+#define NP_BIN_INDEX_STRIDE 256
+#define NP_BIN_TRAILER_BYTES 24 /* stride, entries, magic NPSAMIDX */
 
 typedef struct np_bin_reader np_bin_reader;
 
@@ -130,6 +135,15 @@ NP_NODISCARD np_status np_bin_open(const char *path, int n_dense, int n_tables, 
  * call). NP_STATUS_END_OF_DATA after the header's n_records records. */
 NP_NODISCARD np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *count,
                                    const uint64_t **keys, np_error *err);
+/* Positions the reader at record `rec` (0 <= rec <= records), so np_bin_next reads it
+ * next: with the file's index, a seek to the indexed record at or before it and at most
+ * NP_BIN_INDEX_STRIDE - 1 records skipped; without one (a file of 0.7.1 or before), the
+ * records between are skipped (their headers read, their keys passed over), from the
+ * start when rec is behind. Skipped records are not validated, but that the key counts
+ * stay within the header's total (a record that is read is). */
+NP_NODISCARD np_status np_bin_seek(np_bin_reader *r, uint64_t rec, np_error *err);
+/* 1 when the file has a record index (np_bin_seek jumps), 0 when it skips. */
+int np_bin_indexed(const np_bin_reader *r);
 /* The records the header says the file holds. */
 uint64_t np_bin_records(const np_bin_reader *r);
 void np_bin_close(np_bin_reader *r);

@@ -509,6 +509,84 @@ np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *
     return st;
 }
 
+/* Files, training split, a slice of a global batch: only this rank's records are read
+ * (docs/data.md "Several ranks"). Where no record's place depends on another's contents:
+ * no shuffle buffer (its draws take every record), no skipped bad lines (a skip moves
+ * every later record into another batch). */
+static int reads_slice(const np_source_t *s) {
+    return s->split == NP_SPLIT_TRAIN && !s->pool_cap && !s->skip_bad && (s->bin || s->tsv);
+}
+
+/* After a slice of a global batch of g: the position is the whole batch's, as if every
+ * record of it had been read (the same on every rank, which checkpoints check). */
+static void slice_done(np_source_t *s, long g, long n) {
+    s->delivered += (uint64_t)(g - n); /* emit_stage counted the slice's n */
+}
+
+/* Binary: the members' stream indices are arithmetic (the split rule is one of the index,
+ * passes repeat), so the reader seeks to the slice's first record and reads n members;
+ * every rank knows from the header when the data ends. */
+static np_status bin_slice(np_source_t *s, long g, long lo, long n, np_batch *b, np_error *err) {
+    uint64_t N = np_bin_records(s->bin), e = s->every > 0 ? (uint64_t)s->every : 0;
+    uint64_t M = N - (e ? N / e : 0); /* members of the split a pass */
+    if (s->eof || !M || s->delivered + (uint64_t)g > M * (uint64_t)s->epochs) {
+        s->eof = 1;
+        return NP_STATUS_END_OF_DATA;
+    }
+    np_status st = NP_OK;
+    for (long k = 0; k < n && !st; k++) {
+        uint64_t m = s->delivered + (uint64_t)(lo + k), j = m % M;
+        uint64_t i = np_split_index(NP_SPLIT_TRAIN, s->every, j);
+        float label;
+        const uint64_t *keys;
+        if ((st = np_bin_seek(s->bin, i, err)) ||
+            (st = np_bin_next(s->bin, &label, s->rec_dense, s->rec_count, &keys, err)))
+            break;
+        s->epoch = (int)(m / M);
+        st = take(s, i, label, s->rec_dense, s->rec_count, keys, err);
+    }
+    if (!st) st = emit_stage(s, n, b, err);
+    if (st) return st;
+    slice_done(s, g, n);
+    /* the next record the whole batch's reading would read */
+    s->next_index = np_split_index(NP_SPLIT_TRAIN, s->every, (s->delivered - 1) % M) + 1;
+    return NP_OK;
+}
+
+/* TSV: the batch's lines are read (a line's end is a memchr away), those of the slice
+ * parsed, the others counted; the data ends where it ends for every rank. */
+static np_status tsv_slice(np_source_t *s, long g, long lo, long n, np_batch *b, np_error *err) {
+    static const uint32_t ones[NP_CRITEO_TABLES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    if (s->eof) return NP_STATUS_END_OF_DATA;
+    np_status st;
+    for (long p = 0; p < g;) {
+        const char *line;
+        size_t len;
+        long line_no;
+        uint64_t i = s->next_index;
+        st = np_tsv_next_line(s->tsv, &line, &len, &line_no, err);
+        if (st == NP_STATUS_END_OF_DATA) {
+            if ((st = next_epoch(s, err))) return st;
+            if (s->eof) return NP_STATUS_END_OF_DATA; /* the slice stays unconsumed */
+            continue;
+        }
+        if (st) return st;
+        s->next_index++;
+        if (!np_split_holds(s->split, s->every, i)) continue;
+        if (p >= lo && p < lo + n) {
+            np_criteo_record rec;
+            if ((st = np_criteo_parse_line(np_tsv_path(s->tsv), line_no, line, len, &rec, err)) ||
+                (st = take(s, i, rec.label, rec.dense, ones, rec.cat, err)))
+                return st;
+        }
+        p++;
+    }
+    if ((st = emit_stage(s, n, b, err))) return st;
+    slice_done(s, g, n);
+    return NP_OK;
+}
+
 np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_batch *b,
                                np_error *err) {
     if (lo == 0 && n == g) return np_source_next_batch(src, g, b, err);
@@ -534,7 +612,17 @@ np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_bat
         src->delivered += (uint64_t)g;
         return NP_OK;
     }
-    /* files: the records before the slice must be read (and checked) anyway */
+    if (reads_slice(src) && !src->st_n) { /* nothing staged by a whole batch's read */
+        np_error e;
+        np_status st = src->bin ? bin_slice(src, g, lo, n, b, &e) : tsv_slice(src, g, lo, n, b, &e);
+        if (!st) st = np_batch_add_negatives(b, src->seq_neg, src->rows[0], src->seed, &e);
+        if (st == NP_OK || st == NP_STATUS_END_OF_DATA) return st;
+        src->failed = st;
+        src->failure = e;
+        if (err) *err = e;
+        return st;
+    }
+    /* the whole batch read (and checked), the slice cut from it */
     np_status st = np_source_next_batch(src, g, &src->whole, err);
     if (st) return st;
     return np_batch_slice(&src->whole, lo, n, b, err);

@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "data/data.h"
+#include "nestpipe/checkpoint.h"
 #include "datautil.h"
 
 /* ---------------------------------------------------------------- binary format */
@@ -74,7 +75,8 @@ static void test_bin_roundtrip(void **state) {
                      NP_OK);
     assert_int_equal(nw, 103);
     assert_int_equal(ns, 0);
-    assert_int_equal(file_size(bin), 40 + 103 * (4 + 13 * 4 + 26 * 4 + 26 * 8));
+    /* the records, then their index: one entry (103 records), the trailer */
+    assert_int_equal(file_size(bin), 40 + 103 * (4 + 13 * 4 + 26 * 4 + 26 * 8) + 8 + 24);
     /* the header by hand */
     unsigned char h[40];
     FILE *f = fopen(bin, "rb");
@@ -87,7 +89,7 @@ static void test_bin_roundtrip(void **state) {
         1, 0, 0, 0,                             /* version */
         13, 0, 0, 0,                            /* n_dense */
         26, 0, 0, 0,                            /* n_tables */
-        0, 0, 0, 0,                             /* flags */
+        1, 0, 0, 0,                             /* flags: a record index follows */
         103, 0, 0, 0, 0, 0, 0, 0,               /* n_records */
         0x76, 0x0a, 0, 0, 0, 0, 0, 0,           /* n_keys = 103 * 26 = 2678 */
     };
@@ -240,7 +242,7 @@ static void test_bin_hand_built(void **state) {
     n = build_bin(buf, 1, 4);
     write_bytes(path, buf, n);
     expect_bin_error(&c, path, 0, NP_STATUS_BAD_INPUT,
-                     "header flags 0x4 are not supported (this build reads flags 0)");
+                     "header flags 0x4 are not supported (this build reads flags 0 and 1)");
     n = build_bin(buf, 1, 0);
     write_bytes(path, buf, 10);
     expect_bin_error(&c, path, 0, NP_STATUS_BAD_INPUT,
@@ -351,9 +353,123 @@ static void test_slices(void **state) {
     check_slices(&c);
 }
 
+/* A rank reads only its slice of a file (np_source_next_slice's own reading, docs/data.md
+ * "Several ranks"): every rank's slice of every batch equals the cut of the whole batch,
+ * the position after it (delivered, stream index, skipped) equals the whole read's, and
+ * the data ends at the same batch; with held-out records, several passes, and a binary
+ * file with its record index and without (as 0.7.1 wrote them). */
+static void check_file_slices(const np_config *c, long G, long n) {
+    np_source_t *whole = open_ok(c, NP_SPLIT_TRAIN);
+    np_source_t **part = calloc((size_t)(G / n), sizeof *part);
+    assert_non_null(part);
+    for (long r = 0; r < G / n; r++)
+        part[r] = open_ok(c, NP_SPLIT_TRAIN);
+    np_batch bw = {0}, bp = {0}, cut = {0};
+    np_error e = {{0}};
+    long batches = 0;
+    for (;;) {
+        np_status sw = np_source_next_batch(whole, G, &bw, &e);
+        for (long r = 0; r < G / n; r++) {
+            np_status sp = np_source_next_slice(part[r], G, r * n, n, &bp, &e);
+            if (sp != sw) fail_msg("batch %ld rank %ld: %d against %d: %s", batches, r, sp, sw, e.msg);
+            if (sw) continue;
+            assert_int_equal(np_batch_slice(&bw, r * n, n, &cut, &e), NP_OK);
+            cut.first = bp.first;
+            assert_batch_equal(&bp, &cut);
+            np_data_pos a, b;
+            np_source_tell(whole, &a);
+            np_source_tell(part[r], &b);
+            assert_int_equal(a.delivered, b.delivered);
+            assert_int_equal(a.next_index, b.next_index);
+            assert_int_equal(a.skipped, b.skipped);
+        }
+        if (sw == NP_STATUS_END_OF_DATA) break;
+        assert_int_equal(sw, NP_OK);
+        batches++;
+    }
+    assert_true(batches > 3);
+    for (long r = 0; r < G / n; r++)
+        np_source_free(part[r]);
+    free(part);
+    np_batch_free(&bw);
+    np_batch_free(&bp);
+    np_batch_free(&cut);
+    np_source_free(whole);
+}
+
+/* The file at path without its record index: flags 0, the trailer cut (0.7.1's layout). */
+static void strip_index(const char *path, const char *out) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    long size = file_size(path);
+    unsigned char *b = malloc((size_t)size);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    assert_int_equal(np_le_get32(b + 20), NP_BIN_FLAG_INDEX);
+    uint64_t recs = np_le_get64(b + 24);
+    long idx = (long)(8 * ((recs + NP_BIN_INDEX_STRIDE - 1) / NP_BIN_INDEX_STRIDE)) +
+               NP_BIN_TRAILER_BYTES;
+    np_le_put32(b + 20, 0);
+    write_bytes(out, b, (size_t)(size - idx));
+    free(b);
+}
+
+static void test_file_slices(void **state) {
+    (void)state;
+    char bin[300], old[300], tsv[300], v[340];
+    np_config g, c;
+    syn_config(&g);
+    set(&g, "hot", "3");
+    np_error e = {{0}};
+    assert_int_equal(np_generate_synthetic(&g, 1100, tpath("slices.bin", bin, sizeof bin), &e),
+                     NP_OK);
+    strip_index(bin, tpath("slices_old.bin", old, sizeof old));
+    const char *paths[2] = {bin, old};
+    for (int k = 0; k < 2; k++) {
+        syn_config(&c);
+        snprintf(v, sizeof v, "bin:%s", paths[k]);
+        set(&c, "data", v);
+        set(&c, "eval-every", "0");
+        check_file_slices(&c, 96, 24); /* 11 batches, the last record unread */
+        set(&c, "eval-every", "7");    /* held-out records between the members */
+        set(&c, "epochs", "2");        /* batches across the pass's end */
+        check_file_slices(&c, 120, 40);
+    }
+    /* an index whose entry disagrees with the records is caught when they are read */
+    FILE *f = fopen(bin, "r+b");
+    assert_non_null(f);
+    long at = file_size(bin) - NP_BIN_TRAILER_BYTES - 8 * 5 + 8; /* entry 1 of 5 */
+    unsigned char le[8];
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    assert_int_equal(fread(le, 1, 8, f), 8);
+    np_le_put64(le, np_le_get64(le) + 1); /* still in order: only reading shows it */
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    assert_int_equal(fwrite(le, 1, 8, f), 8);
+    fclose(f);
+    syn_config(&c);
+    snprintf(v, sizeof v, "bin:%s", bin);
+    set(&c, "data", v);
+    set(&c, "eval-every", "0");
+    np_source_t *s = open_ok(&c, NP_SPLIT_TRAIN);
+    np_batch b = {0};
+    assert_int_equal(np_source_next_batch(s, 300, &b, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "the record index says"));
+    np_source_free(s);
+    np_batch_free(&b);
+    /* a Criteo TSV: lines outside the slice counted, not parsed */
+    write_random_tsv(tpath("slices2.tsv", tsv, sizeof tsv), 500);
+    criteo_config(&c, tsv);
+    check_file_slices(&c, 40, 10);
+    set(&c, "eval-every", "9");
+    set(&c, "epochs", "2");
+    check_file_slices(&c, 60, 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_file_slices),
         cmocka_unit_test(test_bin_roundtrip),
         cmocka_unit_test(test_bin_hand_built),
         cmocka_unit_test(test_batch_reuse),

@@ -19,8 +19,14 @@ static inline void fuzz_source_cfg(np_config *cfg, np_data_kind kind, const char
         np_batch b = {0};
         for (int i = 0; i < 10000 && np_source_next_batch(src, 7, &b, &e) == NP_OK; i++)
             ;
-        np_batch_free(&b);
         np_source_free(src);
+        /* the train split as ranks read it: the last of 3 ranks' slices (a seek, skips) */
+        if (k == 0 && np_source_open(&c, splits[k], &src, &e) == NP_OK) {
+            for (int i = 0; i < 10000 && np_source_next_slice(src, 9, 6, 3, &b, &e) == NP_OK; i++)
+                ;
+            np_source_free(src);
+        }
+        np_batch_free(&b);
     }
 }
 
