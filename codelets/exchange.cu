@@ -130,7 +130,7 @@ extern "C" void np_cuda_exchange_grads(void *buffers[], void *cl_arg) {
     float *gE = (float *)NP_BUF(buffers, 3), *rbuf = (float *)NP_BUF(buffers, 4);
     cudaStream_t s = starpu_cuda_get_local_stream();
     size_t d = (size_t)a->d;
-    int T = a->T, w = a->w;
+    int w = a->w;
     int64_t *hmeta = NULL;
     np_backend *be = a->be;
     np_xchg_plan p;

@@ -2,6 +2,7 @@
  * machine can do), after every key is set. Not here: a single key's syntax (np_config_set)
  * or a model's own shape rules (the DLRM and DCN-v2 builders and each layer kind's shape
  * function, model/). */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,6 +90,18 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "takes batch/ranks samples); use a multiple of %d",
                       c->batch, c->ranks, c->ranks);
     long local = c->batch / c->ranks;
+    /* MPI counts are ints: a rank's keys go in one All2All (what it receives, make_room
+     * checks once the ranks' batches are known) */
+    if (c->data == NP_DATA_SYNTHETIC && c->ranks > 1) {
+        double bag = c->hot <= 1 ? 1 : c->hot + c->hot / 2;
+        double seq = c->seq_len > 0 ? (double)c->seq_len + c->seq_negatives : 0;
+        double keys = (double)local * (c->tables * bag + seq);
+        if (keys > INT_MAX)
+            return np_err(err, NP_STATUS_BAD_INPUT,
+                          "batch: a rank's %ld samples hold up to %.0f keys, past MPI's count "
+                          "limit of 2^31 - 1 in one All2All; use a smaller --batch or more ranks",
+                          local, keys);
+    }
     int nwin = np_config_windows(c);
     if (c->engine == NP_ENGINE_STARPU && nwin == 1 && c->chunks > local)
         return np_err(err, NP_STATUS_BAD_INPUT,

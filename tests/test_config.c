@@ -119,6 +119,19 @@ static void test_check_cross_fields(void **state) {
     assert_null(g);
     assert_non_null(strstr(e.msg, "must equal dim 8"));
 
+    /* a rank's keys past MPI's int count in one All2All: refused, naming the figure */
+    np_config_defaults(&c);
+    c.ranks = 2;
+    assert_int_equal(np_config_set(&c, "batch", "16777216", "t", &e), NP_OK);
+    assert_int_equal(np_config_set(&c, "hot", "16", "t", &e), NP_OK); /* bags of up to 24 */
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    assert_non_null(strstr(e.msg, "hold up to 5234491392 keys, past MPI's count limit"));
+    c.ranks = 4; /* 2.6e9 keys a rank: still past */
+    assert_int_equal(np_config_check(&c, &e), NP_STATUS_BAD_INPUT);
+    c.ranks = 8; /* 1.3e9 keys a rank: fits (a check after it may still refuse) */
+    e.msg[0] = 0;
+    if (np_config_check(&c, &e)) assert_null(strstr(e.msg, "count limit"));
+
     np_config_defaults(&c);
     assert_int_equal(np_config_set(&c, "top", "64-2", "t", &e), NP_OK);
     assert_int_equal(np_config_check(&c, &e), NP_OK);
