@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MPI tests of `nestpipe train` under mpirun (oversubscribed, sizes kept small for a
-# two-core machine): R = 1..4 ranks match the reference trainer for row- and table-wise
+# two-core machine): R = 1..4 ranks (and 8 once) match the reference trainer for row- and table-wise
 # sharding and both sparse optimizers; repeated runs give the same bytes; tables shrink
 # ~1/R per rank; data that ends mid-batch, a killed rank, a failing rank, set-up that fails
 # on one rank only, a stalled rank (--rank-timeout) and bad R/batch combinations all end
@@ -54,6 +54,16 @@ for optim in sgd rowwise-adagrad; do
     done
   done
 done
+
+# eight ranks (6 samples each), nestpipe with 2 windows and pooled sums where cheaper:
+# the reference's model (65-128 ranks: tests/test_many_ranks.sh, the extended tier)
+if run_np 8 "$W/p8" --pipeline nestpipe --windows 2 --chunks 1 --sparse-optim rowwise-adagrad; then
+  "$NP" compare "$W/p8" "$W/ref_rowwise-adagrad" --rtol 1e-4 --atol 1e-5 >"$W/cmp" &&
+    ok "R=8 nestpipe, 2 windows, auto exchange matches the reference" ||
+    bad "R=8 nestpipe differs from the reference: $(grep -m3 OUT "$W/cmp")"
+else
+  bad "R=8 nestpipe: exit $?: $(tail -n 3 "$W/err")"
+fi
 
 # dbp reorders work, never arithmetic: the same bytes as sequential on R ranks, on data
 # whose consecutive batches share rows; async (no sync) trains a different model
