@@ -297,10 +297,10 @@ static void a2a_keys_cpu(void *buffers[], void *cl_arg) {
         nrecv += rt[q];
         nsend += st[q];
     }
-    meta[NP_META_NRECV] = nrecv;
     /* past the room the engine made (a bug if hit: make_room bounds it), the keys are not
-     * received; the collective still runs, so no other rank waits for this one */
+     * received: the rank fails, and route_owner reads none */
     int room = (size_t)nrecv <= a->cap_recv_keys;
+    meta[NP_META_NRECV] = room ? nrecv : 0;
     if (!room)
         for (int q = 0; q < R; q++)
             rt[q] = 0;
@@ -321,7 +321,8 @@ static void route_owner_cpu(void *buffers[], void *cl_arg) {
     int64_t *map = NP_BUF(buffers, 3);  /* (nrecv) E row of each received key */
     int T = a->T, R = a->R, W = a->W;
     int64_t nrecv = meta[NP_META_NRECV];
-    int64_t *keys = malloc(((size_t)nrecv + 1) * 4 * sizeof *keys);
+    int64_t *keys = (size_t)nrecv <= a->cap_recv_keys ? malloc(((size_t)nrecv + 1) * 4 * sizeof *keys)
+                                                      : NULL;
     if (!keys) {
         a->out.fail = 1;
         return;
@@ -450,7 +451,8 @@ static void rows_fresh_cpu(void *buffers[], void *cl_arg) {
     const int64_t *keys = p.pooled ? NP_BUF(buffers, 11) : NULL;
     np_backend mpi, *be = host_backend(a, &mpi);
     /* which E rows are shared, a byte each, in sbuf before it stages the rows (Uo bytes fit
-     * in its (cap_stage, d) floats: a window's rows are at least the distinct ones) */
+     * in its (cap_stage, d) floats: a byte a row against 4d bytes, and the distinct rows
+     * are at most cap_stage) */
     uint8_t *shared = (uint8_t *)sbuf;
     np_xchg_mark_shared(uprev, mprev, ucur, meta, a->T, shared);
     np_xchg_mark_rows(&p, map, keys, shared, obits);

@@ -38,6 +38,7 @@ struct np_bin_reader {
     size_t keys_cap;
     uint64_t *index;    /* (n_index) keys before record k * NP_BIN_INDEX_STRIDE; NULL: none */
     uint64_t n_index;
+    unsigned char *checked; /* (n_index) 1: stride k's headers were found to agree with it */
 };
 
 int np_bin_indexed(const np_bin_reader *r) {
@@ -59,6 +60,7 @@ void np_bin_close(np_bin_reader *r) {
     free(r->path);
     free(r->keys);
     free(r->index);
+    free(r->checked);
     free(r);
 }
 
@@ -78,7 +80,8 @@ static np_status read_index(np_bin_reader *r, uint64_t size, np_error *err) {
                       "%s: the record index's trailer is not one of %llu entries a %d records "
                       "(header flags say there is one): the file is corrupt",
                       r->path, (unsigned long long)n, NP_BIN_INDEX_STRIDE);
-    if (n && !(r->index = malloc((size_t)n * sizeof *r->index)))
+    if (n && (!(r->index = malloc((size_t)n * sizeof *r->index)) ||
+              !(r->checked = calloc((size_t)n, 1))))
         return np_err(err, NP_STATUS_NO_MEMORY, "%s: out of memory reading the record index",
                       r->path);
     r->n_index = n;
@@ -232,6 +235,8 @@ static np_status read_exact(np_bin_reader *r, void *p, size_t n, np_error *err) 
                   r->path, (unsigned long long)r->record, (unsigned long long)r->offset);
 }
 
+static np_status index_agrees(const np_bin_reader *r, np_error *err);
+
 np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *count,
                       const uint64_t **keys, np_error *err) {
     if (r->record >= r->n_records) {
@@ -244,14 +249,7 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
     const uint64_t rec = r->record, at = r->offset;
     np_status st;
     /* the index against the records as they are read: a wrong entry would misplace a seek */
-    if (r->index && rec % NP_BIN_INDEX_STRIDE == 0 &&
-        r->index[rec / NP_BIN_INDEX_STRIDE] != r->keys_read)
-        return np_err(err, NP_STATUS_BAD_INPUT,
-                      "%s: record %llu (byte %llu): the record index says %llu keys come before "
-                      "it, the records %llu: the file is corrupt",
-                      r->path, (unsigned long long)rec, (unsigned long long)at,
-                      (unsigned long long)r->index[rec / NP_BIN_INDEX_STRIDE],
-                      (unsigned long long)r->keys_read);
+    if ((st = index_agrees(r, err))) return st;
     if ((st = read_exact(r, label, sizeof(float), err)) ||
         (st = read_exact(r, dense, (size_t)r->n_dense * sizeof(float), err)) ||
         (st = read_exact(r, count, (size_t)r->n_tables * sizeof(uint32_t), err)))
@@ -289,9 +287,28 @@ np_status np_bin_next(np_bin_reader *r, float *label, float *dense, uint32_t *co
     return NP_OK;
 }
 
+/* The keys before record rec as the index has them (rec a multiple of the stride), or the
+ * header's total for rec = n_records. */
+static uint64_t index_keys(const np_bin_reader *r, uint64_t rec) {
+    return rec >= r->n_records ? r->n_keys : r->index[rec / NP_BIN_INDEX_STRIDE];
+}
+
+/* A record where the index says one starts, reached by reading: the index must agree. */
+static np_status index_agrees(const np_bin_reader *r, np_error *err) {
+    if (!r->index || r->record % NP_BIN_INDEX_STRIDE || r->keys_read == index_keys(r, r->record))
+        return NP_OK;
+    return np_err(err, NP_STATUS_BAD_INPUT,
+                  "%s: record %llu (byte %llu): the record index says %llu keys come before it, "
+                  "the records %llu: the file is corrupt",
+                  r->path, (unsigned long long)r->record, (unsigned long long)r->offset,
+                  (unsigned long long)index_keys(r, r->record), (unsigned long long)r->keys_read);
+}
+
 /* Passes over the next record: its counts read (they must stay within the header's keys),
  * the rest skipped. */
 static np_status skip_one(np_bin_reader *r, np_error *err) {
+    np_status st0 = index_agrees(r, err);
+    if (st0) return st0;
     size_t skip = 4 + 4 * (size_t)r->n_dense;
     /* the keys' scratch holds the counts */
     np_status st = np_grow((void **)&r->keys, &r->keys_cap,
@@ -342,6 +359,29 @@ np_status np_bin_seek(np_bin_reader *r, uint64_t rec, np_error *err) {
         r->record = from;
         r->keys_read = keys;
         r->offset = at;
+        /* the first jump into a stride reads its headers to the next entry, which must
+         * agree: a wrong entry would otherwise hand out other records than asked for */
+        uint64_t k = from / NP_BIN_INDEX_STRIDE;
+        if (r->index && !r->checked[k]) {
+            uint64_t end = from + NP_BIN_INDEX_STRIDE < r->n_records ? from + NP_BIN_INDEX_STRIDE
+                                                                     : r->n_records;
+            np_status st = NP_OK;
+            while (!st && r->record < end)
+                st = skip_one(r, err);
+            if (!st) st = index_agrees(r, err);
+            if (!st && r->record == r->n_records && r->keys_read != r->n_keys)
+                st = np_err(err, NP_STATUS_BAD_INPUT,
+                            "%s: the records hold %llu keys but the header says %llu", r->path,
+                            (unsigned long long)r->keys_read, (unsigned long long)r->n_keys);
+            if (st) return st;
+            r->checked[k] = 1;
+            if (fseeko(r->f, (off_t)at, SEEK_SET))
+                return np_err(err, NP_STATUS_IO, "%s: cannot seek to record %llu: %s", r->path,
+                              (unsigned long long)from, strerror(errno));
+            r->record = from;
+            r->keys_read = keys;
+            r->offset = at;
+        }
     }
     while (r->record < rec) {
         np_status st = skip_one(r, err);

@@ -637,8 +637,8 @@ void np_source_tell(const np_source_t *src, np_data_pos *pos) {
 }
 
 /* Files are read up to the position again (their records are checked on the way): a
- * reader that could seek would make this O(1), but the replay also proves that the file
- * is the one the checkpoint read. */
+ * binary file's index could make this O(1), but the replay also proves that the file is
+ * the one the checkpoint read. */
 np_status np_source_seek(np_source_t *src, long g, const np_data_pos *pos, np_error *err) {
     if (src->split != NP_SPLIT_TRAIN || src->delivered != 0)
         return np_err(err, NP_STATUS_INTERNAL, "np_source_seek: only a fresh training source");

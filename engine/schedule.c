@@ -196,33 +196,35 @@ static np_status submit_train(np_sp_engine *e, long b, np_error *err) {
     return NP_OK;
 }
 
-/* Before batch b enters the pipeline: room for its keys on every rank, and on each owner
- * for what the ranks' batches can send it, growing the buffers after draining what is in
+/* Before batch b enters the pipeline: room for its keys on this rank, and for what the
+ * ranks' batches can send it as owner, growing the buffers after draining what is in
  * flight, which keeps their contents. Each rank bounds what its batch sends every owner
  * (np_xchg_owner_bounds: keys, and the rows they name) and a reduce-scatter on the
- * control channel sums them for each owner: O(keys + R) a rank, MPI's O(log R) rounds, and
- * every rank takes part, so all grow (and drain) at the same batches or none do. Memory
- * per rank follows what it receives, not R times its own batch (docs/engine.md "Memory
+ * control channel sums them for each owner: O(keys + R) a rank, MPI's O(log R) rounds.
+ * Every rank takes part whatever failed on it before (out of memory: it sends zeros and
+ * fails after), so none waits for another; each grows by its own sums. Memory per rank
+ * follows what it receives, not R times its own batch (docs/engine.md "Memory and time
  * per rank"). */
 static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_error *err) {
     np_xchg_caps need = {.keys = b->nnz, .recv_keys = b->nnz, .recv = b->nnz, .stage = b->nnz};
-    if (np_xchg_window_keys_bound(b->offsets, b->n, b->n_tables, e->W, b->nnz, &need.win))
-        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
+    int oom = np_xchg_window_keys_bound(b->offsets, b->n, b->n_tables, e->W, b->nnz, &need.win);
     if (e->comm && e->R > 1) {
         double t0 = np_engine_clock_us(e);
         int64_t mine[2];
-        if (np_xchg_owner_bounds(b->offsets, b->keys, b->n, b->n_tables, (int)e->cfg.shard, e->R,
-                                 e->W, e->m->d, (int)e->cfg.exchange, e->cfg.seq_len > 0,
-                                 e->owner_bound, &e->bound))
-            return np_err(err, NP_STATUS_NO_MEMORY,
-                          "rank %d: out of memory bounding batch %ld's exchange", e->cfg.rank,
-                          batch + 1);
+        if (np_xchg_owner_bounds(b->offsets, b->keys, b->n, b->n_tables, e->m->rows,
+                                 (int)e->cfg.shard, e->R, e->W, e->m->d, (int)e->cfg.exchange,
+                                 e->cfg.seq_len > 0, e->owner_bound, &e->bound))
+            oom = 1; /* the bounds are zeros: the collective still runs */
         if (np_comm_reduce_scatter_i64(e->comm, NP_CHAN_CTL, e->owner_bound, mine, 2))
             return np_err(err, NP_STATUS_INTERNAL, "rank %d: MPI failed agreeing on batch sizes",
                           e->cfg.rank);
         /* the control channel's collective, on the driver's row */
         np_engine_trace_driver(e, NP_NODE_CONTROL, "agree_sizes", batch, t0,
                                np_engine_clock_us(e), (uint64_t)(e->R - 1) * 2 * sizeof(int64_t));
+        if (oom)
+            return np_err(err, NP_STATUS_NO_MEMORY,
+                          "rank %d: out of memory bounding batch %ld's exchange", e->cfg.rank,
+                          batch + 1);
         need.recv_keys = (size_t)mine[0];
         need.stage = (size_t)mine[1];
         /* the distinct rows: no more than it owns */
@@ -236,6 +238,7 @@ static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_er
                           "or more ranks",
                           e->cfg.rank, batch + 1, (long long)mine[0]);
     }
+    if (oom) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory sizing the windows");
     np_xchg_caps cap = e->cap;
     if (!np_xchg_caps_grow(&cap, &need)) return NP_OK;
     starpu_task_wait_for_all();

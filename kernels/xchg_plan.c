@@ -395,9 +395,9 @@ static int bound_room(np_xchg_bound_scratch *x, size_t n, int R) {
     return 0;
 }
 
-int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T, int shard, int R,
-                         int W, int d, int exchange, int seq, int64_t *out,
-                         np_xchg_bound_scratch *x) {
+int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T,
+                         const int64_t *rows, int shard, int R, int W, int d, int exchange,
+                         int seq, int64_t *out, np_xchg_bound_scratch *x) {
     memset(out, 0, 2 * (size_t)R * sizeof *out);
     if (bound_room(x, 1, R)) return -1;
     double row = 2.0 * (double)d * sizeof(float), key = sizeof(int64_t);
@@ -405,7 +405,10 @@ int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T
         const uint32_t *o = off + (size_t)t * (size_t)(n + 1);
         size_t nk = o[n] - o[0], nu = 0;
         if (!nk) continue;
-        if (bound_room(x, nk, R) || np_keys_dedup(keys + o[0], nk, x->uniq, &nu, x->pos)) return -1;
+        if (bound_room(x, nk, R) || np_keys_dedup(keys + o[0], nk, x->uniq, &nu, x->pos)) {
+            memset(out, 0, 2 * (size_t)R * sizeof *out);
+            return -1;
+        }
         memset(x->cnt, 0, nu * sizeof *x->cnt);
         for (size_t k = 0; k < nk; k++)
             x->cnt[x->pos[k]]++;
@@ -420,6 +423,7 @@ int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T
         if (mode == NP_EXCHANGE_POOLED) f = 1e300; /* pooled sends every key of the bags */
         int nt = 0;
         for (size_t u = 0; u < nu; u++) {
+            if (x->uniq[u] < 0 || x->uniq[u] >= rows[t]) continue; /* route refuses it */
             int ow = np_shard_owner_in((np_shard)shard, R, t, x->uniq[u]);
             if (!x->m[ow] && !x->raw[ow]) x->touched[nt++] = ow;
             x->m[ow] += x->cnt[u] < W ? x->cnt[u] : W;

@@ -237,10 +237,13 @@ void np_xchg_bound_scratch_free(np_xchg_bound_scratch *x);
  * rows any window returns (stage), and its distinct rows (recv; also at most the rows it
  * owns). The batch: offsets (T, n+1),
  * keys as the slot holds them; exchange an np_exchange, seq 1 when table 0 is a sequence
- * (sent as rows). O(keys + R) a table. 0, or -1 when out of memory. */
+ * (sent as rows); rows (T) the tables' rows: a key outside [0, rows[t]) counts nowhere
+ * (the route codelet refuses its batch). O(keys + R) a table. 0, or -1 when out of memory
+ * (out then all zeros, so a caller can still take part in the collective it feeds). */
 NP_XCHG_NODISCARD int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T,
-                                           int shard, int R, int W, int d, int exchange, int seq,
-                                           int64_t *out, np_xchg_bound_scratch *x);
+                                           const int64_t *rows, int shard, int R, int W, int d,
+                                           int exchange, int seq, int64_t *out,
+                                           np_xchg_bound_scratch *x);
 
 /* The most keys any one window of a batch can hold, whichever samples clustering puts
  * together: the keys of its ceil(n / W) largest samples (all keys when W = 1). offsets

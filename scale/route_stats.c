@@ -146,7 +146,10 @@ static np_status route_slice(const np_config *cfg, np_route_stats *st, scratch *
     int W = st->windows;
     const np_batch *src = b;
     if (x->first) { /* what make_room bounds for this batch (samples' order is no matter) */
-        if (np_xchg_owner_bounds(b->offsets, b->keys, b->n, b->n_tables, (int)cfg->shard,
+        int64_t rows[NP_MAX_TABLES];
+        for (int t = 0; t < b->n_tables && t < NP_MAX_TABLES; t++)
+            rows[t] = np_config_rows(cfg, t);
+        if (np_xchg_owner_bounds(b->offsets, b->keys, b->n, b->n_tables, rows, (int)cfg->shard,
                                  st->ranks, W, cfg->dim, (int)cfg->exchange, cfg->seq_len > 0,
                                  x->bound, &x->bx))
             return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (route stats: bounds)");

@@ -88,7 +88,7 @@ mkdir -p "$W/a" "$W/b"
 "$NP" generate "$W/b/d.bin" --samples 2000 --tables 4 --rows 1000 >/dev/null
 A_DIR=$W/a B_DIR=$W/b A_FLAGS="--data bin:d.bin" disagree "a data file of another size" \
   "--data bin:d.bin" \
-  "ranks disagree on the size of the data file: 312040 bytes on rank 0; 208040 bytes on rank 1"
+  "ranks disagree on the size of the data file: 312160 bytes on rank 0; 208128 bytes on rank 1"
 # (0.5.0 said "ranks disagree on the nestpipe build: ..., 50 items on rank 0; ..., 49 items")
 A_DIR=$W/a B_DIR=$W/b A_FLAGS="--data bin:d.bin" disagree "--data on one rank only" "" \
   "ranks disagree on data: 'bin:d.bin' on rank 0; 'synthetic' on rank 1"

@@ -158,7 +158,8 @@ static void route_batch(rank_state *s, np_cl_xchg_args *a) {
     s->segments = a->out.segments;
     s->pooled = a->out.pooled;
     if (!s->salt &&
-        np_xchg_owner_bounds(s->off, s->keys, NB, T, (int)s->shard, s->R, W, D, (int)s->exchange,
+        np_xchg_owner_bounds(s->off, s->keys, NB, T, args_of(s).rows, (int)s->shard, s->R, W, D,
+                             (int)s->exchange,
                              0, s->bound, &(np_xchg_bound_scratch){0}))
         s->fail = 1; /* (the scratch leaks: a test) */
     run_cl(&np_cl_a2a_keys, 3, (void *[]){s->meta, s->sendkeys, s->recvkeys}, a);

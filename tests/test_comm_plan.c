@@ -225,11 +225,40 @@ static void test_caps(void **state) {
     assert_int_equal(np_xchg_caps_bytes(&b, 2, 1, 4, 1, 0, 1, 1), want);
 }
 
+/* The owners' bounds by hand: 2 ranks, row-wise, one table of 10 rows, 2 windows, 4
+ * samples of one key each; keys outside the table (a caller's bad batch, which route then
+ * refuses) count nowhere, and write nowhere. */
+static void test_owner_bounds(void **state) {
+    (void)state;
+    const uint32_t off[5] = {0, 1, 2, 3, 4};
+    const int64_t keys[4] = {3, 3, 4, 6}, rows[1] = {10};
+    int64_t out[4];
+    np_xchg_bound_scratch x = {0};
+    /* owner of k: k mod 2. Key 3 twice (min(2, W) = 2 windows), key 4 and 6 once: owner 1
+     * 2 keys and 1 row, owner 0 2 keys and 2 rows */
+    assert_int_equal(np_xchg_owner_bounds(off, keys, 4, 1, rows, NP_SHARD_ROW, 2, 2, 4,
+                                          NP_EXCHANGE_ROWS, 0, out, &x),
+                     0);
+    assert_int_equal(out[0], 2);
+    assert_int_equal(out[1], 2);
+    assert_int_equal(out[2], 2);
+    assert_int_equal(out[3], 1);
+    const int64_t bad[4] = {-7, 3, INT64_MAX, 10};
+    assert_int_equal(np_xchg_owner_bounds(off, bad, 4, 1, rows, NP_SHARD_ROW, 2, 2, 4,
+                                          NP_EXCHANGE_AUTO, 0, out, &x),
+                     0);
+    assert_int_equal(out[0] + out[1], 0);
+    assert_int_equal(out[2], 1);
+    assert_int_equal(out[3], 1);
+    np_xchg_bound_scratch_free(&x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_by_hand),
         cmocka_unit_test(test_plan_random),
         cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_owner_bounds),
         cmocka_unit_test(test_comm_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

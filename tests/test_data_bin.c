@@ -456,6 +456,11 @@ static void test_file_slices(void **state) {
     assert_int_equal(np_source_next_batch(s, 300, &b, &e), NP_STATUS_BAD_INPUT);
     assert_non_null(strstr(e.msg, "the record index says"));
     np_source_free(s);
+    /* and by a rank that seeks into that stride (record 300): never another record */
+    s = open_ok(&c, NP_SPLIT_TRAIN);
+    assert_int_equal(np_source_next_slice(s, 600, 300, 100, &b, &e), NP_STATUS_BAD_INPUT);
+    assert_true(strstr(e.msg, "the record index says") || strstr(e.msg, "key counts exceed"));
+    np_source_free(s);
     np_batch_free(&b);
     /* a Criteo TSV: lines outside the slice counted, not parsed */
     write_random_tsv(tpath("slices2.tsv", tsv, sizeof tsv), 500);

@@ -324,18 +324,20 @@ np_status np_config_agree(np_comm *comm, const np_config *cfg, const np_graph_t 
     snprintf(build, sizeof build, "nestpipe %s, %d items", NP_LIB_VERSION, n);
     /* the common case first, in O(log R) rounds and O(n) bytes a rank: every hash (the
      * build's first) is the same on every rank when its max and the max of its complement
-     * (the min's) agree; only a difference needs every rank's hashes, to name the ranks */
+     * (the min's) agree; only a difference needs every rank's hashes, to name the ranks.
+     * The layout is fixed (CAP items, zeros past this build's n), so builds with other item
+     * counts still reduce alike, and disagree on the build's hash */
     {
-        uint64_t mm[2 * (CAP + 1)]; /* each hash, then each one's complement */
+        uint64_t mm[2 * (CAP + 1)] = {0}; /* each hash, then each one's complement */
         mm[0] = XXH3_64bits(build, BUILD);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n && i < CAP; i++)
             mm[1 + i] = b.it[i].hash;
-        for (int i = 0; i <= n; i++)
-            mm[n + 1 + i] = ~mm[i];
-        if (np_comm_allreduce_u64_max(comm, NP_CHAN_CTL, mm, 2 * (n + 1))) goto mpi;
+        for (int i = 0; i <= CAP; i++)
+            mm[CAP + 1 + i] = ~mm[i];
+        if (np_comm_allreduce_u64_max(comm, NP_CHAN_CTL, mm, 2 * (CAP + 1))) goto mpi;
         int same = 1;
-        for (int i = 0; i <= n; i++)
-            same &= mm[i] == ~mm[n + 1 + i];
+        for (int i = 0; i <= CAP; i++)
+            same &= mm[i] == ~mm[CAP + 1 + i];
         if (same) goto done; /* st NP_OK */
     }
     /* first the builds: another version has other keys */
