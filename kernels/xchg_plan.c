@@ -360,22 +360,35 @@ uint64_t np_xchg_caps_bytes(const np_xchg_caps *c, int d, int W, int R, int ebuf
 
 void np_xchg_bound_scratch_free(np_xchg_bound_scratch *x) {
     if (!x) return;
-    free(x->uniq);
+    free(x->key);
+    free(x->cnt);
+    free(x->stamp);
+    free(x->used);
     free(x->m);
     free(x->touched);
     memset(x, 0, sizeof *x);
 }
 
+/* Room for a table of n keys (slots >= 2 n) and R owners. */
 static int bound_room(np_xchg_bound_scratch *x, size_t n, int R) {
-    if (n > x->cap) {
-        size_t c = n > 2 * x->cap ? n : 2 * x->cap;
-        int64_t *u = malloc(3 * c * sizeof *u);
-        if (!u) return -1;
-        free(x->uniq);
-        x->uniq = u;
-        x->pos = u + c;
-        x->cnt = u + 2 * c;
-        x->cap = c;
+    if (2 * n > x->slots) {
+        size_t s = 64;
+        while (s < 2 * n)
+            s *= 2;
+        int64_t *k = malloc(s * sizeof *k);
+        uint32_t *c = malloc(s * sizeof *c), *st = calloc(s, sizeof *st);
+        size_t *u = malloc(s / 2 * sizeof *u);
+        if (!k || !c || !st || !u) {
+            free(k), free(c), free(st), free(u);
+            return -1;
+        }
+        free(x->key), free(x->cnt), free(x->stamp), free(x->used);
+        x->key = k;
+        x->cnt = c;
+        x->stamp = st;
+        x->used = u;
+        x->slots = s;
+        x->now = 0;
     }
     if (R > x->capR) {
         int64_t *m = calloc(2 * (size_t)R, sizeof *m);
@@ -405,13 +418,32 @@ int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T
         const uint32_t *o = off + (size_t)t * (size_t)(n + 1);
         size_t nk = o[n] - o[0], nu = 0;
         if (!nk) continue;
-        if (bound_room(x, nk, R) || np_keys_dedup(keys + o[0], nk, x->uniq, &nu, x->pos)) {
+        if (bound_room(x, nk, R)) {
             memset(out, 0, 2 * (size_t)R * sizeof *out);
             return -1;
         }
-        memset(x->cnt, 0, nu * sizeof *x->cnt);
-        for (size_t k = 0; k < nk; k++)
-            x->cnt[x->pos[k]]++;
+        /* count the table's keys: each distinct key once, with how often it occurs */
+        if (++x->now == 0) { /* the stamps wrapped: clear them */
+            memset(x->stamp, 0, x->slots * sizeof *x->stamp);
+            x->now = 1;
+        }
+        size_t mask = x->slots - 1;
+        int bits = 0;
+        while (((size_t)1 << bits) < x->slots)
+            bits++;
+        for (size_t i = 0; i < nk; i++) {
+            int64_t k = keys[o[0] + i];
+            size_t h = (size_t)(((uint64_t)k * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits));
+            while (x->stamp[h] == x->now && x->key[h] != k)
+                h = (h + 1) & mask;
+            if (x->stamp[h] != x->now) {
+                x->stamp[h] = x->now;
+                x->key[h] = k;
+                x->cnt[h] = 0;
+                x->used[nu++] = h;
+            }
+            x->cnt[h]++;
+        }
         /* the rows-or-pooled rule (np_xchg_seg_pooled) lets a segment send more keys than
          * distinct ones only where its bags hold several keys */
         int mode = t == 0 && seq ? NP_EXCHANGE_ROWS : exchange;
@@ -423,13 +455,14 @@ int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T
         if (mode == NP_EXCHANGE_POOLED) f = 1e300; /* pooled sends every key of the bags */
         int nt = 0;
         for (size_t u = 0; u < nu; u++) {
-            if (x->uniq[u] < 0 || x->uniq[u] >= rows[t]) continue; /* route refuses it */
-            int ow = np_shard_owner_in((np_shard)shard, R, t, x->uniq[u]);
+            int64_t k = x->key[x->used[u]], c = x->cnt[x->used[u]];
+            if (k < 0 || k >= rows[t]) continue; /* route refuses it */
+            int ow = np_shard_owner_in((np_shard)shard, R, t, k);
             if (!x->m[ow] && !x->raw[ow]) x->touched[nt++] = ow;
-            x->m[ow] += x->cnt[u] < W ? x->cnt[u] : W;
-            x->raw[ow] += x->cnt[u];
+            x->m[ow] += c < W ? c : W;
+            x->raw[ow] += c;
             /* a distinct row of table t; forced pooled, a row a bag, which has a key */
-            out[2 * (size_t)ow + 1] += mode == NP_EXCHANGE_POOLED ? x->cnt[u] : 1;
+            out[2 * (size_t)ow + 1] += mode == NP_EXCHANGE_POOLED ? c : 1;
         }
         for (int i = 0; i < nt; i++) {
             int ow = x->touched[i];

@@ -218,8 +218,14 @@ uint64_t np_xchg_caps_bytes(const np_xchg_caps *c, int d, int W, int R, int ebuf
 /* Scratch of np_xchg_owner_bounds, grown on demand; zero it first, free it with
  * np_xchg_bound_scratch_free. */
 typedef struct np_xchg_bound_scratch {
-    int64_t *uniq, *pos, *cnt; /* (cap) a table's distinct keys, positions, counts */
-    size_t cap;
+    /* a table's keys counted in an open-addressing hash table of `slots` (a power of two,
+     * at least twice the table's keys): key, count, and the stamp of the table it holds
+     * (slots of other stamps are empty: nothing to clear between tables) */
+    int64_t *key;
+    uint32_t *cnt, *stamp;
+    size_t slots;
+    uint32_t now;   /* the current table's stamp */
+    size_t *used;   /* (slots / 2) the slots the table filled, in order */
     int64_t *m, *raw; /* (R) per owner: table t's sum of min(count, W), its keys */
     int *touched;     /* (R) owners table t has keys at */
     int capR;
