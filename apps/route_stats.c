@@ -62,7 +62,7 @@ static void print_table(const np_route_stats *s, const np_config *cfg) {
     }
     printf("exchange buffers a rank sizes (first batch): largest %.3f MB (rank %d; %.3f MB at its "
            "exact counts), at most %.2fx the exact size on any rank; %.3f MB each when sized "
-           "R x the largest batch (before 0.7.2)\n",
+           "R x the largest batch (before 0.8)\n",
            (double)s->buffer_bytes[big] / 1e6, big, (double)s->buffer_exact[big] / 1e6, ratio,
            (double)s->buffer_before / 1e6);
 }

@@ -1,5 +1,5 @@
 /* The exchange plan of one window (np_xchg_plan_rows) for a rank among R owners, built from
- * real keys, against the plan before 0.7.2 (a scan of every earlier requester's counts for
+ * real keys, against the plan before 0.8 (a scan of every earlier requester's counts for
  * each requester's segment start: O(R^2 W T), copied below as it was, without its 64-rank
  * arrays), alternately in one process. First checks that both give the same plan. The keys:
  * every rank's slice of one global batch of the synthetic data (the default model's 26
@@ -20,7 +20,7 @@
 #include "nestpipe/nestpipe.h"
 
 
-/* The plan before 0.7.2, as kernels/xchg_plan.c had it (rows plan): totals by a scan of
+/* The plan before 0.8, as kernels/xchg_plan.c had it (rows plan): totals by a scan of
  * every window, and np_xchg_recv_start once per requester. */
 static void old_plan(const int64_t *meta, int T, int W, int R, int w, int64_t *send,
                      int64_t *sdispl, int64_t *recv, int64_t *rdispl, int64_t *seg, int64_t *nseg) {
@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
     printf("plan_bench: %s; R %d, W %d, T %d, %ld samples a rank, rank %d receives %lld keys a "
            "batch (routed in %.1f s)\n",
            cpu, R, W, T, nb, me, (long long)keys, routed);
-    printf("a window's plan: before 0.7.2 %.3f ms, now %.3f ms (median of %d, %.0fx; checksum "
+    printf("a window's plan: before 0.8 %.3f ms, now %.3f ms (median of %d, %.0fx; checksum "
            "%lld)\n",
            to[RUNS / 2] / 1e3, tn[RUNS / 2] / 1e3, RUNS, to[RUNS / 2] / tn[RUNS / 2], (long long)sink);
     np_batch_free(&b);

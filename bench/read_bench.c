@@ -1,6 +1,6 @@
 /* A rank's read of its slice of each global batch from a binary file (np_source_next_slice:
  * a seek through the file's record index, then its records) against the whole batch read
- * and cut (what every rank did before 0.7.2, and still does for shuffled or skipping data),
+ * and cut (what every rank did before 0.8, and still does for shuffled or skipping data),
  * alternately in one process, batch after batch. First checks that both give the same
  * slice. The file: `records` synthetic records of the default model (26 tables, 13 dense,
  * one key a table), written to DIR. Prints the median time a step of each side.

@@ -221,7 +221,7 @@ static np_status buffers(const np_config *cfg, np_route_stats *st, scratch *x,
                                                  NP_XCHG_RSETS);
         st->buffer_exact[o] = np_xchg_caps_bytes(&exact, cfg->dim, W, R, 2, split, NP_XCHG_SLOTS,
                                                  NP_XCHG_RSETS);
-        if (o == 0) { /* before 0.7.2: every owner-side buffer R x the largest batch */
+        if (o == 0) { /* before 0.8: every owner-side buffer R x the largest batch */
             np_xchg_caps old = mine;
             old.recv_keys = old.recv = old.stage = (size_t)most * (size_t)R;
             st->buffer_before = np_xchg_caps_bytes(&old, cfg->dim, W, R, 2, split, NP_XCHG_SLOTS,

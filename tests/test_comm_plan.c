@@ -127,7 +127,7 @@ static void test_comm_check(void **state) {
 }
 
 /* A plan from meta's counts against the same figures summed naively, segment by segment
- * (the per-peer scan np_xchg_recv_start, the plans' way before 0.7.2), on random counts:
+ * (the per-peer scan np_xchg_recv_start, the plans' way before 0.8), on random counts:
  * R up to 64 and R = 1,536, a few windows and tables, empty segments among them. */
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 static int64_t draw(int64_t n) {

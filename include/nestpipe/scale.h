@@ -44,7 +44,7 @@ typedef struct np_route_stats {
      * actual counts: the keys each rank receives, the distinct rows it serves, the most
      * rows it returns in one window (buffer_exact) */
     uint64_t *buffer_bytes, *buffer_exact;
-    uint64_t buffer_before; /* the same at the sizing before 0.7.2: R x the largest batch */
+    uint64_t buffer_before; /* the same at the sizing before 0.8: R x the largest batch */
 } np_route_stats;
 
 /* The exchanges of `steps` global batches of cfg->batch samples (the global batch at

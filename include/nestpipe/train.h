@@ -65,9 +65,6 @@ typedef struct np_train_result {
     int data_ended;               /* 1: the data ran out before "steps" */
     uint64_t bytes[4];            /* sent by all ranks: keys, rows, grads, all-reduce */
     int64_t table_bytes_rank0, table_bytes_max; /* embedding tables (+ state) per rank */
-    /* the engine's batch buffers (np_trainer_buffer_bytes) and the process's peak resident
-     * memory (getrusage's ru_maxrss), rank 0's and the largest of any rank */
-    int64_t buffer_bytes_rank0, buffer_bytes_max, peak_rss_rank0, peak_rss_max;
     uint64_t rows_synced;                       /* dual-buffer sync, summed over ranks */
     double dense_flop_fwd, dense_flop_bwd;      /* per sample, from the layers' flop counts */
     double resume_seconds, resume_bytes;        /* rank 0's checkpoint load */
@@ -87,6 +84,9 @@ typedef struct np_train_result {
     /* added in 0.6 */
     uint64_t xchg_segments, xchg_pooled; /* remote exchange segments, and those sent pooled
                                             (np_trainer_exchange_segments), summed over ranks */
+    /* added in 0.8: the engine's batch buffers (np_trainer_buffer_bytes) and the process's
+     * peak resident memory (getrusage's ru_maxrss), rank 0's and the largest of any rank */
+    int64_t buffer_bytes_rank0, buffer_bytes_max, peak_rss_rank0, peak_rss_max;
 } np_train_result;
 
 /* Runs the training job cfg describes on this rank (collective: every rank of dist calls
