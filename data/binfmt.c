@@ -338,6 +338,18 @@ static np_status skip_one(np_bin_reader *r, np_error *err) {
     return NP_OK;
 }
 
+/* The reader at record `from`, which `keys` keys precede. */
+static np_status jump_to(np_bin_reader *r, uint64_t from, uint64_t keys, np_error *err) {
+    uint64_t at = NP_BIN_HEADER_BYTES + head_bytes(r, from) + 8 * keys;
+    if (fseeko(r->f, (off_t)at, SEEK_SET))
+        return np_err(err, NP_STATUS_IO, "%s: cannot seek to record %llu: %s", r->path,
+                      (unsigned long long)from, strerror(errno));
+    r->record = from;
+    r->keys_read = keys;
+    r->offset = at;
+    return NP_OK;
+}
+
 np_status np_bin_seek(np_bin_reader *r, uint64_t rec, np_error *err) {
     if (rec > r->n_records)
         return np_err(err, NP_STATUS_INTERNAL, "%s: no record %llu (the file has %llu)", r->path,
@@ -352,20 +364,13 @@ np_status np_bin_seek(np_bin_reader *r, uint64_t rec, np_error *err) {
         jump = 1; /* from the start */
     }
     if (jump) {
-        uint64_t at = NP_BIN_HEADER_BYTES + head_bytes(r, from) + 8 * keys;
-        if (fseeko(r->f, (off_t)at, SEEK_SET))
-            return np_err(err, NP_STATUS_IO, "%s: cannot seek to record %llu: %s", r->path,
-                          (unsigned long long)from, strerror(errno));
-        r->record = from;
-        r->keys_read = keys;
-        r->offset = at;
+        np_status st = jump_to(r, from, keys, err);
         /* the first jump into a stride reads its headers to the next entry, which must
          * agree: a wrong entry would otherwise hand out other records than asked for */
         uint64_t k = from / NP_BIN_INDEX_STRIDE;
-        if (r->index && !r->checked[k]) {
+        if (!st && r->index && !r->checked[k]) {
             uint64_t end = from + NP_BIN_INDEX_STRIDE < r->n_records ? from + NP_BIN_INDEX_STRIDE
                                                                      : r->n_records;
-            np_status st = NP_OK;
             while (!st && r->record < end)
                 st = skip_one(r, err);
             if (!st) st = index_agrees(r, err);
@@ -373,15 +378,10 @@ np_status np_bin_seek(np_bin_reader *r, uint64_t rec, np_error *err) {
                 st = np_err(err, NP_STATUS_BAD_INPUT,
                             "%s: the records hold %llu keys but the header says %llu", r->path,
                             (unsigned long long)r->keys_read, (unsigned long long)r->n_keys);
-            if (st) return st;
-            r->checked[k] = 1;
-            if (fseeko(r->f, (off_t)at, SEEK_SET))
-                return np_err(err, NP_STATUS_IO, "%s: cannot seek to record %llu: %s", r->path,
-                              (unsigned long long)from, strerror(errno));
-            r->record = from;
-            r->keys_read = keys;
-            r->offset = at;
+            if (!st) r->checked[k] = 1;
+            if (!st) st = jump_to(r, from, keys, err);
         }
+        if (st) return st;
     }
     while (r->record < rec) {
         np_status st = skip_one(r, err);
