@@ -336,7 +336,15 @@ timeout 60 env NP_TEST_STALL_RANK=1 NP_TEST_STALL_STEP=3 "${MPIRUN[@]}" -x NP_TE
   -x NP_TEST_STALL_STEP -np 2 "$NP" train "${SM[@]}" --steps 1000 --rank-timeout 4 >"$W/out" 2>&1 &
 job=$!
 sleep 1.5 # set-up and 3 steps: the stall has begun
-cpu_ticks() { for p in $(pgrep -f "^$NP train" | sort -n); do awk '{print $14 + $15}' "/proc/$p/stat"; done | paste -sd' '; }
+# this job's ranks only: the nestpipe processes below $job (not any other on the machine)
+below() { local c; for c in $(pgrep -P "$1"); do echo "$c"; below "$c"; done; }
+ranks_of_job() {
+  local p
+  for p in $(below $job | sort -n); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "^$NP train" && echo "$p"
+  done
+}
+cpu_ticks() { for p in $(ranks_of_job); do awk '{print $14 + $15}' "/proc/$p/stat"; done | paste -sd' '; }
 t0=$(cpu_ticks)
 sleep 2
 t1=$(cpu_ticks)
