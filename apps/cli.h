@@ -45,6 +45,8 @@ int np_cli_fits_matrices(const char *cmd, int N, double per);
 
 /* `nestpipe route-stats` (apps/route_stats.c): one process, before MPI starts. */
 int np_cmd_route_stats(int argc, char **argv);
+/* `nestpipe graph` (apps/graph_cmd.c): one process, no StarPU, no MPI. */
+int np_cmd_graph(int argc, char **argv);
 /* `nestpipe simulate` (apps/simulate.c): one process, before MPI starts. */
 int np_cmd_simulate(int argc, char **argv);
 

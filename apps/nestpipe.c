@@ -120,6 +120,8 @@ static const char *main_help =
     "                                       windows by measured step time (tune --help)\n"
     "  route-stats --ranks N [train flags]  the bytes N ranks would exchange, per peer\n"
     "                                       (route-stats --help; docs/scale.md)\n"
+    "  graph [--format text|dot|json|svg|png] [train flags]   the task graph of one step,\n"
+    "                                       its dependencies and guarantees (graph --help)\n"
     "  simulate --graph RUN.json --ranks N,... [flags]   a traced run projected to N ranks\n"
     "                                       (simulate --help; docs/scale.md)\n"
     "  --version                            print the version\n";
@@ -397,6 +399,10 @@ int main(int argc, char **argv) {
         np_outfile_clean_on_signals();
         return stdout_written(np_cmd_route_stats(argc - 2, argv + 2));
     }
+    if (argc >= 2 && !strcmp(argv[1], "graph")) { /* from the config alone: no MPI */
+        np_outfile_clean_on_signals();
+        return stdout_written(np_cmd_graph(argc - 2, argv + 2));
+    }
     if (argc >= 2 && !strcmp(argv[1], "simulate")) { /* one process; SimGrid forks its own */
         np_outfile_clean_on_signals();
         return stdout_written(np_cmd_simulate(argc - 2, argv + 2));
@@ -445,7 +451,7 @@ static int run(np_dist_t *dist, int argc, char **argv) {
     if (!strcmp(argv[1], "check-layer")) return np_cmd_check_layer(argc - 2, argv + 2);
     static const char *const commands[] = {"train",   "convert", "generate", "predict",
                                            "export",  "compare", "trace",    "check-layer",
-                                           "tune",    "route-stats", "simulate"};
+                                           "tune",    "route-stats", "simulate", "graph"};
     const char *near = np_closest_word(argv[1], commands, sizeof commands / sizeof *commands);
     if (near)
         fprintf(stderr, "nestpipe: unknown command '%s' (did you mean '%s'? try nestpipe --help)\n",

@@ -1,8 +1,8 @@
 /* The GPUs of a rank (--gpus) and where each kind of node may run (--place): planned
  * before StarPU starts (how many CUDA workers, on which devices), checked after (what
  * StarPU gave, and whether every pinned node has a kernel there). docs/gpu.md. */
-#ifndef NP_GRAPH_DEVICES_H
-#define NP_GRAPH_DEVICES_H
+#ifndef NP_ENGINE_DEVICES_H
+#define NP_ENGINE_DEVICES_H
 
 #include <stdint.h>
 

@@ -299,7 +299,7 @@ static void set_up(np_sp_engine *e, const np_config *cfg, np_model_t *m, np_comm
     e->W = np_config_windows(cfg);
     e->cluster = cfg->cluster;
     e->pol = np_pipeline_policy_of(np_config_pipeline(cfg), e->W);
-    e->fresh_for = -1;
+    np_step_cursor_init(&e->cur);
     e->comm_worker = -1;
     int nw = (int)starpu_worker_get_count();
     int last_cpu = -1; /* collectives are CPU codelets: the last CPU worker runs them */

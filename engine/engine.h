@@ -1,6 +1,6 @@
 /* The StarPU engine (engine/engine.c), private to the library: np_trainer_t drives it. */
-#ifndef NP_GRAPH_ENGINE_H
-#define NP_GRAPH_ENGINE_H
+#ifndef NP_ENGINE_ENGINE_H
+#define NP_ENGINE_ENGINE_H
 
 #include "nestpipe/nestpipe.h"
 #include "trace/trace.h"
@@ -28,7 +28,7 @@ int np_engine_lookahead(const np_sp_engine *e);
 /* The pipeline that runs ("auto" resolved; sequential or fwp after a dropped look-ahead). */
 np_pipeline np_engine_pipeline(const np_sp_engine *e);
 /* Before the first step, collective (every rank calls it): when every rank was given one
- * batch, the engine runs its pipeline without look-ahead (engine/pipeline.h); when all were
+ * batch, the engine runs its pipeline without look-ahead (graph/pipeline.h); when all were
  * given more, nothing changes; a mix is NP_STATUS_BAD_INPUT on every rank. */
 NP_NODISCARD np_status np_engine_drop_lookahead(np_sp_engine *e, int n, np_error *err);
 /* Rows copied by dual-buffer syncs so far (dbp). */

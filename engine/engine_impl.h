@@ -1,14 +1,16 @@
 /* The StarPU engine's private state, shared by its files: engine/engine.c (life cycle),
- * engine/buffers.c (registered buffers), engine/chunk.c (a chunk's layer graph and the dense
- * reduction), engine/schedule.c (the stages and pipelines) and engine/trace_merge.c.
+ * engine/buffers.c (registered buffers), engine/chunk.c (a chunk's buffers), engine/submit.c
+ * (step graph nodes into tasks), engine/schedule.c (the driver's step) and
+ * engine/trace_merge.c.
  * Not in the library's API: np_trainer_t drives the engine (engine/engine.h). */
-#ifndef NP_GRAPH_ENGINE_IMPL_H
-#define NP_GRAPH_ENGINE_IMPL_H
+#ifndef NP_ENGINE_ENGINE_IMPL_H
+#define NP_ENGINE_ENGINE_IMPL_H
 
 #include "comm/comm.h"
 #include "engine/devices.h"
 #include "engine/engine.h"
-#include "engine/pipeline.h"
+#include "graph/pipeline.h"
+#include "graph/step.h"
 #include "model/model.h"
 #include "tasks/tasks.h"
 
@@ -81,7 +83,7 @@ struct np_sp_engine {
     np_comm *comm;   /* NULL: one rank, no MPI */
     int R;           /* ranks */
     long nb;         /* samples per local batch (global batch / ranks) */
-    np_pipeline_policy pol; /* the pipeline (engine/pipeline.h) */
+    np_pipeline_policy pol; /* the pipeline (graph/pipeline.h) */
     int W;           /* windows (micro-batches) per local batch: pol.windows */
     int C;           /* chunks per window; W * C chunks in all */
     int cluster;     /* 1: key-centric clustering of samples into windows */
@@ -112,7 +114,6 @@ struct np_sp_engine {
     /* the split row exchange of the first windows (docs/pipeline.md "The batch boundary"):
      * which rows of the next batch are shared, per early window: the owner's bitmaps
      * (cap_recv / 32 + R words) and the requester's (cap_win / 32 + R words) */
-    long fresh_for; /* pol.split_rows: the batch whose fresh rows went; -1: none */
     np_buf obits[2], rbits[2];
     np_buf token; /* (1) the comm token: every collective takes it RW */
     /* dense gradients per node with parameters, so each node's all-reduce can start as
@@ -134,7 +135,8 @@ struct np_sp_engine {
     unsigned compute_ctx;
     np_task_sink sink; /* what the tasks report: bytes sent, rows synced, a failure */
     long step;         /* the next batch to train */
-    long next[4];      /* next batch to submit to prefetch, h2d, route, retrieve */
+    np_step_shape shape; /* the step graph's, set as each step is submitted */
+    np_step_cursor cur;  /* the walker's: next batch of each early stage, split rows */
     int pending;       /* a step was submitted and not yet waited for */
 };
 
@@ -154,18 +156,17 @@ NP_NODISCARD np_status np_engine_check_finite(np_sp_engine *e, np_error *err);
 /* Room for what caps c say (grows only; keeps contents). Only when no task is in flight. */
 NP_NODISCARD np_status np_engine_grow_nnz(np_sp_engine *e, const np_xchg_caps *c, np_error *err);
 
-/* engine/chunk.c: a chunk's buffers from the layers' shapes (and their release), and its
- * forward/backward tasks, node after node */
+/* engine/chunk.c: a chunk's buffers from the layers' shapes, and their release */
 NP_NODISCARD np_status np_chunk_register(np_sp_engine *e, np_chunk *k, np_error *err);
 void np_chunk_unregister(np_chunk *k);
-NP_NODISCARD np_status np_chunk_submit(np_sp_engine *e, np_task_ctx *ctx, np_chunk *k,
-                                       const np_slot *sl, const np_rset *rs, np_error *err);
-/* The dense gradients of batch b after its last window w: node by node in backward order,
- * summed over chunks and all-reduced; the last window's row gradients go when the
- * backward is past the pooled embeddings' readers; then the updates. */
-NP_NODISCARD np_status np_dense_reduce_submit(np_sp_engine *e, long b, int w, np_error *err);
-/* engine/schedule.c: window w's row gradients back to their owners */
-NP_NODISCARD np_status np_exchange_grads_submit(np_sp_engine *e, long b, int w, np_error *err);
+
+/* engine/submit.c: the handle of a step graph buffer; node n of the step graph as its task
+ * (src: the batch a prefetch reads) */
+np_h np_engine_handle(const np_sp_engine *e, const np_step_buf *b);
+NP_NODISCARD np_status np_engine_submit_node(np_sp_engine *e, const np_step_node *n,
+                                             const np_batch *src, np_error *err);
+/* engine/schedule.c: the step graph's shape of this engine (policy, windows, ranks, model) */
+void np_engine_shape(const np_sp_engine *e, np_step_shape *s);
 
 /* engine/trace_merge.c: every rank's events merged on rank 0 (collective) */
 NP_NODISCARD np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err);

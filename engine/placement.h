@@ -3,8 +3,8 @@
  * driver (and so the first touch of the tables) runs. A pure function of the config, the
  * host's ranks and the topology, so the CLI's explanation and the engine agree.
  * Not here: starting StarPU with it (engine.c). */
-#ifndef NP_GRAPH_PLACEMENT_H
-#define NP_GRAPH_PLACEMENT_H
+#ifndef NP_ENGINE_PLACEMENT_H
+#define NP_ENGINE_PLACEMENT_H
 
 #include "nestpipe/nestpipe.h"
 

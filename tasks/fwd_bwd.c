@@ -23,12 +23,10 @@ np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h
     return np_task_submit(&cc, &np_cl_pool_bwd, NP_NODE_POOL_BWD, 5, h, m, a, sizeof *a, 0, err);
 }
 
-np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args *a, np_h logits, np_h labels,
-                        np_h loss, np_h dlogits, np_error *err) {
-    np_h hf[3] = {logits, labels, loss}, hb[3] = {logits, labels, dlogits};
+np_status np_submit_loss(const np_task_ctx *c, int bwd, const np_cl_bce_args *a, np_h logits,
+                         np_h labels, np_h out, np_error *err) {
+    np_h h[3] = {logits, labels, out};
     enum starpu_data_access_mode m[3] = {R, R, W};
-    np_status st =
-        np_task_submit(c, &np_cl_bce_fwd, NP_NODE_LOSS_FWD, 3, hf, m, a, sizeof *a, 0, err);
-    if (st) return st;
-    return np_task_submit(c, &np_cl_bce_bwd, NP_NODE_LOSS_BWD, 3, hb, m, a, sizeof *a, 0, err);
+    return np_task_submit(c, bwd ? &np_cl_bce_bwd : &np_cl_bce_fwd,
+                          bwd ? NP_NODE_LOSS_BWD : NP_NODE_LOSS_FWD, 3, h, m, a, sizeof *a, 0, err);
 }

@@ -137,6 +137,19 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     if (!kd || (kd->flags & NP_KIND_DRIVER))
         return np_err(err, NP_STATUS_INTERNAL, "task %s: node kind %d is not a task's", cl->name,
                       (int)kind);
+    const np_task_expect *x = ctx->expect;
+    if (x && (x->n != nbuf || x->kind != (int)kind))
+        return np_err(err, NP_STATUS_INTERNAL,
+                      "task %s (batch %ld): %d buffers of kind %s, but the step graph's %s has %d "
+                      "of kind %s",
+                      cl->name, ctx->batch, nbuf, kd->name, x->op, x->n, np_node_kind_name(x->kind));
+    for (int i = 0; x && i < nbuf; i++)
+        if (x->h[i] != h[i] || x->m[i] != modes[i])
+            return np_err(err, NP_STATUS_INTERNAL,
+                          "task %s (batch %ld): buffer %d is not the step graph's (%s: mode %d, "
+                          "not %d%s)",
+                          cl->name, ctx->batch, i, x->op, (int)modes[i], (int)x->m[i],
+                          x->h[i] != h[i] ? ", another handle" : "");
     struct starpu_task *task = starpu_task_create();
     if (!task) return np_err(err, NP_STATUS_NO_MEMORY, "cannot create a StarPU task");
     task->cl = cl;

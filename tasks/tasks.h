@@ -3,7 +3,7 @@
  * order (StarPU's implicit sequential consistency); engine/ decides that order. What a task
  * gets by its kind (priority, --place, the communication worker, its byte counter) comes
  * from the kind table (core/kinds.c), read by np_task_submit.
- * Not here: buffers (graph/ owns them) or arithmetic (codelets/). */
+ * Not here: which buffers a task touches (graph/contract.c) or arithmetic (codelets/). */
 #ifndef NP_TASKS_TASKS_H
 #define NP_TASKS_TASKS_H
 
@@ -27,6 +27,17 @@ typedef struct np_task_sink {
      * driver reads batch and node together. */
     uint64_t nonfinite;
 } np_task_sink;
+
+/* The buffers the step graph says a task touches (graph/contract.c) and its node kind:
+ * np_task_submit refuses a task whose handles, modes or kind differ, so the graph that
+ * `nestpipe graph` prints and the tests check is the graph StarPU runs. */
+typedef struct np_task_expect {
+    int n;
+    const starpu_data_handle_t *h;
+    const enum starpu_data_access_mode *m;
+    int kind; /* np_node_kind */
+    const char *op; /* the step graph's name for it */
+} np_task_expect;
 
 /* What every task of a batch shares: its place in the graph and the trace to record in. */
 typedef struct np_task_ctx {
@@ -59,6 +70,7 @@ typedef struct np_task_ctx {
     int cost_at;
     /* critical-path priorities (engine/critical.c), NULL: the kind's fixed priority */
     struct np_cp *cp;
+    const np_task_expect *expect; /* the step graph's node; NULL: unchecked */
 } np_task_ctx;
 
 /* Critical-path priorities (key "priorities", engine/critical.c): one step after the
@@ -193,7 +205,7 @@ NP_NODISCARD np_status np_submit_layer(const np_task_ctx *c, int bwd, const np_c
 /* This process's codelet name equal to `name` (a layer's or NULL), for merged traces. */
 const char *np_layer_codelet_name(const char *name);
 
-/* ---- pooling (pool_fwd, pool_bwd) and the loss (loss_fwd, then loss_bwd) of one chunk
+/* ---- pooling (pool_fwd, pool_bwd) and the loss (loss_fwd, loss_bwd) of one chunk
  * (tasks/fwd_bwd.c) */
 NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
                                           np_h offsets, np_h pos, np_h P, np_h meta,
@@ -201,8 +213,10 @@ NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_
 NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
                                           np_h offsets, np_h pos, np_h meta, np_h grows,
                                           np_error *err);
-NP_NODISCARD np_status np_submit_bce(const np_task_ctx *c, const np_cl_bce_args *a, np_h logits,
-                                     np_h labels, np_h loss, np_h dlogits, np_error *err);
+/* The loss of a chunk: forward (bwd 0) writes its sum into out, backward the logits'
+ * gradient. */
+NP_NODISCARD np_status np_submit_loss(const np_task_ctx *c, int bwd, const np_cl_bce_args *a,
+                                      np_h logits, np_h labels, np_h out, np_error *err);
 
 /* ---- reductions and updates (tasks/reduce.c, tasks/update.c) */
 /* Sums k chunk partials in index order: count floats (meta == NULL) or meta[idx]*width. A

@@ -56,6 +56,40 @@ static inline np_model_t *train(const np_config *c, long steps) {
     return train_on(c, c, steps);
 }
 
+/* Trains with the batches ahead that the pipeline asks for (as apps/nestpipe.c does). */
+static inline np_model_t *train_ahead(const np_config *c, long steps, uint64_t *synced) {
+    np_error e = {{0}};
+    np_source_t *src;
+    np_model_t *m;
+    np_trainer_t *tr;
+    np_batch ring[6] = {{0}};
+    if (np_model_create(c, &m, &e) || np_source_open(c, NP_SPLIT_TRAIN, &src, &e) ||
+        np_trainer_create(c, m, &tr, &e))
+        fail_msg("setup: %s", e.msg);
+    int ahead = np_trainer_lookahead(tr);
+    long loaded = 0;
+    for (long s = 0; s < steps; s++) {
+        while (loaded <= s + ahead && loaded < steps) {
+            assert_int_equal(np_source_next_batch(src, c->batch, &ring[loaded % 6], &e), NP_OK);
+            loaded++;
+        }
+        const np_batch *win[6];
+        int n = 0;
+        for (long k = s; k < loaded && n <= ahead; k++)
+            win[n++] = &ring[k % 6];
+        double loss;
+        if (np_trainer_step_ahead(tr, win, n, &loss, &e)) fail_msg("step %ld: %s", s, e.msg);
+        assert_true(isfinite(loss));
+    }
+    if (np_trainer_finish(tr, &e)) fail_msg("finish: %s", e.msg);
+    if (synced) *synced = np_trainer_synced_rows(tr);
+    np_trainer_free(tr);
+    for (int k = 0; k < 6; k++)
+        np_batch_free(&ring[k]);
+    np_source_free(src);
+    return m;
+}
+
 /* Max of |a-b| / (atol + rtol |b|) over every parameter (<= 1 means within tolerance). */
 static inline double model_diff(const np_model_t *a, const np_model_t *b, double atol, double rtol) {
     double worst = 0;

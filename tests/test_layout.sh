@@ -12,7 +12,7 @@ declare -A FLOOR=(
   [kernels]=2 [cuda]=2
   [layers]=3
   [model]=4 [data]=4 [comm]=4 [trace]=4
-  [codelets]=5 [scale]=5
+  [codelets]=5 [scale]=5 [graph]=5
   [tasks]=6
   [engine]=7
   [state]=8
@@ -29,7 +29,7 @@ while IFS='|' read -r _ floor dir _; do
     bad=$((bad + 1))
   fi
 done < <(grep -E '^\| [0-9]+ \| `' docs/architecture.md)
-for dir in core kernels cuda layers model data comm trace codelets scale tasks engine state train; do
+for dir in core kernels cuda layers model data comm trace codelets scale graph tasks engine state train; do
   mine=${FLOOR[$dir]}
   for f in "$dir"/*.[ch] "$dir"/*.cu "$dir"/*.cuh; do
     [[ -e $f ]] || continue

@@ -9,7 +9,7 @@
 
 #include "core/util.h"
 #include "engine/engine.h"
-#include "engine/pipeline.h"
+#include "graph/pipeline.h"
 #include "model/model.h"
 #include "train/agree.h"
 #include "nestpipe/trace.h"

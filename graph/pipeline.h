@@ -2,10 +2,10 @@
  * embedding buffers that takes, whether shared rows are synced, how the windows of a batch
  * overlap their exchanges, and whether the first rows of a batch are split at the batch
  * boundary. sequential, dbp, async, fwp and nestpipe are five values of it
- * (docs/pipeline.md); the schedule (engine/schedule.c) reads only these fields.
+ * (docs/pipeline.md); the step graph (graph/step.c) reads only these fields.
  * Not here: how a mode is picked ("auto": np_config_pipeline) or submitted. */
-#ifndef NP_ENGINE_PIPELINE_H
-#define NP_ENGINE_PIPELINE_H
+#ifndef NP_GRAPH_PIPELINE_H
+#define NP_GRAPH_PIPELINE_H
 
 #include "nestpipe/nestpipe.h"
 
@@ -28,7 +28,18 @@ typedef struct np_pipeline_policy {
      * under t's last window, the shared ones after sync(t+1) (docs/pipeline.md "The batch
      * boundary"); needs sync and a look-ahead */
     int split_rows;
+    /* what the pipeline promises, whatever the fields above do (NP_PROMISE_*): the step
+     * graph's checks hold the mechanism to it (graph/check.c) */
+    unsigned promise;
 } np_pipeline_policy;
+
+enum {
+    /* every batch trains on rows the previous batches' updates reached: the reference
+     * trainer's model (all but async) */
+    NP_PROMISE_FRESH = 1u << 0,
+    /* window w's rows travel while window w-1 computes (fwp, nestpipe) */
+    NP_PROMISE_OVERLAP = 1u << 1,
+};
 
 /* The policy of mode (not auto) with W windows, the split off (the engine turns it on where
  * it applies, after the ranks agree). */

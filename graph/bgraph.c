@@ -1,0 +1,294 @@
+/* The step graph collected from the walker, its dependencies derived from the access modes
+ * (graph/bgraph.h), and the public constructor from a config (nestpipe/stepgraph.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config_impl.h"
+#include "core/util.h"
+#include "graph/bgraph.h"
+#include "model/graph.h"
+
+/* ---- each buffer's last writer and its readers since, by buffer */
+
+typedef struct bstate {
+    uint64_t key; /* 0: empty */
+    int writer;   /* -1: none yet */
+    int *readers;
+    int nr, cr;
+} bstate;
+
+typedef struct btable {
+    bstate *slot;
+    size_t cap, used;
+} btable;
+
+/* A chunk's rows of the slot are the slot's rows for the dependencies (a read-only
+ * partition: the chunks read what the prefetch wrote, the next prefetch waits for them). */
+static uint64_t key_of(const np_step_buf *b) {
+    np_step_buf x = *b;
+    if (x.role == NP_B_DENSE_PART) x.role = NP_B_DENSE, x.c = 0;
+    if (x.role == NP_B_LABEL_PART) x.role = NP_B_LABEL, x.c = 0;
+    return 1 + ((uint64_t)x.role | (uint64_t)(uint16_t)x.s << 8 | (uint64_t)(uint16_t)x.c << 24 |
+                (uint64_t)(uint16_t)x.v << 40 | (uint64_t)x.k << 56);
+}
+
+static uint64_t mix(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    return k ^ (k >> 29);
+}
+
+static bstate *lookup(btable *t, uint64_t key) {
+    if (2 * (t->used + 1) > t->cap) { /* grow to keep half empty */
+        size_t cap = t->cap ? 2 * t->cap : 256;
+        bstate *s = calloc(cap, sizeof *s);
+        if (!s) return NULL;
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->slot[i].key) {
+                size_t j = mix(t->slot[i].key) & (cap - 1);
+                while (s[j].key)
+                    j = (j + 1) & (cap - 1);
+                s[j] = t->slot[i];
+            }
+        free(t->slot);
+        t->slot = s;
+        t->cap = cap;
+    }
+    size_t j = mix(key) & (t->cap - 1);
+    while (t->slot[j].key && t->slot[j].key != key)
+        j = (j + 1) & (t->cap - 1);
+    if (!t->slot[j].key) {
+        t->slot[j] = (bstate){.key = key, .writer = -1};
+        t->used++;
+    }
+    return &t->slot[j];
+}
+
+static void btable_free(btable *t) {
+    for (size_t i = 0; i < t->cap; i++)
+        free(t->slot[i].readers);
+    free(t->slot);
+}
+
+/* ---- growing arrays */
+
+static int grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return 0;
+    int c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, (size_t)c * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int add_edge(np_step_graph_t *g, int from, int to, const np_step_buf *b, int why) {
+    if (from < 0 || from == to) return 0;
+    if (grow((void **)&g->edge, &g->cap_edge, g->nedge + 1, sizeof *g->edge)) return -1;
+    g->edge[g->nedge++] = (np_sg_edge){from, to, *b, why};
+    return 0;
+}
+
+/* Node i's accesses against the buffers' histories: its edges, then its mark on them. */
+static int link(np_step_graph_t *g, btable *t, int i) {
+    const np_sg_node *x = &g->node[i];
+    for (int j = 0; j < x->nbuf; j++) {
+        const np_step_buf *b = &g->buf[x->buf0 + j];
+        uint8_t m = g->mode[x->buf0 + j];
+        if (m & NP_MODE_SCRATCH) continue; /* StarPU's per-task memory: no dependency */
+        bstate *s = lookup(t, key_of(b));
+        if (!s) return -1;
+        if (m & NP_MODE_W) {
+            if (s->nr) {
+                for (int r = 0; r < s->nr; r++)
+                    if (add_edge(g, s->readers[r], i, b, NP_DEP_WAR)) return -1;
+            } else if (add_edge(g, s->writer, i, b, (m & NP_MODE_R) ? NP_DEP_RAW : NP_DEP_WAW)) {
+                return -1;
+            }
+            s->writer = i;
+            s->nr = 0;
+        } else {
+            if (add_edge(g, s->writer, i, b, NP_DEP_RAW)) return -1;
+            if (grow((void **)&s->readers, &s->cr, s->nr + 1, sizeof *s->readers)) return -1;
+            s->readers[s->nr++] = i;
+        }
+    }
+    return 0;
+}
+
+typedef struct collect {
+    np_step_graph_t *g;
+    long step;
+} collect;
+
+static np_status take(void *ctx, const np_step_node *n, np_error *err) {
+    collect *c = ctx;
+    np_step_graph_t *g = c->g;
+    if (!np_step_op_get(n->op)->task) return NP_OK; /* the driver's markers */
+    if (grow((void **)&g->node, &g->cap, g->n + 1, sizeof *g->node) ||
+        grow((void **)&g->buf, &g->cap_buf, g->nbuf + NP_STEP_MAX_BUFS, sizeof *g->buf) ||
+        grow((void **)&g->mode, &g->cap_mode, g->nbuf + NP_STEP_MAX_BUFS, 1))
+        return np_err(err, NP_STATUS_NO_MEMORY, "out of memory building the step graph");
+    np_step_buf *b = g->buf + g->nbuf;
+    uint8_t *m = g->mode + g->nbuf;
+    int nb = np_step_buffers(&g->shape, n, b, m);
+    if (g->hook) g->hook(n, b, m, &nb);
+    g->node[g->n++] = (np_sg_node){.n = *n, .step = c->step, .buf0 = g->nbuf, .nbuf = nb};
+    g->nbuf += nb;
+    return NP_OK;
+}
+
+np_status np_sg_build(const np_step_shape *s, long steps, np_sg_contract_hook hook,
+                      np_step_graph_t **out, np_error *err) {
+    *out = NULL;
+    if (steps < 1 || steps > 64)
+        return np_err(err, NP_STATUS_BAD_INPUT, "step graph: %ld steps (1 to 64)", steps);
+    if (s->W * s->C > 64 || s->W < 1 || s->C < 1)
+        return np_err(err, NP_STATUS_BAD_INPUT, "step graph: %d windows x %d chunks (1 to 64)",
+                      s->W, s->C);
+    np_step_graph_t *g = np_zalloc(1, sizeof *g, "step graph", err);
+    if (!g) return NP_STATUS_NO_MEMORY;
+    g->shape = *s;
+    g->hook = hook;
+    snprintf(g->pipeline, sizeof g->pipeline, "%s", np_pipeline_name(s->pol.mode));
+    np_step_cursor cur;
+    np_step_cursor_init(&cur);
+    np_status st = NP_OK;
+    for (long t = 0; t < steps && !st; t++) {
+        collect c = {g, t};
+        st = np_step_walk(&g->shape, &cur, t, s->pol.ahead + 1, take, &c, err);
+    }
+    g->steps = steps;
+    btable bt = {0};
+    for (int i = 0; i < g->n && !st; i++)
+        if (link(g, &bt, i))
+            st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory linking the step graph");
+    btable_free(&bt);
+    if (st) {
+        np_step_graph_free(g);
+        return st;
+    }
+    *out = g;
+    return NP_OK;
+}
+
+/* ---- queries */
+
+/* The edges into node v are contiguous: link adds them as it reaches v. */
+void np_sg_in_edges(const np_step_graph_t *g, int v, int *lo, int *hi) {
+    int a = 0, b = g->nedge;
+    while (a < b) { /* first edge with to >= v */
+        int m = (a + b) / 2;
+        if (g->edge[m].to < v)
+            a = m + 1;
+        else
+            b = m;
+    }
+    *lo = a;
+    while (b < g->nedge && g->edge[b].to == v)
+        b++;
+    *hi = b;
+}
+
+int np_sg_reaches(const np_step_graph_t *g, int u, int v, int data) {
+    if (u >= v) return u == v;
+    unsigned char *seen = calloc((size_t)(v - u + 1), 1);
+    int *stack = malloc((size_t)(v - u + 1) * sizeof *stack), top = 0, found = 0;
+    if (!seen || !stack) {
+        free(seen);
+        free(stack);
+        return -1;
+    }
+    stack[top++] = v;
+    seen[v - u] = 1;
+    while (top && !found) {
+        int x = stack[--top], lo, hi;
+        np_sg_in_edges(g, x, &lo, &hi);
+        for (int e = lo; e < hi; e++) {
+            int p = g->edge[e].from;
+            if (data && (g->edge[e].why != NP_DEP_RAW || g->edge[e].buf.role == NP_B_TOKEN))
+                continue;
+            if (p < u || seen[p - u]) continue;
+            if (p == u) {
+                found = 1;
+                break;
+            }
+            seen[p - u] = 1;
+            stack[top++] = p;
+        }
+    }
+    free(seen);
+    free(stack);
+    return found;
+}
+
+void np_sg_node_name(const np_step_graph_t *g, int i, char *out, size_t size) {
+    const np_step_node *n = &g->node[i].n;
+    const char *op = np_step_op_get(n->op)->name;
+    const np_graph_t *lg = g->shape.graph;
+    if (n->op == NP_OP_SUM_EDGES && n->arg == NP_IN_POOLED)
+        snprintf(out, size, "%s:pooled", op);
+    else if (n->node >= 0 && n->node < lg->n)
+        snprintf(out, size, "%s:%s", op, lg->node[n->node].name);
+    else
+        snprintf(out, size, "%s", op);
+}
+
+long np_step_graph_tasks(const np_step_graph_t *g, long step) {
+    long k = 0;
+    for (int i = 0; i < g->n; i++)
+        k += step < 0 || g->node[i].step == step;
+    return k;
+}
+
+/* ---- from a config */
+
+void np_sg_shape_of(const np_config *cfg, const np_graph_t *layers, np_step_shape *s) {
+    int W = np_config_windows(cfg);
+    *s = (np_step_shape){.pol = np_pipeline_policy_of(np_config_pipeline(cfg), W),
+                         .W = W,
+                         .C = cfg->chunks,
+                         .R = cfg->ranks,
+                         .graph = layers,
+                         .state = cfg->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD,
+                         .nccl = cfg->comm == NP_COMM_NCCL};
+    /* the split row exchange, where the engine turns it on (MPI across ranks) */
+    if (s->pol.sync && cfg->ranks > 1 && cfg->comm != NP_COMM_NCCL)
+        s->pol.split_rows = cfg->split_rows < 0 ? !s->pol.overlap_windows : cfg->split_rows;
+}
+
+np_status np_step_graph_create(const np_config *cfg, long steps, np_step_graph_t **out,
+                               np_error *err) {
+    *out = NULL;
+    np_status st = np_config_check(cfg, err);
+    if (st) return st;
+    np_graph_t *layers;
+    if ((st = np_graph_from_config(cfg, &layers, err))) return st;
+    if ((st = np_graph_finalize(layers, err))) {
+        np_graph_free(layers);
+        return st;
+    }
+    np_step_shape s;
+    np_sg_shape_of(cfg, layers, &s);
+    if ((st = np_sg_build(&s, steps, NULL, out, err))) {
+        np_graph_free(layers);
+        return st;
+    }
+    (*out)->layers = layers;
+    snprintf((*out)->model, sizeof(*out)->model, "%s",
+             cfg->model_file[0] ? cfg->model_file : np_cfg_model_names[cfg->model]);
+    return NP_OK;
+}
+
+void np_step_graph_free(np_step_graph_t *g) {
+    if (!g) return;
+    if (g->layers) np_graph_free(g->layers);
+    free(g->node);
+    free(g->buf);
+    free(g->mode);
+    free(g->edge);
+    free(g);
+}
