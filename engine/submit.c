@@ -1,7 +1,8 @@
 /* The step graph into StarPU: each node the walker (graph/step.c) hands over becomes one
  * task, over the handles its contract names (graph/contract.c) resolved here, with the
- * codelet's arguments of its batch, window and chunk. np_task_submit checks the task's
- * buffers against the contract, so what runs is the graph `nestpipe graph` shows.
+ * codelet's arguments of its batch, window and chunk. The submitters take the contract's
+ * buffers as they are; a layer task lists its own by name, and np_task_submit checks them
+ * against the contract, so what runs is the graph `nestpipe graph` shows.
  * Not here: the order (graph/step.c), the driver's step (schedule.c) or buffers (engine.c). */
 #include "core/util.h"
 #include "engine/engine_impl.h"
@@ -146,51 +147,44 @@ static np_cl_emb_args emb_args(const np_sp_engine *e, int ci) {
                             .L = np_config_seq_slots(&e->m->cfg)};
 }
 
-/* Node n as one task over the resolved handles h (nb of them, in the contract's order). */
+/* Node n as one task over its contract's buffers b. */
 static np_status submit_task(np_sp_engine *e, np_batch_args *a, const np_step_node *n,
-                             const np_batch *src, const np_h *h, int nb, np_error *err) {
+                             const np_batch *src, const np_task_bufs *b, np_error *err) {
     const np_task_ctx *c = &a->ctx;
-    np_h none = NULL;
-#define H(i) ((i) < nb ? h[i] : none)
+    const np_graph_t *g = e->m->graph;
     switch (n->op) {
     case NP_OP_PREFETCH: {
         np_cl_prefetch_args pa = {.src = src, .W = e->W, .cluster = e->cluster};
-        return np_submit_prefetch(c, &pa, h, err);
+        return np_submit_prefetch(c, &pa, b, err);
     }
-    case NP_OP_H2D: {
-        np_h slot[4] = {H(0), H(1), H(2), e->slot[n->batch % NP_SLOTS].keys.h};
-        return np_submit_h2d(c, slot, err);
-    }
+    case NP_OP_H2D:
+        return np_submit_h2d(c, b, err);
     case NP_OP_ROUTE:
-        return np_submit_route(c, &a->xa, h[0], h[1], h[2], h[3], h[4], h[5], err);
+        return np_submit_route(c, &a->xa, b, err);
     case NP_OP_A2A_KEYS:
-        return np_submit_a2a_keys(c, &a->xa, h[0], h[1], h[2], h[3], err);
+        return np_submit_a2a_keys(c, &a->xa, b, err);
     case NP_OP_ROUTE_OWNER:
-        return np_submit_route_owner(c, &a->xa, h[0], h[1], h[2], h[3], err);
+        return np_submit_route_owner(c, &a->xa, b, err);
     case NP_OP_RETRIEVE:
-        return np_submit_retrieve(c, &a->wa, h[0], h[1], h[2], h[3], H(4), H(5), err);
+        return np_submit_retrieve(c, &a->wa, b, err);
     case NP_OP_SYNC:
-        return np_submit_sync(c, &a->ya, h[0], h[1], h[2], h[3], h[4], h[5], H(6), H(7), err);
+        return np_submit_sync(c, &a->ya, b, err);
     case NP_OP_EXCHANGE_ROWS:
-        return np_submit_exchange_rows(c, &a->xa, h[0], h[1], H(6), h[2], h[3], h[4], h[5], err);
+        return np_submit_exchange_rows(c, &a->xa, b, err);
     case NP_OP_ROWS_FRESH:
-        return np_submit_rows_fresh(c, &a->xa, h[0], h[1], h[11], h[2], h[3], h[4], h[5], h[6],
-                                    h[7], h[8], h[9], h[10], err);
+        return np_submit_rows_fresh(c, &a->xa, b, err);
     case NP_OP_ROWS_SHARED:
-        return np_submit_rows_shared(c, &a->xa, h[0], h[1], h[9], h[2], h[3], h[4], h[5], h[6],
-                                     h[7], h[8], err);
+        return np_submit_rows_shared(c, &a->xa, b, err);
     case NP_OP_EXCHANGE_GRADS:
-        return np_submit_exchange_grads(c, &a->xa, h[0], h[1], H(6), h[2], h[3], h[4], h[5], err);
+        return np_submit_exchange_grads(c, &a->xa, b, err);
     case NP_OP_ALLREDUCE:
-        a->xa.n = e->m->graph->node[n->node].pn;
-        return np_submit_allreduce(c, &a->xa, h[0], h[1], h[2], h[3], err);
-    case NP_OP_POOL_FWD: {
-        np_cl_emb_args ea = emb_args(e, n->chunk);
-        return np_submit_pool_fwd(c, &ea, h[0], h[1], h[2], h[3], h[4], err);
-    }
+        a->xa.n = g->node[n->node].pn;
+        return np_submit_allreduce(c, &a->xa, b, err);
+    case NP_OP_POOL_FWD:
     case NP_OP_POOL_BWD: {
         np_cl_emb_args ea = emb_args(e, n->chunk);
-        return np_submit_pool_bwd(c, &ea, h[0], h[1], h[2], h[3], h[4], err);
+        return n->op == NP_OP_POOL_FWD ? np_submit_pool_fwd(c, &ea, b, err)
+                                       : np_submit_pool_bwd(c, &ea, b, err);
     }
     case NP_OP_LAYER_FWD:
     case NP_OP_LAYER_BWD:
@@ -202,27 +196,25 @@ static np_status submit_task(np_sp_engine *e, np_batch_args *a, const np_step_no
                              .n = e->ch[n->chunk].n,
                              .scale = 1.0f / (float)e->cfg.batch,
                              .output = np_config_loss(&e->cfg) == NP_LOSS_OUTPUT};
-        return np_submit_loss(c, n->op == NP_OP_LOSS_BWD, &ba, h[0], h[1], h[2], err);
+        return n->op == NP_OP_LOSS_FWD ? np_submit_loss_fwd(c, &ba, b, err)
+                                       : np_submit_loss_bwd(c, &ba, b, err);
     }
-    case NP_OP_SUM_EDGES: {
-        size_t count = (size_t)e->ch[n->chunk].n * (size_t)np_graph_width(e->m->graph, n->arg);
-        return np_submit_sum(c, NP_NODE_BWD, nb - 1, h, count, NULL, 0, 0, h[nb - 1], err);
-    }
+    case NP_OP_SUM_EDGES:
+        return np_submit_sum(c, (size_t)e->ch[n->chunk].n * (size_t)np_graph_width(g, n->arg), b,
+                             err);
     case NP_OP_SUM_DENSE:
-        return np_submit_sum(c, NP_NODE_BWD, nb - 1, h, e->m->graph->node[n->node].pn, NULL, 0, 0,
-                             h[nb - 1], err);
+        return np_submit_sum(c, g->node[n->node].pn, b, err);
     case NP_OP_DENSE_UPDATE:
-        a->da.n = e->m->graph->node[n->node].pn;
+        a->da.n = g->node[n->node].pn;
         a->da.off = 0; /* the node's own handle */
-        return np_submit_dense_update(c, &a->da, h[0], h[1], err);
+        return np_submit_dense_update(c, &a->da, b, err);
     case NP_OP_SPARSE_UPDATE:
-        return np_submit_sparse_update(c, &a->sa, h[0], h[1], h[2], H(3), err);
+        return np_submit_sparse_update(c, &a->sa, b, err);
     case NP_OP_WRITEBACK:
-        return np_submit_writeback(c, &a->wa, h[0], h[1], h[2], h[3], H(4), H(5), err);
+        return np_submit_writeback(c, &a->wa, b, err);
     default:
         return np_err(err, NP_STATUS_INTERNAL, "step graph operation %d is not a task", n->op);
     }
-#undef H
 }
 
 np_status np_engine_submit_node(np_sp_engine *e, const np_step_node *n, const np_batch *src,
@@ -243,7 +235,7 @@ np_status np_engine_submit_node(np_sp_engine *e, const np_step_node *n, const np
         h[i] = np_engine_handle(e, &buf[i]);
         m[i] = (enum starpu_data_access_mode)mode[i];
     }
-    np_task_expect x = {nb, h, m, (int)n->kind, np_step_op_get(n->op)->name};
-    a.ctx.expect = &x;
-    return submit_task(e, &a, n, src, h, nb, err);
+    np_task_bufs b = {nb, h, m, (int)n->kind, np_step_op_get(n->op)->name};
+    a.ctx.expect = &b; /* what np_task_submit holds the task to (the layers list their own) */
+    return submit_task(e, &a, n, src, &b, err);
 }

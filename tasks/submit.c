@@ -137,7 +137,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     if (!kd || (kd->flags & NP_KIND_DRIVER))
         return np_err(err, NP_STATUS_INTERNAL, "task %s: node kind %d is not a task's", cl->name,
                       (int)kind);
-    const np_task_expect *x = ctx->expect;
+    const np_task_bufs *x = ctx->expect;
     if (x && (x->n != nbuf || x->kind != (int)kind))
         return np_err(err, NP_STATUS_INTERNAL,
                       "task %s (batch %ld): %d buffers of kind %s, but the step graph's %s has %d "

@@ -28,16 +28,18 @@ typedef struct np_task_sink {
     uint64_t nonfinite;
 } np_task_sink;
 
-/* The buffers the step graph says a task touches (graph/contract.c) and its node kind:
- * np_task_submit refuses a task whose handles, modes or kind differ, so the graph that
- * `nestpipe graph` prints and the tests check is the graph StarPU runs. */
-typedef struct np_task_expect {
+/* A task's buffers as its step graph node's contract lists them (graph/contract.c), in the
+ * order its codelet reads them, resolved to handles, and its node kind. The submitters
+ * below take them as they are; np_task_submit refuses a task whose handles, modes or kind
+ * differ from ctx->expect (the layer tasks list their own), so the graph that `nestpipe
+ * graph` prints and the tests check is the graph StarPU runs. */
+typedef struct np_task_bufs {
     int n;
     const starpu_data_handle_t *h;
     const enum starpu_data_access_mode *m;
     int kind; /* np_node_kind */
     const char *op; /* the step graph's name for it */
-} np_task_expect;
+} np_task_bufs;
 
 /* What every task of a batch shares: its place in the graph and the trace to record in. */
 typedef struct np_task_ctx {
@@ -70,7 +72,7 @@ typedef struct np_task_ctx {
     int cost_at;
     /* critical-path priorities (engine/critical.c), NULL: the kind's fixed priority */
     struct np_cp *cp;
-    const np_task_expect *expect; /* the step graph's node; NULL: unchecked */
+    const np_task_bufs *expect; /* the step graph node's buffers; NULL: unchecked */
 } np_task_ctx;
 
 /* Critical-path priorities (key "priorities", engine/critical.c): one step after the
@@ -133,60 +135,60 @@ NP_NODISCARD np_status np_task_submit_xchg(const np_task_ctx *ctx, struct starpu
                                            const enum starpu_data_access_mode *modes,
                                            const np_cl_xchg_args *a, np_error *err);
 
-/* ---- input stages (tasks/input.c): the slot is dense (n, nd), label (n), offsets, keys */
+/* ---- the submitters: which codelet, its arguments and cost, over the buffers b of the
+ * node's contract (graph/contract.c says which, in which order and mode) */
+/* input stages (tasks/input.c): the batch into its slot, the slot to the CUDA workers */
 NP_NODISCARD np_status np_submit_prefetch(const np_task_ctx *c, const np_cl_prefetch_args *a,
-                                          const np_h slot[4], np_error *err);
-NP_NODISCARD np_status np_submit_h2d(const np_task_ctx *c, const np_h slot[4], np_error *err);
-
-/* ---- route (tasks/route.c): requester dedup + bucketing (route), the two-phase All2All
- * of counts and keys (exchange_keys, a collective: RW on the comm token), and the owner's
- * dedup (route_owner). */
-NP_NODISCARD np_status np_submit_route(const np_task_ctx *c, const np_cl_xchg_args *a, np_h offsets,
-                                       np_h keys, np_h uniq, np_h pos, np_h sendkeys, np_h meta,
-                                       np_error *err);
-NP_NODISCARD np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a, np_h meta,
-                                          np_h sendkeys, np_h recvkeys, np_h token, np_error *err);
+                                          const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_h2d(const np_task_ctx *c, const np_task_bufs *b, np_error *err);
+/* route (tasks/route.c): requester dedup and bucketing, the two-phase All2All of counts
+ * and keys (a collective), the owner's dedup */
+NP_NODISCARD np_status np_submit_route(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                       const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_a2a_keys(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                          const np_task_bufs *b, np_error *err);
 NP_NODISCARD np_status np_submit_route_owner(const np_task_ctx *c, const np_cl_xchg_args *a,
-                                             np_h recvkeys, np_h meta, np_h uniq_o, np_h map,
-                                             np_error *err);
-
-/* ---- retrieve and write-back of the owner's rows (tasks/retrieve.c); state/Es may be
- * NULL (SGD). */
+                                             const np_task_bufs *b, np_error *err);
+/* the owner's rows (tasks/retrieve.c): table -> embedding buffer, and back */
 NP_NODISCARD np_status np_submit_retrieve(const np_task_ctx *c, const np_cl_rows_args *a,
-                                          np_h tables, np_h uniq, np_h meta, np_h E, np_h state,
-                                          np_h Es, np_error *err);
-NP_NODISCARD np_status np_submit_writeback(const np_task_ctx *c, const np_cl_rows_args *a, np_h E,
-                                           np_h uniq, np_h meta, np_h tables, np_h Es, np_h state,
-                                           np_error *err);
-
-/* ---- dual-buffer sync (tasks/sync.c); Es_prev/Es_cur NULL-able together (SGD) */
-NP_NODISCARD np_status np_submit_sync(const np_task_ctx *c, const np_cl_sync_args *a, np_h E_prev,
-                                      np_h uniq_prev, np_h meta_prev, np_h E_cur, np_h uniq_cur,
-                                      np_h meta_cur, np_h Es_prev, np_h Es_cur, np_error *err);
-
-/* ---- exchanges and the all-reduce (tasks/exchange.c): collectives, RW on the token. */
-/* keys: the owner's received keys (recvkeys), which say where a pooled segment's rows
- * start; the CPU codelets read them, the NCCL ones (rows only) do not take them. */
+                                          const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_writeback(const np_task_ctx *c, const np_cl_rows_args *a,
+                                           const np_task_bufs *b, np_error *err);
+/* dual-buffer sync (tasks/sync.c) */
+NP_NODISCARD np_status np_submit_sync(const np_task_ctx *c, const np_cl_sync_args *a,
+                                      const np_task_bufs *b, np_error *err);
+/* exchanges and the all-reduce (tasks/exchange.c): collectives, RW on the token; the
+ * split form of the rows' exchange (fresh: rows the previous batch does not hold, shared:
+ * the others after the sync); NCCL's codelets where the backend is on the device */
 NP_NODISCARD np_status np_submit_exchange_rows(const np_task_ctx *c, const np_cl_xchg_args *a,
-                                               np_h E, np_h map, np_h keys, np_h meta, np_h Rin,
-                                               np_h sbuf, np_h token, np_error *err);
-/* The split form of exchange_rows (dbp across ranks, CPU codelets on MPI): `fresh` sends
- * the rows the previous batch (uniq_prev, meta_prev) does not hold and keeps the bitmaps
- * of the others in obits (owner's) and rbits (requester's); `shared` sends those after the
- * sync, through rbuf. */
-NP_NODISCARD np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
-                                            np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf, np_h token,
-                                            np_h obits, np_h rbits, np_h uniq_prev,
-                                            np_h meta_prev, np_h uniq, np_error *err);
-NP_NODISCARD np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a, np_h E,
-                                             np_h map, np_h keys, np_h meta, np_h Rin, np_h sbuf, np_h token,
-                                             np_h obits, np_h rbits, np_h rbuf, np_error *err);
+                                               const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_rows_fresh(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                            const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_rows_shared(const np_task_ctx *c, const np_cl_xchg_args *a,
+                                             const np_task_bufs *b, np_error *err);
 NP_NODISCARD np_status np_submit_exchange_grads(const np_task_ctx *c, const np_cl_xchg_args *a,
-                                                np_h grows, np_h map, np_h keys, np_h meta, np_h gE,
-                                                np_h rbuf, np_h token, np_error *err);
+                                                const np_task_bufs *b, np_error *err);
 NP_NODISCARD np_status np_submit_allreduce(const np_task_ctx *c, const np_cl_xchg_args *a,
-                                           np_h glocal, np_h gdense, np_h all, np_h token,
-                                           np_error *err);
+                                           const np_task_bufs *b, np_error *err);
+/* a chunk's pooling and its backward (tasks/fwd_bwd.c) */
+NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a,
+                                          const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a,
+                                          const np_task_bufs *b, np_error *err);
+/* the loss of a chunk: its sum (loss_fwd), the logits' gradient (loss_bwd) */
+NP_NODISCARD np_status np_submit_loss_fwd(const np_task_ctx *c, const np_cl_bce_args *a,
+                                          const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_loss_bwd(const np_task_ctx *c, const np_cl_bce_args *a,
+                                          const np_task_bufs *b, np_error *err);
+/* updates (tasks/update.c) */
+NP_NODISCARD np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args *a,
+                                               const np_task_bufs *b, np_error *err);
+NP_NODISCARD np_status np_submit_dense_update(const np_task_ctx *c, const np_cl_dense_args *a,
+                                              const np_task_bufs *b, np_error *err);
+/* sums (tasks/reduce.c): the b->n - 1 partials into the last buffer, `count` floats each,
+ * in index order (a producer's edge gradients, a node's chunks' dense gradients) */
+NP_NODISCARD np_status np_submit_sum(const np_task_ctx *c, size_t count, const np_task_bufs *b,
+                                     np_error *err);
 
 /* ---- layers of one chunk (tasks/layer.c) */
 /* The handles of one layer task; in_off[k] floats skip to the chunk's rows of input k. */
@@ -204,29 +206,5 @@ NP_NODISCARD np_status np_submit_layer(const np_task_ctx *c, int bwd, const np_c
                                        const np_layer_handles *h, np_error *err);
 /* This process's codelet name equal to `name` (a layer's or NULL), for merged traces. */
 const char *np_layer_codelet_name(const char *name);
-
-/* ---- pooling (pool_fwd, pool_bwd) and the loss (loss_fwd, loss_bwd) of one chunk
- * (tasks/fwd_bwd.c) */
-NP_NODISCARD np_status np_submit_pool_fwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h rows,
-                                          np_h offsets, np_h pos, np_h P, np_h meta,
-                                          np_error *err);
-NP_NODISCARD np_status np_submit_pool_bwd(const np_task_ctx *c, const np_cl_emb_args *a, np_h dP,
-                                          np_h offsets, np_h pos, np_h meta, np_h grows,
-                                          np_error *err);
-/* The loss of a chunk: forward (bwd 0) writes its sum into out, backward the logits'
- * gradient. */
-NP_NODISCARD np_status np_submit_loss(const np_task_ctx *c, int bwd, const np_cl_bce_args *a,
-                                      np_h logits, np_h labels, np_h out, np_error *err);
-
-/* ---- reductions and updates (tasks/reduce.c, tasks/update.c) */
-/* Sums k chunk partials in index order: count floats (meta == NULL) or meta[idx]*width. A
- * task of node kind `kind` (the dense gradients' sums are NP_NODE_BWD). */
-NP_NODISCARD np_status np_submit_sum(const np_task_ctx *c, np_node_kind kind, int k,
-                                     const np_h *parts, size_t count, np_h meta, int idx, int width,
-                                     np_h out, np_error *err);
-NP_NODISCARD np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args *a,
-                                               np_h E, np_h gE, np_h meta, np_h Es, np_error *err);
-NP_NODISCARD np_status np_submit_dense_update(const np_task_ctx *c, const np_cl_dense_args *a,
-                                              np_h params, np_h gdense, np_error *err);
 
 #endif

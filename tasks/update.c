@@ -2,19 +2,15 @@
  * update of the replicated parameters (RW, so the next batch's forward waits for it). */
 #include "tasks/tasks.h"
 
-np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args *a, np_h E, np_h gE,
-                                  np_h meta, np_h Es, np_error *err) {
-    np_h h[4] = {E, gE, meta, Es};
-    enum starpu_data_access_mode m[4] = {STARPU_RW, STARPU_R, STARPU_R, STARPU_RW};
+np_status np_submit_sparse_update(const np_task_ctx *c, const np_cl_sparse_args *a,
+                                  const np_task_bufs *b, np_error *err) {
     np_task_ctx cc = np_task_cost(c, 0, 2, NP_META_UO); /* the rows it updates */
-    return np_task_submit(&cc, &np_cl_sparse_update, NP_NODE_SPARSE_UPDATE, a->adagrad ? 4 : 3, h, m,
-                          a, sizeof *a, NP_REPORT_IN_ARGS, err);
+    return np_task_submit(&cc, &np_cl_sparse_update, NP_NODE_SPARSE_UPDATE, b->n, b->h, b->m, a,
+                          sizeof *a, NP_REPORT_IN_ARGS, err);
 }
 
-np_status np_submit_dense_update(const np_task_ctx *c, const np_cl_dense_args *a, np_h params,
-                                 np_h gdense, np_error *err) {
-    np_h h[2] = {params, gdense};
-    enum starpu_data_access_mode m[2] = {STARPU_RW, STARPU_R};
-    return np_task_submit(c, &np_cl_dense_update, NP_NODE_DENSE_UPDATE, 2, h, m, a, sizeof *a,
-                          NP_REPORT_IN_ARGS, err);
+np_status np_submit_dense_update(const np_task_ctx *c, const np_cl_dense_args *a,
+                                 const np_task_bufs *b, np_error *err) {
+    return np_task_submit(c, &np_cl_dense_update, NP_NODE_DENSE_UPDATE, b->n, b->h, b->m, a,
+                          sizeof *a, NP_REPORT_IN_ARGS, err);
 }

@@ -107,5 +107,16 @@ rc=$?
   grep -q "1 of 2 ranks failed to set up" "$W/err" &&
   ok "a plugin failing on one rank: both stop in set-up (exit $rc), rank 1 says why" ||
   bad "a plugin failing on one rank: exit $rc: $(cat "$W/err")"
+# its step graph: the gate's forward and backward in every chunk, the guarantees hold
+G=(--plugin "$LIB" --model-file "$INI" --tables 4 --dim 8 --rows 1000 --batch 256 --windows 2 --chunks 2)
+for p in sequential dbp nestpipe; do
+  if "$NP" graph "${G[@]}" --pipeline "$p" >"$W/g.txt" 2>"$W/err" &&
+    [[ $(grep -c ' fwd:gate ' "$W/g.txt") == 4 && $(grep -c ' bwd:gate ' "$W/g.txt") == 4 ]] &&
+    "$NP" graph "${G[@]}" --pipeline "$p" --ranks 2 --check >"$W/c.txt" 2>&1; then
+    ok "nestpipe graph --pipeline $p of the plugin's model: gate fwd/bwd in its 4 chunks, checks pass"
+  else
+    bad "nestpipe graph --pipeline $p of the plugin's model: $(head -n 2 "$W/err") $(grep -A1 VIOLATED "$W/c.txt")"
+  fi
+done
 echo "$pass passed, $failed failed"
 ((failed == 0))
