@@ -52,24 +52,11 @@ RES=$W/res.tsv
 for model in dlrm dcnv2; do
   for R in 1 2; do
     for p in dbp nestpipe; do
-      base_rates="" new_rates=""
-      for ((k = 1; k <= REPEATS; k++)); do
-        for side in base new; do
-          bin=$NP
-          [[ $side == base ]] && bin=$BASE
-          echo "handles.sh: $(date +%T) $model R=$R $p $side run $k/$REPEATS" >&2
-          # shellcheck disable=SC2086 # the model's flags are words
-          launch "$bin" "$R" "${DATA[@]}" ${MODEL[$model]} --pipeline "$p" --steps "$STEPS" \
-            --metrics-json "$W/m.json" --dump-params "$W/$side.params" 2>"$W/err" ||
-            { echo "handles.sh: failed: $(tail -n 2 "$W/err")" >&2; exit 1; }
-          rate=$(jget "$W/m.json" samples_per_s)
-          if [[ $side == base ]]; then base_rates+="$rate "; else new_rates+="$rate "; fi
-        done
-      done
-      cmp -s "$W/base.params" "$W/new.params" ||
-        { echo "handles.sh: $model R=$R $p: the two builds trained different models" >&2; exit 1; }
-      printf '%s\t%s\t%s\t%s\t%s\n' "$model" "$R" "$p" "$(echo "$base_rates" | median)" \
-        "$(echo "$new_rates" | median)" >>"$RES"
+      # shellcheck disable=SC2086 # the model's flags are words
+      rates=$(ab_rates "$BASE" "$NP" "$R" "$W" "$REPEATS" "${DATA[@]}" ${MODEL[$model]} \
+        --pipeline "$p" --steps "$STEPS") || { echo "handles.sh: $model R=$R $p failed" >&2; exit 1; }
+      read -r rb rn <<<"$rates"
+      printf '%s\t%s\t%s\t%s\t%s\n' "$model" "$R" "$p" "$rb" "$rn" >>"$RES"
     done
   done
 done

@@ -378,6 +378,26 @@ np_launch() {
       -x STARPU_SILENT -x STARPU_HOME "$bin" train "$@"
   fi
 }
+# ab_rates BASE NEW R TMP REPEATS [train flags...]: the two builds alternating run by run
+# (base first), REPEATS runs each of the same training; prints "BASE_MEDIAN NEW_MEDIAN"
+# samples/s. The last dumps of both sides must be the same bytes (a result over different
+# arithmetic would mean nothing): otherwise it fails.
+ab_rates() {
+  local base=$1 new=$2 R=$3 tmp=$4 reps=$5 k side bin b="" n=""
+  shift 5
+  for ((k = 1; k <= reps; k++)); do
+    for side in base new; do
+      bin=$new
+      [[ $side == base ]] && bin=$base
+      lib_log "$(date +%T) R=$R $side run $k/$reps: $*"
+      np_launch "$bin" "$R" "$@" --metrics-json "$tmp/m.json" --dump-params "$tmp/$side.params" \
+        2>"$tmp/err" || { lib_log "failed: $(tail -n 2 "$tmp/err")"; return 1; }
+      if [[ $side == base ]]; then b+="$(json_get "$tmp/m.json" samples_per_s) "; else n+="$(json_get "$tmp/m.json" samples_per_s) "; fi
+    done
+  done
+  cmp -s "$tmp/base.params" "$tmp/new.params" || { lib_log "the two builds trained different models"; return 1; }
+  echo "$(echo "$b" | median_of) $(echo "$n" | median_of)"
+}
 # words on stdin -> their median
 median_of() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
