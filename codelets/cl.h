@@ -221,8 +221,21 @@ typedef struct np_cl_prefetch_args {
 /* h2d buffers: the slot's handles, RW; nothing to move on CPU-only builds */
 extern struct starpu_codelet np_cl_prefetch, np_cl_h2d;
 
-/* The footprint of every codelet's perf model (tasks/submit.c): buffer sizes plus what the
- * submitter said decides the task's cost (docs/engine.md "Perf models"). */
+/* What a task's submitter says decides its cost beyond its buffers' sizes: the FIRST field of
+ * the callback argument of every task tasks/submit.c builds, tagged NP_CL_COST_TAG. key: a
+ * hash of its shape (a layer's kind, hyper-parameters, widths, precision); meta > 0: the
+ * count at int64 `at` of buffer meta - 1 (the keys or rows the batch really carries). */
+#define NP_CL_COST_TAG 0x6e70636fu /* "npco" */
+typedef struct np_cl_cost {
+    uint32_t tag;
+    uint32_t key;
+    int meta, at;
+} np_cl_cost;
+/* The footprint of every nestpipe codelet's perf model (codelets/footprint.c; StarPU calls
+ * it when it first needs the task's cost: dm* policies when the task is ready, calibration
+ * after it ran): the sizes of its buffers, the cost's key and the count's bucket (about 6%
+ * wide, so a history entry holds tasks within 6% of one another's work; docs/engine.md
+ * "Perf models"). */
 uint32_t np_task_footprint(struct starpu_task *task);
 /* A history-based perf model keyed by np_task_footprint, in the file nestpipe.<sym> of
  * STARPU_HOME's sampling folder (its own, apart from other programs' and from the models

@@ -125,7 +125,7 @@ struct np_sp_engine {
     uint32_t part_dense[64];     /* (W * C) floats of each chunk's dense rows */
     uint32_t part_label[64];     /* (W * C) each chunk's labels */
     np_trace *trace;
-    struct np_cp *cp; /* key priorities = critical-path (engine/critical.c); NULL: fixed */
+    struct np_cp *cp; /* key priorities = critical-path (tasks/critical.c); NULL: fixed */
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
     int comm_worker;

@@ -204,18 +204,6 @@ np_status np_layer_hp_set(const char *kind, np_layer_hp *hp, const char *name, c
     return NP_OK;
 }
 
-np_param_shape np_param_matrix(const char *name, int64_t rows, int64_t cols) {
-    np_param_shape p = {.ndim = 2, .dims = {rows, cols}, .fan_in = (int)cols, .fan_out = (int)rows};
-    snprintf(p.name, sizeof p.name, "%s", name);
-    return p;
-}
-
-np_param_shape np_param_vector(const char *name, int64_t n) {
-    np_param_shape p = {.ndim = 1, .dims = {n, 1}, .fan_in = 0, .fan_out = (int)n};
-    snprintf(p.name, sizeof p.name, "%s", name);
-    return p;
-}
-
 float np_init_normal(uint64_t seed, uint64_t stream, uint64_t e, double sd) {
     return (float)(sd * np_rng_normal(seed, stream, e));
 }

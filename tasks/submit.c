@@ -11,55 +11,15 @@
 #include "tasks/tasks.h"
 
 typedef struct task_info {
-    np_trace *trace;        /* NULL: not traced */
-    np_task_sink *sink;     /* NULL: the task reports nothing */
-    uint32_t cost_key;      /* np_task_ctx's cost fields */
-    int cost_meta, cost_at; /* cost_meta: buffer index + 1, 0 none */
+    np_cl_cost cost;    /* FIRST field: what the footprint (codelets/footprint.c) reads */
+    np_trace *trace;    /* NULL: not traced */
+    np_task_sink *sink; /* NULL: the task reports nothing */
     np_cp *cp;              /* the critical-path recorder, when this task is recorded */
     int cp_slot;
     np_trace_event ev; /* everything but the worker and times, known at submission */
 } task_info;
 
-static void task_done(void *arg);
 
-/* The count's bucket: floor(log(count + 1) / log(1.06)). */
-static uint32_t bucket(int64_t count) {
-    return count <= 0 ? 0 : (uint32_t)(log1p((double)count) / log(1.06)) + 1;
-}
-
-/* NESTPIPE_FOOTPRINT=sizes keys the models on the buffers' sizes alone, as before 0.6 (for
- * bench/tune.sh's comparison; use a STARPU_HOME of its own). Read once. */
-static int sizes_only(void) {
-    static int v = -1;
-    int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (x < 0) {
-        const char *e = getenv("NESTPIPE_FOOTPRINT");
-        x = e && !strcmp(e, "sizes");
-        __atomic_store_n(&v, x, __ATOMIC_RELAXED);
-    }
-    return x;
-}
-
-uint32_t np_task_footprint(struct starpu_task *task) {
-    uint32_t h = 0;
-    for (int i = 0; i < task->nbuffers; i++)
-        h = starpu_hash_crc32c_be_n(
-            &(uint64_t){starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i))}, sizeof(uint64_t),
-            h);
-    if (task->callback_func != task_done || !task->callback_arg || sizes_only()) return h;
-    const task_info *ti = task->callback_arg;
-    h = starpu_hash_crc32c_be(ti->cost_key, h);
-    if (ti->cost_meta > 0 && ti->cost_meta <= task->nbuffers) {
-        /* the task is ready (or has run and still holds its buffers): the route that wrote
-         * the count is done, and the next writer of the buffer waits for this task */
-        starpu_data_handle_t m = STARPU_TASK_GET_HANDLE(task, ti->cost_meta - 1);
-        const int64_t *meta = starpu_data_handle_to_pointer(m, STARPU_MAIN_RAM);
-        size_t n = starpu_vector_get_nx(m);
-        if (meta && ti->cost_at >= 0 && (size_t)ti->cost_at < n)
-            h = starpu_hash_crc32c_be(bucket(meta[ti->cost_at]), h);
-    }
-    return h;
-}
 
 
 /* A collective task's time split (np_trace_event's colls to peer) from what its collectives
@@ -203,9 +163,10 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
         }
         ti->trace = ctx->trace;
         ti->sink = reports ? ctx->sink : NULL;
-        ti->cost_key = ctx->cost_key;
-        ti->cost_meta = ctx->cost_meta;
-        ti->cost_at = ctx->cost_at;
+        ti->cost = (np_cl_cost){.tag = NP_CL_COST_TAG,
+                                .key = ctx->cost_key,
+                                .meta = ctx->cost_meta,
+                                .at = ctx->cost_at};
         ti->cp = NULL;
         ti->cp_slot = ctx->cp ? np_cp_task(ctx->cp, ctx, kind, cl->name, nbuf, h, modes, task) : -1;
         if (ti->cp_slot >= 0) ti->cp = ctx->cp;

@@ -63,19 +63,19 @@ typedef struct np_task_ctx {
      * collective with an arch (NCCL's, on the CUDA worker) is not sent to comm_worker. */
     uint32_t arch;
     /* What decides the task's cost beyond its buffers' sizes, for its perf model's footprint
-     * (np_task_footprint): cost_key, a hash of its shape (a layer's kind, hyper-parameters,
+     * (np_task_footprint, codelets/footprint.c): cost_key, a hash of its shape (a layer's kind, hyper-parameters,
      * widths, rows, precision); and, when cost_meta > 0, the count at int64 cost_at of
      * its buffer cost_meta - 1 (the batch's meta: the keys or rows it really carries),
      * read when the task is ready. All 0 (np_task_cost sets them): sizes only. */
     uint32_t cost_key;
     int cost_meta;
     int cost_at;
-    /* critical-path priorities (engine/critical.c), NULL: the kind's fixed priority */
+    /* critical-path priorities (tasks/critical.c), NULL: the kind's fixed priority */
     struct np_cp *cp;
     const np_task_bufs *expect; /* the step graph node's buffers; NULL: unchecked */
 } np_task_ctx;
 
-/* Critical-path priorities (key "priorities", engine/critical.c): one step after the
+/* Critical-path priorities (key "priorities", tasks/critical.c): one step after the
  * warm-up is recorded (its tasks' buffers, modes and durations); later steps give each task
  * its counterpart's bottom level. np_cp_step at the start of each step's submission;
  * np_task_submit calls np_cp_task for every task (a recorded task's slot, or -1) and
@@ -106,12 +106,6 @@ static inline np_task_ctx np_task_cost(const np_task_ctx *c, uint32_t key, int m
 static inline int np_meta_pooled_at(const np_cl_emb_args *a) {
     return NP_META_POOLED(a->T, a->W, a->R);
 }
-
-/* The footprint of every nestpipe codelet's perf model (StarPU calls it when it first needs
- * the task's cost: dm* policies when the task is ready, calibration after it ran): the
- * sizes of its buffers, ctx->cost_key and the count's bucket (about 6% wide, so a history
- * entry holds tasks within 6% of one another's work). */
-uint32_t np_task_footprint(struct starpu_task *task);
 
 /* `bytes` value meaning: the task's args start with an np_cl_report the codelet fills
  * (bytes sent, rows copied, failure); the callback adds it to ctx->sink and the trace. */

@@ -1,4 +1,4 @@
-/* Critical-path priorities (engine/critical.c) on a graph computed by hand: the edges StarPU's
+/* Critical-path priorities (tasks/critical.c) on a graph computed by hand: the edges StarPU's
  * sequential consistency derives from the modes (read after write, write after write and
  * after the reads since), bottom levels from the measured durations, priorities scaled to
  * 0..1000 for the same tasks of a later step, and a task without a counterpart unchanged. */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "engine/engine_impl.h"
+#include "tasks/tasks.h"
 
 #define NP_CP_TOP 1000 /* the highest priority: the start of the longest path */
 /* Recorded tasks live in blocks that never move: their durations are written by task
