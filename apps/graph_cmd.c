@@ -27,8 +27,12 @@ static const char *help =
     "  --ranks N    the graph of one of N ranks (default 1; all submit the same graph)\n"
     "  --step K     the step to show, 0 to 15 (default 5: the pipeline is full)\n"
     "  --check      check the pipeline's guarantees on steps 0 to 15 instead (fresh rows,\n"
-    "               frozen windows, window overlap, dense and batch isolation); exit 1 on a\n"
-    "               violation\n";
+    "               frozen windows, window overlap, fresh parameters, dense and batch\n"
+    "               isolation); exit 1 on a violation\n"
+    "The graph is the StarPU engine's on CPU workers (--gpus N > 0: with N CUDA workers,\n"
+    "whose input copy reads the slot); the priorities are the node kinds' with the window\n"
+    "boost (--priorities critical computes its own from a recorded step, after the graph);\n"
+    "--engine reference has no task graph.\n";
 
 static int bad(const char *msg, const char *arg) {
     fprintf(stderr, "nestpipe: graph: %s%s (see nestpipe graph --help)\n", msg, arg);
@@ -68,10 +72,10 @@ static int render(const np_step_graph_t *g, long step, const char *type, const c
     st = p ? np_step_graph_write(g, step, NP_STEP_GRAPH_DOT, p, &err) : NP_STATUS_IO;
     int closed = p ? fclose(p) : close(fds[1]);
     signal(SIGPIPE, was);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    int status = 0, waited;
+    while ((waited = (int)waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
     }
-    int ran = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int ran = waited >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (ran == 127) {
         np_outfile_discard(&o);
         return bad("--format svg and png need Graphviz's dot, which is not installed; use "
@@ -158,6 +162,8 @@ int np_cmd_graph(int argc, char **argv) {
     free(pass);
     if (rc) return rc;
     if (want_print) return bad("--print-config is train's", "");
+    if (cfg.engine == NP_ENGINE_REFERENCE)
+        return bad("--engine reference runs no task graph; the graph is the StarPU engine's", "");
     cfg.ranks = ranks; /* the graph of one of them: every rank submits the same */
     if (out && (rc = np_cli_not_a_config(out, "--out"))) return rc;
     np_error err = {{0}};

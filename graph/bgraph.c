@@ -146,7 +146,7 @@ np_status np_sg_build(const np_step_shape *s, long steps, np_sg_contract_hook ho
     *out = NULL;
     if (steps < 1 || steps > 64)
         return np_err(err, NP_STATUS_BAD_INPUT, "step graph: %ld steps (1 to 64)", steps);
-    if (s->W * s->C > 64 || s->W < 1 || s->C < 1)
+    if (s->W < 1 || s->C < 1 || s->W > 64 || s->C > 64 || s->W * s->C > 64)
         return np_err(err, NP_STATUS_BAD_INPUT, "step graph: %d windows x %d chunks (1 to 64)",
                       s->W, s->C);
     np_step_graph_t *g = np_zalloc(1, sizeof *g, "step graph", err);
@@ -254,7 +254,8 @@ void np_sg_shape_of(const np_config *cfg, const np_graph_t *layers, np_step_shap
                          .R = cfg->ranks,
                          .graph = layers,
                          .state = cfg->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD,
-                         .nccl = cfg->comm == NP_COMM_NCCL};
+                         .nccl = cfg->comm == NP_COMM_NCCL,
+                         .gpus = cfg->gpus > 0 ? cfg->gpus : 0};
     /* the split row exchange, where the engine turns it on (MPI across ranks) */
     if (s->pol.sync && cfg->ranks > 1 && cfg->comm != NP_COMM_NCCL)
         s->pol.split_rows = cfg->split_rows < 0 ? !s->pol.overlap_windows : cfg->split_rows;

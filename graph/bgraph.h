@@ -49,14 +49,18 @@ struct np_step_graph {
  * pipeline's fill on) into a new graph; hook may be NULL. */
 NP_NODISCARD np_status np_sg_build(const np_step_shape *s, long steps, np_sg_contract_hook hook,
                                    np_step_graph_t **out, np_error *err);
-/* The shape a run of cfg would have on this build's CPU engine: its pipeline (split rows as
- * the engine would turn them on), windows, chunks, ranks, optimizer and exchange. */
+/* The shape a run of cfg would have on the StarPU engine (with CUDA workers when cfg->gpus
+ * > 0): its pipeline (split rows as the engine would turn them on), windows, chunks, ranks,
+ * optimizer and exchange. */
 void np_sg_shape_of(const np_config *cfg, const np_graph_t *layers, np_step_shape *s);
 /* The edges into node v: g->edge[*lo .. *hi). */
 void np_sg_in_edges(const np_step_graph_t *g, int v, int *lo, int *hi);
 /* Nodes u and v (u < v): whether v depends on u through the edges, directly or not; data:
  * through reads of what was written only (RAW edges, the comm token's aside), so that what
- * v reads derives from what u wrote. -1: out of memory. */
+ * v reads derives from what u wrote. -1: out of memory. The edges are StarPU's, so a
+ * read-write access after readers has WAR edges to them and none from the buffer's writer
+ * (StarPU orders it through the readers): `data` does not follow that flow and may answer 0
+ * where data does flow (a check using it errs towards a violation, never past one). */
 int np_sg_reaches(const np_step_graph_t *g, int u, int v, int data);
 /* The node's name: "retrieve", "bwd:top1", "sum_edges:pooled". */
 void np_sg_node_name(const np_step_graph_t *g, int i, char *out, size_t size);

@@ -69,10 +69,30 @@ static int is_row_exchange(np_step_op op) {
     return op == NP_OP_EXCHANGE_ROWS || op == NP_OP_ROWS_SHARED;
 }
 
-static int find(const np_step_graph_t *g, np_step_op op, long batch) {
+/* The first node of op and batch (and layer node, when node >= 0); -1 when none. */
+static int find_node(const np_step_graph_t *g, np_step_op op, long batch, int node) {
     for (int i = 0; i < g->n; i++)
-        if (g->node[i].n.op == op && g->node[i].n.batch == batch) return i;
+        if (g->node[i].n.op == op && g->node[i].n.batch == batch &&
+            (node < 0 || g->node[i].n.node == node))
+            return i;
     return -1;
+}
+
+static int find(const np_step_graph_t *g, np_step_op op, long batch) {
+    return find_node(g, op, batch, -1);
+}
+
+/* Whether batch b trained in the steps walked (its loss was computed). */
+static int trained(const np_step_graph_t *g, long b) {
+    return b >= 0 && find(g, NP_OP_LOSS_FWD, b) >= 0;
+}
+
+/* Whether node i reads a buffer of role r. */
+static int reads_role(const np_step_graph_t *g, int i, np_buf_role r) {
+    const np_sg_node *x = &g->node[i];
+    for (int j = 0; j < x->nbuf; j++)
+        if (g->buf[x->buf0 + j].role == r && (g->mode[x->buf0 + j] & NP_MODE_R)) return 1;
+    return 0;
 }
 
 /* fresh: the rows batch b trains on derive from batch b-1's sparse update: a chain of
@@ -85,7 +105,11 @@ static void check_fresh(const np_step_graph_t *g, report *r) {
         const np_step_node *n = &g->node[i].n;
         if (!is_row_exchange(n->op) || n->batch < 1) continue;
         int u = find(g, NP_OP_SPARSE_UPDATE, n->batch - 1);
-        if (u < 0) continue; /* batch b-1 was not trained in the steps walked */
+        if (u < 0) {
+            if (trained(g, n->batch - 1))
+                violation(r, g, i, "the previous batch trained without a sparse_update");
+            continue;
+        }
         if (u > i || np_sg_reaches(g, u, i, 1) != 1)
             violation(r, g, i, "its rows do not wait for the previous batch's sparse_update");
     }
@@ -95,7 +119,9 @@ static void check_fresh(const np_step_graph_t *g, report *r) {
         const np_step_node *n = &g->node[i].n;
         if (n->op != NP_OP_RETRIEVE || n->batch < 2) continue;
         int u = find(g, NP_OP_WRITEBACK, n->batch - 2);
-        if (u >= 0 && (u > i || np_sg_reaches(g, u, i, 1) != 1))
+        if (u < 0 && trained(g, n->batch - 2))
+            violation(r, g, i, "batch b-2 trained without a write-back");
+        else if (u >= 0 && (u > i || np_sg_reaches(g, u, i, 1) != 1))
             violation(r, g, i, "it does not read the table write-back wrote two batches before");
     }
 }
@@ -103,6 +129,7 @@ static void check_fresh(const np_step_graph_t *g, report *r) {
 /* frozen: window w's exchanges wait for no compute of a later window of their batch;
  * overlap (min_gap 1): window w's rows wait for no compute of window w-1 either. */
 static void check_windows(const np_step_graph_t *g, report *r, int overlap) {
+    if (g->n == 0) return;
     unsigned char *mark = malloc((size_t)g->n);
     int *stack = malloc((size_t)g->n * sizeof *stack);
     if (!mark || !stack) {
@@ -136,6 +163,23 @@ static void check_windows(const np_step_graph_t *g, report *r, int overlap) {
     free(stack);
 }
 
+/* fresh parameters: every layer task of batch b that reads node v's dense parameters reads
+ * what batch b-1's dense update of v wrote (never stale; the update's own batch computed
+ * before it). */
+static void check_params(const np_step_graph_t *g, report *r) {
+    for (int i = 0; i < g->n; i++) {
+        const np_step_node *n = &g->node[i].n;
+        if ((n->op != NP_OP_LAYER_FWD && n->op != NP_OP_LAYER_BWD) || !trained(g, n->batch - 1) ||
+            !reads_role(g, i, NP_B_PARAMS))
+            continue;
+        int u = find_node(g, NP_OP_DENSE_UPDATE, n->batch - 1, n->node);
+        if (u < 0)
+            violation(r, g, i, "the previous batch trained its parameters without a dense_update");
+        else if (u > i || np_sg_reaches(g, u, i, 1) != 1)
+            violation(r, g, i, "it does not read the parameters the previous batch's update wrote");
+    }
+}
+
 /* dense isolation: node v's update depends directly on node v's tasks only. */
 static void check_dense(const np_step_graph_t *g, report *r) {
     for (int e = 0; e < g->nedge; e++) {
@@ -150,9 +194,10 @@ static void check_dense(const np_step_graph_t *g, report *r) {
 }
 
 /* batch isolation: a task reads what another batch wrote only through the tables and their
- * state, the embedding buffers (the sync), the dense parameters and the previous batch's
- * key set; never what a later batch wrote. The comm token orders collectives, holding no
- * data. */
+ * state and the dense parameters (what any earlier batch left), or through what only the
+ * sync and the split exchange's fresh part carry over from the batch just before: its
+ * embedding buffers, key set and routing counts. Never what a later batch wrote. The comm
+ * token orders collectives, holding no data. */
 static void check_batches(const np_step_graph_t *g, report *r) {
     for (int e = 0; e < g->nedge; e++) {
         const np_sg_edge *x = &g->edge[e];
@@ -162,12 +207,15 @@ static void check_batches(const np_step_graph_t *g, report *r) {
         switch ((np_buf_role)x->buf.role) {
         case NP_B_TABLES:
         case NP_B_STATE:
+        case NP_B_PARAMS:
+            ok = from->batch < to->batch;
+            break;
         case NP_B_E:
         case NP_B_ES:
-        case NP_B_PARAMS:
         case NP_B_UNIQ_O:
         case NP_B_META:
-            ok = from->batch < to->batch;
+            ok = from->batch == to->batch - 1 &&
+                 (to->op == NP_OP_SYNC || to->op == NP_OP_ROWS_FRESH);
             break;
         default:
             break;
@@ -196,6 +244,8 @@ int np_step_graph_check(const np_step_graph_t *g, char *out, size_t size) {
     check_windows(g, &sub, 1);
     close_check(&r, &sub, "window overlap", !!(pr & NP_PROMISE_OVERLAP),
                 "the windows run one after another");
+    check_params(g, &sub);
+    close_check(&r, &sub, "fresh parameters", 1, "");
     check_dense(g, &sub);
     close_check(&r, &sub, "dense isolation", 1, "");
     check_batches(g, &sub);

@@ -110,9 +110,21 @@ static void write_text(const np_step_graph_t *g, long step, int lo, int hi, FILE
     }
 }
 
+/* in as the text of a DOT string: '"' and '\\' escaped, cut to fit. */
+static const char *dot_esc(const char *in, char *out, size_t size) {
+    size_t o = 0;
+    for (; *in && o + 3 < size; in++) {
+        if (*in == '"' || *in == '\\') out[o++] = '\\';
+        out[o++] = *in;
+    }
+    out[o] = 0;
+    return out;
+}
+
 static void write_dot(const np_step_graph_t *g, long step, int lo, int hi, FILE *f) {
-    char h[512];
-    header(g, step, lo, hi, h, sizeof h);
+    char h0[512], h[1024], esc[160];
+    header(g, step, lo, hi, h0, sizeof h0);
+    dot_esc(h0, h, sizeof h);
     fprintf(f, "strict digraph step%ld {\n  label=\"%s\";\n  labelloc=t;\n", step, h);
     fprintf(f, "  rankdir=TB; node [shape=box, style=filled, fontsize=10];\n");
     /* the nodes, a cluster per (batch, window), in the order the clusters first appear */
@@ -133,7 +145,7 @@ static void write_dot(const np_step_graph_t *g, long step, int lo, int hi, FILE 
             np_sg_node_name(g, u, name, sizeof name);
             if (x->chunk >= 0) snprintf(where, sizeof where, " c%d", x->chunk);
             fprintf(f, "    n%d [label=\"%d %s\\nb%ld%s\", fillcolor=\"#%02x%02x%02x\"];\n", u,
-                    u - lo, name, x->batch, where, k->rgb[0], k->rgb[1], k->rgb[2]);
+                    u - lo, dot_esc(name, esc, sizeof esc), x->batch, where, k->rgb[0], k->rgb[1], k->rgb[2]);
         }
         fprintf(f, "  }\n");
     }
@@ -151,7 +163,8 @@ static void write_dot(const np_step_graph_t *g, long step, int lo, int hi, FILE 
                 fprintf(f,
                         "  n%d [label=\"step %ld: %s\\nb%ld\", fillcolor=\"#eeeeee\", "
                         "style=\"filled,dashed\"];\n",
-                        x->from, g->node[x->from].step, pn, g->node[x->from].n.batch);
+                        x->from, g->node[x->from].step, dot_esc(pn, esc, sizeof esc),
+                        g->node[x->from].n.batch);
                 if (seen) seen[x->from] = 1;
             }
             char buf[48];

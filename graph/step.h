@@ -126,7 +126,8 @@ typedef struct np_step_cursor {
 void np_step_cursor_init(np_step_cursor *c);
 
 /* Receives each operation in submission order; a non-zero status stops the walk (the
- * walker still hands over an UNPARTITION owed, then returns that status). */
+ * walker still hands over an UNPARTITION owed, then returns that status; the cursor is then
+ * not the next step's, and the run that saw the error stops). */
 typedef np_status (*np_step_emit)(void *ctx, const np_step_node *n, np_error *err);
 
 /* The operations of step t, given n >= 1 batches from t on (the walker looks ahead up to

@@ -76,6 +76,7 @@ expect_fail() { # NAME TEXT -- ARGS...
 expect_fail "an unknown format" "--format is text, dot, json, svg or png, not pdf" -- --format pdf
 expect_fail "svg without --out" "svg and png need --out FILE" -- --format svg
 expect_fail "a step past 15" "--step takes 0 to 15, not 16" -- --step 16
+expect_fail "the reference engine" "--engine reference runs no task graph" -- --engine reference
 expect_fail "zero ranks" "--ranks takes a count from 1 to 65536, not 0" -- --ranks 0
 expect_fail "--check with a format" "--check prints a report" -- --check --format dot
 expect_fail "a train flag misspelt" "unknown flag '--pipline'" -- --pipline dbp

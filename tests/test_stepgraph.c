@@ -98,6 +98,12 @@ static void writeback_reads_tables(const np_step_node *n, np_step_buf *b, uint8_
         if (b[i].role == NP_B_TABLES) m[i] = NP_MODE_R;
 }
 
+static void update_reads_params(const np_step_node *n, np_step_buf *b, uint8_t *m, int *nb) {
+    if (n->op != NP_OP_DENSE_UPDATE) return;
+    for (int i = 0; i < *nb; i++)
+        if (b[i].role == NP_B_PARAMS) m[i] = NP_MODE_R; /* the step after reads stale ones */
+}
+
 static void expect_violated(np_pipeline p, void (*mutate)(np_pipeline_policy *),
                             np_sg_contract_hook h, const char *which) {
     np_config c = cfg_of(p, "dlrm", 4, 2, 1, "sgd");
@@ -139,6 +145,7 @@ static void test_mutations_fail(void **state) {
     expect_violated(NP_PIPELINE_SEQUENTIAL, NULL, token_on_dense_update, "dense isolation");
     expect_violated(NP_PIPELINE_SEQUENTIAL, NULL, writeback_reads_tables, "fresh rows");
     expect_violated(NP_PIPELINE_DBP, NULL, writeback_reads_tables, "fresh rows");
+    expect_violated(NP_PIPELINE_NESTPIPE, NULL, update_reads_params, "fresh parameters");
 }
 
 /* ---- the graph a run submits */
