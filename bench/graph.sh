@@ -65,8 +65,8 @@ done
   echo "handles and modes its tasks/ file listed. After: graph/step.c walks the step and"
   echo "engine/submit.c submits each node over its contract's buffers (graph/contract.c),"
   echo "np_task_submit comparing every task's buffers with the contract. Data: ${DATA[*]};"
-  echo "--windows 4 (the sequential and dbp runs have one window: --windows applies to fwp and"
-  echo "nestpipe). The sides alternate run by run; samples/s are medians of $REPEATS runs of $STEPS"
+  echo "--windows 4 under every pipeline (sequential and dbp run the four windows one after"
+  echo "another; nestpipe overlaps them). The sides alternate run by run; samples/s are medians of $REPEATS runs of $STEPS"
   echo "steps (all-in); the dumps of both sides are the same bytes (checked for every row)."
   echo
   echo "| model | ranks | pipeline | before samples/s | after samples/s | after / before |"
