@@ -113,75 +113,73 @@ static int fits(const np_cl_xchg_args *a, int64_t owner_rows, int64_t requester_
 
 /* ---- route (requester side) */
 
-static void route_cpu(void *buffers[], void *cl_arg) {
-    np_cl_xchg_args *a = cl_arg;
-    const uint32_t *off = NP_BUF(buffers, 0); /* (T, nb+1) */
-    const int64_t *keys = NP_BUF(buffers, 1); /* (nnz) */
-    int64_t *uniq = NP_BUF(buffers, 2); /* distinct keys, (window, table) after (window, table) */
-    int64_t *pos = NP_BUF(buffers, 3);  /* (nnz) */
-    int64_t *sendkeys = NP_BUF(buffers, 4); /* owner-local rows, (owner, window, table) order */
-    int64_t *meta = NP_BUF(buffers, 5);
-    int T = a->T, R = a->R, W = a->W;
-    size_t nwt = (size_t)W * T, nowt = (size_t)R * nwt;
-    np_backend mpi, *be = host_backend(a, &mpi);
-    int me = be ? be->rank : 0;
-    /* tbase (W*T+1): first uniq index of (window, table); scur (R, W, T): next send
-     * position; rcur (W, R, T): next row of the window's Rin; cu, cn, cg (R, W, T): per
-     * segment its distinct keys, keys and bags */
-    int64_t *tbase = malloc((nwt + 1 + 5 * nowt + (size_t)R) * sizeof *tbase);
-    uint8_t *pooled = malloc(nowt + 1); /* (R, W, T) */
-    if (!tbase || !pooled) {
-        a->out.fail = 1;
-        free(tbase);
-        free(pooled);
-        return;
-    }
-    int64_t *scur = tbase + nwt + 1, *rcur = scur + nowt, *cu = rcur + nowt, *cn = cu + nowt,
-            *cg = cn + nowt;
-    /* (R) the last bag that had a key at each owner: a bag's first key there starts its
-     * row. Bags are numbered t * nb + s + 1, so no bag's number is another's */
-    int64_t *bag_at = cg + nowt;
-    memset(bag_at, 0, (size_t)R * sizeof *bag_at);
-#define SEG(o, w, t) (((size_t)(o) * W + (w)) * T + (t))
-    /* 1. dedup every (window, table); pos[k] = absolute index into uniq */
+/* One route's buffers and scratch. tbase (W*T+1): first uniq index of (window, table); scur
+ * (R, W, T): next send position; rcur (W, R, T): next row of the window's Rin; cu, cn, cg
+ * (R, W, T): per segment its distinct keys, keys and bags; bag_at (R): the last bag that
+ * had a key at each owner (a bag's first key there starts its row; bags are numbered
+ * t * nb + s + 1, so no bag's number is another's); pooled (R, W, T): the segment's form. */
+typedef struct route {
+    np_cl_xchg_args *a;
+    const uint32_t *off; /* (T, nb+1) */
+    const int64_t *keys; /* (nnz) */
+    int64_t *uniq;       /* distinct keys, (window, table) after (window, table) */
+    int64_t *pos;        /* (nnz) */
+    int64_t *sendkeys;   /* owner-local rows, (owner, window, table) order */
+    int64_t *meta;
+    int T, R, W, me;
+    size_t nwt, nowt;
+    int64_t *tbase, *scur, *rcur, *cu, *cn, *cg, *bag_at;
+    uint8_t *pooled;
+} route;
+
+#define SEG(o, w, t) (((size_t)(o) * q->W + (w)) * q->T + (t))
+
+/* 1. dedup every (window, table); pos[k] = absolute index into uniq. 0: a key out of range
+ *    or no memory. */
+static int route_dedup(route *q) {
+    np_cl_xchg_args *a = q->a;
     int64_t base = 0;
-    for (int w = 0; w < W; w++) {
-        long r0 = a->nb * w / W, r1 = a->nb * (w + 1) / W;
-        for (int t = 0; t < T; t++) {
-            const uint32_t *o = off + (size_t)t * (a->nb + 1);
+    for (int w = 0; w < q->W; w++) {
+        long r0 = a->nb * w / q->W, r1 = a->nb * (w + 1) / q->W;
+        for (int t = 0; t < q->T; t++) {
+            const uint32_t *o = q->off + (size_t)t * (a->nb + 1);
             size_t nu = 0;
-            tbase[w * T + t] = base;
-            if (np_keys_dedup(keys + o[r0], o[r1] - o[r0], uniq + base, &nu, pos + o[r0]) ||
-                (nu && (uniq[base] < 0 || uniq[base + nu - 1] >= a->rows[t]))) {
-                a->out.fail = 1;
-                goto out;
-            }
+            q->tbase[w * q->T + t] = base;
+            if (np_keys_dedup(q->keys + o[r0], o[r1] - o[r0], q->uniq + base, &nu, q->pos + o[r0]) ||
+                (nu && (q->uniq[base] < 0 || q->uniq[base + nu - 1] >= a->rows[t])))
+                return 0;
             for (size_t k = o[r0]; k < o[r1]; k++)
-                pos[k] += base;
+                q->pos[k] += base;
             base += (int64_t)nu;
         }
     }
-    tbase[nwt] = base;
+    q->tbase[q->nwt] = base;
     a->out.uniq = (uint64_t)base;
-    for (int t = 0; t < T; t++)
-        a->out.keys += off[(size_t)t * (a->nb + 1) + a->nb] - off[(size_t)t * (a->nb + 1)];
-    /* 2. each (owner, window, table) segment: its distinct keys, keys and bags, and so
-     *    its form; the keys it sends and the rows it returns */
-    memset(cu, 0, 3 * nowt * sizeof *cu);
+    for (int t = 0; t < q->T; t++)
+        a->out.keys += q->off[(size_t)t * (a->nb + 1) + a->nb] - q->off[(size_t)t * (a->nb + 1)];
+    return 1;
+}
+
+/* 2. each (owner, window, table) segment: its distinct keys, keys and bags, and so its form
+ *    and the counts meta carries (the keys it sends, the rows it returns). */
+static void route_forms(route *q) {
+    np_cl_xchg_args *a = q->a;
+    int T = q->T, R = q->R, W = q->W;
+    memset(q->cu, 0, 3 * q->nowt * sizeof *q->cu);
     /* whether any segment may go pooled: else the bags need no counting (one rank, rows) */
     int may_pool = a->exchange == NP_EXCHANGE_POOLED || (a->exchange == NP_EXCHANGE_AUTO && R > 1);
     for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++) {
-            for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++)
-                cu[SEG(np_shard_owner_in(a->shard, R, t, uniq[u]), w, t)]++;
-            const uint32_t *o = off + (size_t)t * (a->nb + 1);
+            for (int64_t u = q->tbase[w * T + t]; u < q->tbase[w * T + t + 1]; u++)
+                q->cu[SEG(np_shard_owner_in(a->shard, R, t, q->uniq[u]), w, t)]++;
+            const uint32_t *o = q->off + (size_t)t * (a->nb + 1);
             for (long s = a->nb * w / W; may_pool && s < a->nb * (w + 1) / W; s++) {
                 int64_t bag = (int64_t)t * a->nb + s + 1;
                 for (uint32_t k = o[s]; k < o[s + 1]; k++) {
-                    int ow = np_shard_owner_in(a->shard, R, t, keys[k]);
-                    cn[SEG(ow, w, t)]++;
-                    cg[SEG(ow, w, t)] += bag_at[ow] != bag;
-                    bag_at[ow] = bag;
+                    int ow = np_shard_owner_in(a->shard, R, t, q->keys[k]);
+                    q->cn[SEG(ow, w, t)]++;
+                    q->cg[SEG(ow, w, t)] += q->bag_at[ow] != bag;
+                    q->bag_at[ow] = bag;
                 }
             }
         }
@@ -191,88 +189,145 @@ static void route_cpu(void *buffers[], void *cl_arg) {
                 size_t g = SEG(o, w, t);
                 /* a sequence's keys are positions, never summed: rows */
                 int mode = t == 0 && a->seq ? NP_EXCHANGE_ROWS : (int)a->exchange;
-                pooled[g] = (uint8_t)np_xchg_seg_pooled(mode, o, me, cu[g], cn[g], cg[g], a->d);
-                meta[NP_META_SC(T, W, o, w, t)] = pooled[g] ? cn[g] : cu[g];
-                meta[NP_META_SR(T, W, R, o, w, t)] = pooled[g] ? cg[g] : cu[g];
-                if (o != me && cu[g]) {
+                q->pooled[g] =
+                    (uint8_t)np_xchg_seg_pooled(mode, o, q->me, q->cu[g], q->cn[g], q->cg[g], a->d);
+                q->meta[NP_META_SC(T, W, o, w, t)] = q->pooled[g] ? q->cn[g] : q->cu[g];
+                q->meta[NP_META_SR(T, W, R, o, w, t)] = q->pooled[g] ? q->cg[g] : q->cu[g];
+                if (o != q->me && q->cu[g]) {
                     a->out.segments++;
-                    a->out.pooled += pooled[g];
+                    a->out.pooled += q->pooled[g];
                 }
             }
+}
+
+/* The segments' first send position and first row in their window's Rin, and each
+ * window's row count. 0: a window overflows the Rin the engine sized (a bug). */
+static int route_offsets(route *q) {
+    int T = q->T, R = q->R, W = q->W;
     int64_t acc = 0;
     for (int o = 0; o < R; o++)
         for (int w = 0; w < W; w++)
             for (int t = 0; t < T; t++) {
-                scur[SEG(o, w, t)] = acc;
-                acc += meta[NP_META_SC(T, W, o, w, t)];
+                q->scur[SEG(o, w, t)] = acc;
+                acc += q->meta[NP_META_SC(T, W, o, w, t)];
             }
     int64_t rows_all = 0;
     for (int w = 0; w < W; w++) {
         acc = 0;
         for (int o = 0; o < R; o++)
             for (int t = 0; t < T; t++) {
-                rcur[((size_t)w * R + o) * T + t] = acc;
-                acc += meta[NP_META_SR(T, W, R, o, w, t)];
+                q->rcur[((size_t)w * R + o) * T + t] = acc;
+                acc += q->meta[NP_META_SR(T, W, R, o, w, t)];
             }
-        meta[NP_META_WUQ(T, w)] = acc; /* rows of the window's Rin */
+        q->meta[NP_META_WUQ(T, w)] = acc; /* rows of the window's Rin */
         rows_all += acc;
-        if ((size_t)acc > a->cap_win) { /* the engine sized it: a bug if hit */
-            a->out.fail = 1;
-            goto out;
-        }
+        if ((size_t)acc > q->a->cap_win) return 0;
     }
-    meta[NP_META_UQ] = rows_all;
-    /* 3. rows segments: each distinct key once, a row start; its place in Rin (kept in
-     *    uniq, which is not read again) */
-    for (int w = 0; w < W; w++)
-        for (int t = 0; t < T; t++)
-            for (int64_t u = tbase[w * T + t]; u < tbase[w * T + t + 1]; u++) {
-                int o = np_shard_owner_in(a->shard, R, t, uniq[u]);
-                if (pooled[SEG(o, w, t)]) continue;
-                sendkeys[scur[SEG(o, w, t)]++] = -np_shard_local_in(a->shard, R, uniq[u]) - 1;
-                uniq[u] = rcur[((size_t)w * R + o) * T + t]++;
+    q->meta[NP_META_UQ] = rows_all;
+    return 1;
+}
+
+/* 3. rows segments: each distinct key once, a row start; its place in Rin (kept in uniq,
+ *    which is not read again). */
+static void route_rows(route *q) {
+    np_cl_xchg_args *a = q->a;
+    for (int w = 0; w < q->W; w++)
+        for (int t = 0; t < q->T; t++)
+            for (int64_t u = q->tbase[w * q->T + t]; u < q->tbase[w * q->T + t + 1]; u++) {
+                int o = np_shard_owner_in(a->shard, q->R, t, q->uniq[u]);
+                if (q->pooled[SEG(o, w, t)]) continue;
+                q->sendkeys[q->scur[SEG(o, w, t)]++] =
+                    -np_shard_local_in(a->shard, q->R, q->uniq[u]) - 1;
+                q->uniq[u] = q->rcur[((size_t)w * q->R + o) * q->T + t]++;
             }
-    /* 4. every key reads its row where it will arrive in its window's Rin; a pooled
-     *    segment's bags send their keys there in bag order, the first one a row start */
+}
+
+/* 4. every key reads its row where it will arrive in its window's Rin; a pooled segment's
+ *    bags send their keys there in bag order, the first one a row start. */
+static void route_positions(route *q) {
+    np_cl_xchg_args *a = q->a;
     int any_pooled = 0;
-    for (size_t g = 0; g < nowt; g++)
-        any_pooled |= pooled[g];
-    meta[NP_META_POOLED(T, W, R)] = any_pooled;
+    for (size_t g = 0; g < q->nowt; g++)
+        any_pooled |= q->pooled[g];
+    q->meta[NP_META_POOLED(q->T, q->W, q->R)] = any_pooled;
     if (!any_pooled)
-        for (int t = 0; t < T; t++) {
-            const uint32_t *o = off + (size_t)t * (a->nb + 1);
+        for (int t = 0; t < q->T; t++) {
+            const uint32_t *o = q->off + (size_t)t * (a->nb + 1);
             for (size_t k = o[0]; k < o[a->nb]; k++)
-                pos[k] = uniq[pos[k]];
+                q->pos[k] = q->uniq[q->pos[k]];
         }
-    for (int w = 0; any_pooled && w < W; w++)
-        for (int t = 0; t < T; t++) {
-            const uint32_t *o = off + (size_t)t * (a->nb + 1);
-            for (long s = a->nb * w / W; s < a->nb * (w + 1) / W; s++) {
+    for (int w = 0; any_pooled && w < q->W; w++)
+        for (int t = 0; t < q->T; t++) {
+            const uint32_t *o = q->off + (size_t)t * (a->nb + 1);
+            for (long s = a->nb * w / q->W; s < a->nb * (w + 1) / q->W; s++) {
                 /* negative numbers: apart from the counting pass's */
                 int64_t bag = -((int64_t)t * a->nb + s + 1);
                 for (uint32_t k = o[s]; k < o[s + 1]; k++) {
-                    int ow = np_shard_owner_in(a->shard, R, t, keys[k]);
+                    int ow = np_shard_owner_in(a->shard, q->R, t, q->keys[k]);
                     size_t g = SEG(ow, w, t);
-                    if (!pooled[g]) {
-                        pos[k] = uniq[pos[k]];
+                    if (!q->pooled[g]) {
+                        q->pos[k] = q->uniq[q->pos[k]];
                         continue;
                     }
-                    int64_t local = np_shard_local_in(a->shard, R, keys[k]);
-                    if (bag_at[ow] == bag) {
-                        sendkeys[scur[g]++] = local;
-                        pos[k] = -1;
+                    int64_t local = np_shard_local_in(a->shard, q->R, q->keys[k]);
+                    if (q->bag_at[ow] == bag) {
+                        q->sendkeys[q->scur[g]++] = local;
+                        q->pos[k] = -1;
                     } else { /* the bag's row at ow */
-                        bag_at[ow] = bag;
-                        sendkeys[scur[g]++] = -local - 1;
-                        pos[k] = rcur[((size_t)w * R + ow) * T + t]++;
+                        q->bag_at[ow] = bag;
+                        q->sendkeys[q->scur[g]++] = -local - 1;
+                        q->pos[k] = q->rcur[((size_t)w * q->R + ow) * q->T + t]++;
                     }
                 }
             }
         }
+}
 #undef SEG
-out:
-    free(pooled);
-    free(tbase);
+
+static void route_cpu(void *buffers[], void *cl_arg) {
+    np_cl_xchg_args *a = cl_arg;
+    np_backend mpi, *be = host_backend(a, &mpi);
+    route q = {.a = a,
+               .off = NP_BUF(buffers, 0),
+               .keys = NP_BUF(buffers, 1),
+               .uniq = NP_BUF(buffers, 2),
+               .pos = NP_BUF(buffers, 3),
+               .sendkeys = NP_BUF(buffers, 4),
+               .meta = NP_BUF(buffers, 5),
+               .T = a->T,
+               .R = a->R,
+               .W = a->W,
+               .me = be ? be->rank : 0};
+    q.nwt = (size_t)q.W * q.T;
+    q.nowt = (size_t)q.R * q.nwt;
+    q.tbase = malloc((q.nwt + 1 + 5 * q.nowt + (size_t)q.R) * sizeof *q.tbase);
+    q.pooled = malloc(q.nowt + 1);
+    if (!q.tbase || !q.pooled) {
+        a->out.fail = 1;
+        free(q.tbase);
+        free(q.pooled);
+        return;
+    }
+    q.scur = q.tbase + q.nwt + 1;
+    q.rcur = q.scur + q.nowt;
+    q.cu = q.rcur + q.nowt;
+    q.cn = q.cu + q.nowt;
+    q.cg = q.cn + q.nowt;
+    q.bag_at = q.cg + q.nowt;
+    memset(q.bag_at, 0, (size_t)q.R * sizeof *q.bag_at);
+    if (!route_dedup(&q)) {
+        a->out.fail = 1;
+    } else {
+        route_forms(&q);
+        if (!route_offsets(&q)) { /* the engine sized it: a bug if hit */
+            a->out.fail = 1;
+        } else {
+            route_rows(&q);
+            route_positions(&q);
+        }
+    }
+    free(q.pooled);
+    free(q.tbase);
 }
 
 /* ---- the two-phase All2All: counts, then keys (owner-local rows), all windows at once */
