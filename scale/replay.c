@@ -378,15 +378,21 @@ static void driver_done(driver *d, const np_trace_event *e, double end) {
     if (end > d->st[k].wait_end) d->st[k].wait_end = end;
 }
 
-np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
-    memset(out, 0, sizeof *out);
-    if (!(c->device_speed > 0) || !isfinite(c->device_speed))
-        return np_err(err, NP_STATUS_BAD_INPUT, "replay: device speed %g (above 0)", c->device_speed);
+/* What the graph trace holds of rank c->rank: its tasks with ids (nt), its last batch, its
+ * largest id, and how much its compute workers were sharing cores (share >= 1); refuses a
+ * trace nestpipe did not write. */
+typedef struct graph_scan {
+    size_t nt;
+    long last;
+    int64_t max_id;
+    double share;
+} graph_scan;
+
+static np_status scan_graph(const np_replay_cfg *c, graph_scan *gs, np_error *err) {
     const np_trace *g = c->graph;
     size_t n = np_trace_count(g), nt = 0;
     long last = -1;
     int64_t max_id = 0;
-    int max_worker = -1;
     unsigned char ran_compute[4097] = {0}; /* the workers that ran compute */
     for (size_t i = 0; i < n; i++) {
         const np_trace_event *e = np_trace_get(g, i);
@@ -394,7 +400,6 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         nt++;
         if (e->batch > last) last = e->batch;
         if (e->id > max_id) max_id = e->id;
-        if (e->worker > max_worker) max_worker = e->worker;
         if (e->batch < 0 || e->worker < 0 || e->worker > 4096 || e->issued < 0)
             return np_err(err, NP_STATUS_BAD_INPUT,
                           "replay: task %lld of the graph has batch %ld, worker %d, step %ld: "
@@ -417,11 +422,60 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     int cw = 0;
     for (int w = 0; w <= 4096; w++)
         cw += ran_compute[w];
-    double share = c->cores_per_rank > 0 && cw > c->cores_per_rank ? cw / c->cores_per_rank : 1;
     if (!nt)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "replay: the graph trace has no task of rank %d with data-flow ids (a "
                       "trace from nestpipe train --trace, 0.5 or later)", c->rank);
+    *gs = (graph_scan){.nt = nt,
+                       .last = last,
+                       .max_id = max_id,
+                       .share = c->cores_per_rank > 0 && cw > c->cores_per_rank ? cw / c->cores_per_rank : 1};
+    return NP_OK;
+}
+
+/* The replayed timeline as a trace of one rank: the graph's tasks at their new times,
+ * without what only the recorded run knew (its submissions, predictions, split by peer). */
+static np_status timeline_trace(const np_trace *g, const task *t, size_t nt, np_trace **out,
+                                np_error *err) {
+    np_trace *rt;
+    np_status st = np_trace_create(&rt, err);
+    if (st) return st;
+    np_trace_copy_names(rt, g);
+    np_trace_set_info(rt, "projection", "replay");
+    for (size_t i = 0; i < nt; i++) {
+        np_trace_event ev = *t[i].e;
+        ev.rank = 0;
+        ev.start_us = t[i].start;
+        ev.end_us = t[i].end;
+        ev.pred_us = ev.wait_us = 0;
+        ev.issued = 0; /* its submissions are the graph's, not this timeline's */
+        ev.submit_us = ev.ready_us = 0;
+        /* and so are its measured split and bytes by peer (the recorded rank count's) */
+        ev.colls = 0;
+        ev.pack_us = ev.comm_us = ev.unpack_us = ev.post_us = ev.pace_us = 0;
+        ev.npeer = 0;
+        ev.peer = NULL;
+        if (np_trace_record(rt, &ev)) {
+            np_trace_free(rt);
+            return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (replay)");
+        }
+    }
+    *out = rt;
+    return NP_OK;
+}
+
+np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!(c->device_speed > 0) || !isfinite(c->device_speed))
+        return np_err(err, NP_STATUS_BAD_INPUT, "replay: device speed %g (above 0)", c->device_speed);
+    const np_trace *g = c->graph;
+    graph_scan gs = {0};
+    np_status st = scan_graph(c, &gs, err);
+    if (st) return st;
+    size_t n = np_trace_count(g), nt = gs.nt;
+    long last = gs.last;
+    int64_t max_id = gs.max_id;
+    double share = gs.share;
     long from = c->from_batch, to = c->to_batch < 0 ? last : c->to_batch;
     if (from < 0 || from > to || to > last)
         return np_err(err, NP_STATUS_BAD_INPUT, "replay: batches %ld..%ld outside the graph's 0..%ld",
@@ -432,7 +486,7 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
     durations dur = {0};
     driver drv = {0};
     np_trace *rt = NULL;
-    np_status st = NP_STATUS_NO_MEMORY;
+    st = NP_STATUS_NO_MEMORY;
     if (!t || !id_end || !bc) goto out;
 
     if (c->compute && (st = durations_make(c->compute, 0, &dur, err))) goto out;
@@ -499,27 +553,7 @@ np_status np_replay(const np_replay_cfg *c, np_replay_out *out, np_error *err) {
         if (e->worker >= 0) lane[e->worker] = t[i].end;
         driver_done(&drv, e, t[i].end);
     }
-    if ((st = np_trace_create(&rt, err))) goto out;
-    np_trace_copy_names(rt, g);
-    np_trace_set_info(rt, "projection", "replay");
-    for (size_t i = 0; i < nt; i++) {
-        np_trace_event ev = *t[i].e;
-        ev.rank = 0;
-        ev.start_us = t[i].start;
-        ev.end_us = t[i].end;
-        ev.pred_us = ev.wait_us = 0;
-        ev.issued = 0; /* its submissions are the graph's, not this timeline's */
-        ev.submit_us = ev.ready_us = 0;
-        /* and so are its measured split and bytes by peer (the recorded rank count's) */
-        ev.colls = 0;
-        ev.pack_us = ev.comm_us = ev.unpack_us = ev.post_us = ev.pace_us = 0;
-        ev.npeer = 0;
-        ev.peer = NULL;
-        if (np_trace_record(rt, &ev)) {
-            st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory (replay)");
-            goto out;
-        }
-    }
+    if ((st = timeline_trace(g, t, nt, &rt, err))) goto out;
     np_trace *win = NULL;
     if ((st = np_trace_batches(rt, from, to, &win, err))) goto out;
     np_trace_summary s;
