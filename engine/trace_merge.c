@@ -51,6 +51,75 @@ static const char *codelet_name(const char *name) {
     return np_layer_codelet_name(name);
 }
 
+/* An event of this rank as it travels: times from the common origin t0. Not its peers
+ * or extra producers (the second gather). */
+static void to_wire(const np_trace_event *ev, int me, double t0, wire_event *w) {
+    w->flops = ev->flops;
+    w->keys = ev->keys;
+    w->uniq = ev->uniq;
+    w->colls = ev->colls;
+    w->pack_us = ev->pack_us;
+    w->comm_us = ev->comm_us;
+    w->unpack_us = ev->unpack_us;
+    w->post_us = ev->post_us;
+    w->pace_us = ev->pace_us;
+    w->npeer = ev->npeer;
+    snprintf(w->name, sizeof w->name, "%s", ev->name ? ev->name : "?");
+    w->kind = (int32_t)ev->kind;
+    w->window = ev->window;
+    w->node = ev->node;
+    w->chunk = ev->chunk;
+    w->rank = me;
+    w->worker = ev->worker;
+    w->batch = ev->batch;
+    w->start_us = ev->start_us - t0;
+    w->end_us = ev->end_us - t0;
+    w->bytes = ev->bytes;
+    w->id = ev->id;
+    w->segments = ev->segments;
+    w->pooled = ev->pooled;
+    w->pred_us = ev->pred_us;
+    w->submit_us = ev->issued ? ev->submit_us - t0 : 0;
+    w->ready_us = ev->ready_us > 0 ? ev->ready_us - t0 : 0;
+    w->issued = ev->issued;
+    w->n_deps = ev->n_deps;
+    memcpy(w->dep, ev->dep, sizeof w->dep);
+}
+
+/* A travelled event back, its name the codelet's own string; peers and extra producers
+ * left to the caller. */
+static void from_wire(const wire_event *w, np_trace_event *ev) {
+    *ev = (np_trace_event){.name = codelet_name(w->name),
+                           .kind = (np_node_kind)w->kind,
+                           .batch = (long)w->batch,
+                           .window = w->window,
+                           .node = w->node,
+                           .chunk = w->chunk,
+                           .rank = w->rank,
+                           .worker = w->worker,
+                           .start_us = w->start_us,
+                           .end_us = w->end_us,
+                           .bytes = w->bytes,
+                           .id = w->id,
+                           .submit_us = w->submit_us,
+                           .ready_us = w->ready_us,
+                           .issued = (long)w->issued,
+                           .segments = (uint32_t)w->segments,
+                           .pooled = (uint32_t)w->pooled,
+                           .pred_us = isfinite(w->pred_us) && w->pred_us > 0
+                                          ? w->pred_us
+                                          : 0,
+                           .flops = w->flops,
+                           .keys = w->keys,
+                           .uniq = w->uniq,
+                           .colls = (uint32_t)w->colls,
+                           .pack_us = w->pack_us,
+                           .comm_us = w->comm_us,
+                           .unpack_us = w->unpack_us,
+                           .post_us = w->post_us,
+                           .pace_us = w->pace_us};
+}
+
 /* Every rank's events, times relative to the common origin, merged on rank 0 (the others
  * get NULL). Collective over the control channel. */
 np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err) {
@@ -74,40 +143,11 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
                     np_trace_dropped(e->trace));
     for (int64_t i = 0, at = 0; !st && i < n; i++) {
         const np_trace_event *ev = np_trace_get(e->trace, (size_t)i);
-        mine[i].flops = ev->flops;
-        mine[i].keys = ev->keys;
-        mine[i].uniq = ev->uniq;
-        mine[i].colls = ev->colls;
-        mine[i].pack_us = ev->pack_us;
-        mine[i].comm_us = ev->comm_us;
-        mine[i].unpack_us = ev->unpack_us;
-        mine[i].post_us = ev->post_us;
-        mine[i].pace_us = ev->pace_us;
-        mine[i].npeer = ev->npeer;
+        to_wire(ev, me, e->t0_us, &mine[i]);
         if (ev->npeer) memcpy(pmine + at, ev->peer, 2 * (size_t)ev->npeer * sizeof *pmine);
         at += 2 * (int64_t)ev->npeer;
         for (int k = NP_TRACE_MAX_DEPS; k < ev->n_deps; k++)
             pmine[at++] = (uint64_t)np_trace_dep(ev, k);
-        snprintf(mine[i].name, sizeof mine[i].name, "%s", ev->name ? ev->name : "?");
-        mine[i].kind = (int32_t)ev->kind;
-        mine[i].window = ev->window;
-        mine[i].node = ev->node;
-        mine[i].chunk = ev->chunk;
-        mine[i].rank = me;
-        mine[i].worker = ev->worker;
-        mine[i].batch = ev->batch;
-        mine[i].start_us = ev->start_us - e->t0_us;
-        mine[i].end_us = ev->end_us - e->t0_us;
-        mine[i].bytes = ev->bytes;
-        mine[i].id = ev->id;
-        mine[i].segments = ev->segments;
-        mine[i].pooled = ev->pooled;
-        mine[i].pred_us = ev->pred_us;
-        mine[i].submit_us = ev->issued ? ev->submit_us - e->t0_us : 0;
-        mine[i].ready_us = ev->ready_us > 0 ? ev->ready_us - e->t0_us : 0;
-        mine[i].issued = ev->issued;
-        mine[i].n_deps = ev->n_deps;
-        memcpy(mine[i].dep, ev->dep, sizeof mine[i].dep);
     }
     int64_t total = 0, bad = st != NP_OK;
     if (np_comm_allreduce_i64(e->comm, NP_CHAN_CTL, &bad, 1) ||
@@ -151,43 +191,12 @@ np_status np_engine_merge_traces(np_sp_engine *e, np_trace **out, np_error *err)
             int fits = !lost && npeer >= 0 && npeer <= NP_TRACE_MAX_PEERS && nd >= 0 &&
                        nd <= INT32_MAX && at + extra_of(npeer, nd) <= np_total;
             lost |= !fits;
-            np_trace_event ev = {.name = codelet_name(all[i].name),
-                                 .kind = (np_node_kind)all[i].kind,
-                                 .batch = (long)all[i].batch,
-                                 .window = all[i].window,
-                                 .node = all[i].node,
-                                 .chunk = all[i].chunk,
-                                 .rank = all[i].rank,
-                                 .worker = all[i].worker,
-                                 .start_us = all[i].start_us,
-                                 .end_us = all[i].end_us,
-                                 .bytes = all[i].bytes,
-                                 .id = all[i].id,
-                                 .submit_us = all[i].submit_us,
-                                 .ready_us = all[i].ready_us,
-                                 .issued = (long)all[i].issued,
-                                 .segments = (uint32_t)all[i].segments,
-                                 .pooled = (uint32_t)all[i].pooled,
-                                 .pred_us = isfinite(all[i].pred_us) && all[i].pred_us > 0
-                                                ? all[i].pred_us
-                                                : 0,
-                                 .flops = all[i].flops,
-                                 .keys = all[i].keys,
-                                 .uniq = all[i].uniq,
-                                 .colls = (uint32_t)all[i].colls,
-                                 .pack_us = all[i].pack_us,
-                                 .comm_us = all[i].comm_us,
-                                 .unpack_us = all[i].unpack_us,
-                                 .post_us = all[i].post_us,
-                                 .pace_us = all[i].pace_us,
-                                 .npeer = fits ? (uint32_t)npeer : 0,
-                                 .peer = fits && npeer ? pall + at : NULL,
-                                 .n_deps = fits ? (int)nd
-                                           : nd >= 0 && nd <= NP_TRACE_MAX_DEPS ? (int)nd
-                                                                                 : 0,
-                                 .dep_more = fits && nd > NP_TRACE_MAX_DEPS
-                                                 ? (int64_t *)(pall + at + 2 * npeer)
-                                                 : NULL};
+            np_trace_event ev;
+            from_wire(&all[i], &ev);
+            ev.npeer = fits ? (uint32_t)npeer : 0;
+            ev.peer = fits && npeer ? pall + at : NULL;
+            ev.n_deps = fits ? (int)nd : nd >= 0 && nd <= NP_TRACE_MAX_DEPS ? (int)nd : 0;
+            ev.dep_more = fits && nd > NP_TRACE_MAX_DEPS ? (int64_t *)(pall + at + 2 * npeer) : NULL;
             if (fits) at += extra_of(npeer, nd);
             memcpy(ev.dep, all[i].dep, sizeof ev.dep);
             if (np_trace_record(merged, &ev)) {
