@@ -78,16 +78,27 @@ static void layer(const np_step_shape *s, const np_step_node *n, int slot, list 
     if (x->pn) add(l, CB(NP_B_GD, c, v), NP_MODE_W);
 }
 
-int np_step_buffers(const np_step_shape *s, const np_step_node *n, np_step_buf *buf,
-                    uint8_t *mode) {
-    enum { R = NP_MODE_R, W = NP_MODE_W, RW = NP_MODE_RW };
-    list l = {buf, mode, 0};
-    long b = n->batch;
-    int slot = (int)(b % NP_STEP_SLOTS), rs = (int)(b % NP_STEP_RSETS);
-    int e = (int)(b % s->pol.buffers), w = n->window, c = n->chunk;
-    int prs = (int)((b + NP_STEP_RSETS - 1) % NP_STEP_RSETS); /* batch b-1's route set */
-    int pe = (int)((b + s->pol.buffers - 1) % s->pol.buffers);
-    const np_graph_t *g = s->graph;
+/* Where batch b's buffers are: its input slot, route set and embedding buffer, and batch
+ * b-1's route set and embedding buffer. */
+typedef struct at {
+    int slot, rs, e, prs, pe;
+} at;
+
+static at at_of(const np_step_shape *s, long b) {
+    return (at){.slot = (int)(b % NP_STEP_SLOTS),
+                .rs = (int)(b % NP_STEP_RSETS),
+                .e = (int)(b % s->pol.buffers),
+                .prs = (int)((b + NP_STEP_RSETS - 1) % NP_STEP_RSETS),
+                .pe = (int)((b + s->pol.buffers - 1) % s->pol.buffers)};
+}
+
+enum { R = NP_MODE_R, W = NP_MODE_W, RW = NP_MODE_RW };
+
+/* The input, routing and exchange operations. */
+static void early_buffers(const np_step_shape *s, const np_step_node *n, list *lp) {
+    list l = *lp;
+    at a = at_of(s, n->batch);
+    int slot = a.slot, rs = a.rs, e = a.e, prs = a.prs, pe = a.pe, w = n->window;
     switch (n->op) {
     case NP_OP_PREFETCH:
         for (int r = NP_B_DENSE; r <= NP_B_KEYS; r++)
@@ -168,6 +179,19 @@ int np_step_buffers(const np_step_shape *s, const np_step_node *n, np_step_buf *
         add(&l, B(NP_B_TOKEN, 0), RW);
         if (!s->nccl) add(&l, B(NP_B_RECVKEYS, rs), R);
         break;
+    default:
+        break;
+    }
+    *lp = l;
+}
+
+/* The training batch's compute, its gradients' sums, the updates and the write-back. */
+static void train_buffers(const np_step_shape *s, const np_step_node *n, list *lp) {
+    list l = *lp;
+    at a = at_of(s, n->batch);
+    int slot = a.slot, rs = a.rs, e = a.e, w = n->window, c = n->chunk;
+    const np_graph_t *g = s->graph;
+    switch (n->op) {
     case NP_OP_POOL_FWD:
         add(&l, B(NP_B_RIN, w), R);
         add(&l, B(NP_B_OFFSETS, slot), R);
@@ -231,8 +255,16 @@ int np_step_buffers(const np_step_shape *s, const np_step_node *n, np_step_buf *
         add(&l, B(NP_B_TABLES, 0), RW);
         if (s->state) add(&l, B(NP_B_ES, e), R), add(&l, B(NP_B_STATE, 0), RW);
         break;
-    default: /* markers: no task */
+    default:
         break;
     }
-    return l.n;
+    *lp = l;
+}
+
+int np_step_buffers(const np_step_shape *s, const np_step_node *n, np_step_buf *buf,
+                    uint8_t *mode) {
+    list l = {buf, mode, 0};
+    early_buffers(s, n, &l); /* each lists the operations it knows, the other none */
+    train_buffers(s, n, &l);
+    return l.n; /* markers (room, partition): no task, no buffers */
 }
