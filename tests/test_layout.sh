@@ -124,4 +124,30 @@ if [[ -n $OBJ ]]; then
     echo "${#objs[@]} objects, $calls_checked calls between them checked against the floors"
   fi
 fi
+# no function of the library or the command longer than 150 lines (a definition opens at
+# column 0, its signature's last line ends with ") {", and it closes with "}" at column 0;
+# tables end with "};" and are not counted)
+long_fns() { # FILES...: FILE:LINE: N lines NAME for each function over 150 lines
+  awk 'FNR == 1 { s = cand = 0 }
+       !s && /^[a-zA-Z_]/ && !/;$/ { cand = FNR; name = $0 }
+       !s && cand && /[)] *[{]$/ { s = cand }
+       s && /^}$/ { if (FNR - s + 1 > 150) printf "%s:%d: %d lines %s\n", FILENAME, s, FNR - s + 1, substr(name, 1, 60); s = cand = 0 }' "$@"
+}
+srcs=()
+for dir in core kernels cuda layers model data comm trace codelets scale graph tasks engine state train apps; do
+  for f in "$dir"/*.c "$dir"/*.cu; do [[ -e $f ]] && srcs+=("$f"); done
+done
+while IFS= read -r l; do
+  echo "FAIL a function over 150 lines: $l"
+  bad=$((bad + 1))
+done < <(long_fns "${srcs[@]}")
+P=$(mktemp -d)
+{ echo 'int planted(void) {'; for i in $(seq 150); do echo '    (void)0;'; done; echo '}'; } >"$P/long.c"
+if [[ -n $(long_fns "$P/long.c") ]]; then
+  echo "ok   a planted 152-line function is caught (${#srcs[@]} sources checked)"
+else
+  echo "FAIL a planted 152-line function went unseen"
+  bad=$((bad + 1))
+fi
+rm -rf "$P"
 ((bad == 0))
