@@ -29,8 +29,9 @@ static const char *help =
     "  --check      check the pipeline's guarantees on steps 0 to 15 instead (fresh rows,\n"
     "               frozen windows, window overlap, fresh parameters, dense and batch\n"
     "               isolation); exit 1 on a violation\n"
-    "The graph is the StarPU engine's on CPU workers (--gpus N > 0: with N CUDA workers,\n"
-    "whose input copy reads the slot); the priorities are the node kinds' with the window\n"
+    "The graph is the StarPU engine's on CPU workers (--gpus N > 0 on a CUDA build: with N\n"
+    "CUDA workers, whose input copy reads the slot; --gpus all is drawn on CPU workers, as\n"
+    "the GPUs a run finds are the machine's); the priorities are the node kinds' with the window\n"
     "boost (--priorities critical computes its own from a recorded step, after the graph);\n"
     "--engine reference has no task graph.\n";
 

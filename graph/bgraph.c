@@ -255,7 +255,11 @@ void np_sg_shape_of(const np_config *cfg, const np_graph_t *layers, np_step_shap
                          .graph = layers,
                          .state = cfg->sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD,
                          .nccl = cfg->comm == NP_COMM_NCCL,
-                         .gpus = cfg->gpus > 0 ? cfg->gpus : 0};
+                         /* all (-1) is drawn on CPU workers: how many GPUs a run finds
+                          * is the machine's; NCCL's exchange always has one */
+                         .gpus = cfg->gpus > 0                ? cfg->gpus
+                                 : cfg->comm == NP_COMM_NCCL ? 1
+                                                             : 0};
     /* the split row exchange, where the engine turns it on (MPI across ranks) */
     if (s->pol.sync && cfg->ranks > 1 && cfg->comm != NP_COMM_NCCL)
         s->pol.split_rows = cfg->split_rows < 0 ? !s->pol.overlap_windows : cfg->split_rows;
@@ -266,6 +270,11 @@ np_status np_step_graph_create(const np_config *cfg, long steps, np_step_graph_t
     *out = NULL;
     np_status st = np_config_check(cfg, err);
     if (st) return st;
+#ifndef NP_HAVE_CUDA
+    if (cfg->gpus > 0)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "gpus: %d asked for, but nestpipe was %s", cfg->gpus, np_cuda_info());
+#endif
     np_graph_t *layers;
     if ((st = np_graph_from_config(cfg, &layers, err))) return st;
     if ((st = np_graph_finalize(layers, err))) {

@@ -55,6 +55,8 @@ static void step_range(const np_step_graph_t *g, long s, int *lo, int *hi) {
 static void header(const np_step_graph_t *g, long step, int lo, int hi, char *out, size_t size) {
     const np_step_shape *s = &g->shape;
     long deps = 0, early = 0;
+    char gpus[32] = "";
+    if (s->gpus > 0) snprintf(gpus, sizeof gpus, ", %d CUDA worker%s", s->gpus, s->gpus == 1 ? "" : "s");
     for (int v = lo; v < hi; v++) {
         int a, b;
         np_sg_in_edges(g, v, &a, &b);
@@ -64,11 +66,11 @@ static void header(const np_step_graph_t *g, long step, int lo, int hi, char *ou
     }
     snprintf(out, size,
              "step %ld of %s (model %.200s; %d window%s x %d chunk%s, %d rank%s, look-ahead %d, "
-             "%d embedding buffer%s%s%s): %d tasks, %ld dependencies (%ld on earlier steps)",
+             "%d embedding buffer%s%s%s%s): %d tasks, %ld dependencies (%ld on earlier steps)",
              step, g->pipeline, g->model[0] ? g->model : "?", s->W, s->W == 1 ? "" : "s", s->C,
              s->C == 1 ? "" : "s", s->R, s->R == 1 ? "" : "s", s->pol.ahead, s->pol.buffers,
              s->pol.buffers == 1 ? "" : "s", s->pol.sync ? ", sync" : "",
-             s->pol.split_rows ? ", split rows" : "", hi - lo, deps, early);
+             s->pol.split_rows ? ", split rows" : "", gpus, hi - lo, deps, early);
 }
 
 static void write_text(const np_step_graph_t *g, long step, int lo, int hi, FILE *f) {

@@ -8,7 +8,8 @@
  * and every reader since), and each task's bottom level is its duration plus the longest
  * path after it to the end of the step, across the batches the step overlaps. Later steps
  * give each task the bottom level of its counterpart, scaled to 0..NP_CP_TOP; a task with no
- * counterpart keeps its fixed priority. Not here: where tasks are submitted (tasks/). */
+ * counterpart keeps its fixed priority. Not here: building the task (tasks/submit.c records
+ * each into this recorder as it submits it). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -62,6 +62,17 @@ if command -v dot >/dev/null; then
     ok "--format png through Graphviz" || bad "--format png: $(head -n 2 "$W/err")"
 fi
 
+# --gpus N: refused where the build has no CUDA, else drawn with N CUDA workers
+"$NP" graph --gpus 1 --pipeline nestpipe >"$W/g.txt" 2>"$W/err"
+rc=$?
+if [[ $rc == 2 ]] && grep -q "but nestpipe was not built with CUDA" "$W/err" && [[ $(wc -l <"$W/err") == 1 ]]; then
+  ok "--gpus 1 refused on a build without CUDA"
+elif [[ $rc == 0 ]] && head -n 1 "$W/g.txt" | grep -q ", 1 CUDA worker)"; then
+  ok "--gpus 1 drawn with one CUDA worker"
+else
+  bad "--gpus 1: exit $rc, $(head -n 2 "$W/err" "$W/g.txt")"
+fi
+
 expect_fail() { # NAME TEXT -- ARGS...
   local name=$1 text=$2
   shift 3

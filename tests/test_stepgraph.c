@@ -66,10 +66,14 @@ static void test_guarantees_hold(void **state) {
                     np_sg_shape_of(&c, lg, &s);
                     char report[4096];
                     int bad;
-                    check_shape(&s, NULL, report, sizeof report, &bad);
-                    if (bad)
-                        fail_msg("%s, %s, %d windows, %d ranks: %d violations:\n%s",
-                                 np_pipeline_name(pipes[p]), models[m], w, r, bad, report);
+                    for (int gpus = 1; gpus >= 0; gpus--) { /* with CUDA workers, then not */
+                        s.gpus = gpus;
+                        check_shape(&s, NULL, report, sizeof report, &bad);
+                        if (bad)
+                            fail_msg("%s, %s, %d windows, %d ranks, %d GPUs: %d violations:\n%s",
+                                     np_pipeline_name(pipes[p]), models[m], w, r, gpus, bad,
+                                     report);
+                    }
                     /* what a pipeline does not promise, the checks see it does not do */
                     if (pipes[p] == NP_PIPELINE_ASYNC)
                         assert_non_null(strstr(report, "fresh rows: not promised (async trains on "
