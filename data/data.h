@@ -148,6 +148,47 @@ int np_bin_indexed(const np_bin_reader *r);
 uint64_t np_bin_records(const np_bin_reader *r);
 void np_bin_close(np_bin_reader *r);
 
+/* ---------------------------------------------------------------- readers (readers.c) */
+
+/* A record as a file format hands it over: raw keys, count[t] of them per table in table
+ * order; valid until the reader's next call. */
+typedef struct np_record {
+    float label;
+    const float *dense;
+    const uint32_t *count;
+    const uint64_t *keys;
+} np_record;
+
+/* What a reader opens: the file and the model's widths. */
+typedef struct np_reader_spec {
+    const char *path;
+    int n_dense, T;
+    int seq_len; /* table 0's longest sequence kept (MovieLens), 0: any */
+} np_reader_spec;
+
+/* A file format, one row of readers.c's table. */
+typedef struct np_reader_ops {
+    np_data_kind kind; /* its name: np_cfg_data_names[kind] */
+    /* Opens and checks the file against the spec; *rd is the reader's state. */
+    NP_NODISCARD np_status (*open)(const np_reader_spec *sp, void **rd, np_error *err);
+    /* Reads the next record (counted, not yet parsed); NP_STATUS_END_OF_DATA past the last. */
+    NP_NODISCARD np_status (*next)(void *rd, np_error *err);
+    /* The record next read, parsed: NP_STATUS_BAD_INPUT naming path:line when malformed
+     * (the source may skip it: --skip-bad-lines). */
+    NP_NODISCARD np_status (*get)(void *rd, np_record *r, np_error *err);
+    /* NULL, or positions the reader so next reads record i (the binary format; a reader
+     * that seeks has `records` too: a rank's slice is found from the count). */
+    NP_NODISCARD np_status (*seek)(void *rd, uint64_t i, np_error *err);
+    /* NULL (unknown: 0), or the records of one pass; *estimated = 1 when estimated. */
+    uint64_t (*records)(void *rd, const char *path, int *estimated);
+    void (*close)(void *rd); /* NULL rd: nothing */
+    int slices;              /* a rank reads only its slice of a global batch */
+    int every;               /* 0, or the format's own hold-out rule (record i % every) */
+} np_reader_ops;
+
+/* The reader of a file format; NULL for synthetic data. */
+const np_reader_ops *np_reader_of(np_data_kind kind);
+
 /* How many training records one pass over the source's file holds (train split of file
  * data; held-out records not counted): exact for the binary format (its header's count),
  * estimated for a Criteo TSV larger than 1 MiB from its size and the mean length of its

@@ -1,9 +1,9 @@
 /* np_source: opens the configured data for one split, applies the train/eval split rule and
- * cuts records into table-major CSR batches. Not here: parsing (criteo.c, binfmt.c) or the
- * generator (synthetic.c). Split and end-of-data rules: docs/data.md "Splits". */
+ * cuts records into table-major CSR batches, over any file format's reader. Not here: the
+ * formats (readers.c, over criteo.c, binfmt.c and movielens.c) or the generator
+ * (synthetic.c). Split and end-of-data rules: docs/data.md "Splits". */
 #include <limits.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +26,10 @@ struct np_source {
     np_status failed;   /* sticky: once a read fails, every later call fails the same way */
     np_error failure;
 
-    np_syn *syn;         /* NP_DATA_SYNTHETIC */
-    np_tsv_reader *tsv;  /* NP_DATA_CRITEO */
-    np_bin_reader *bin;  /* NP_DATA_BIN */
-    np_ml_reader *ml;    /* NP_DATA_MOVIELENS: records alternate train, held out (every 2) */
+    np_syn *syn;              /* NP_DATA_SYNTHETIC */
+    const np_reader_ops *ops; /* files: the format's reader (readers.c) */
+    void *rd;                 /* its state */
+    np_reader_spec spec;      /* what it opens (again at each pass) */
     uint64_t next_index; /* files: stream index of the next record to read */
     int eof;             /* files: no more records of this split */
     int epochs, epoch;   /* files, train split: passes over the file, and the current one */
@@ -55,9 +55,7 @@ struct np_source {
     size_t *st_kpos;    /* (st_cap) where each record's keys start in st_keys */
     int64_t *st_keys;   /* (st_nnz) reduced keys, record by record, table-major inside */
     size_t st_nnz, st_keys_cap;
-    np_batch whole;      /* files, several ranks: the global batch a slice is cut from */
-    float *rec_dense;    /* (n_dense) binary read scratch */
-    uint32_t *rec_count; /* (T) binary read scratch */
+    np_batch whole; /* files, several ranks: the global batch a slice is cut from */
 };
 
 void np_source_free(np_source_t *src) {
@@ -72,9 +70,7 @@ void np_source_free(np_source_t *src) {
     free(src->pool_count);
     np_batch_free(&src->whole);
     np_syn_free(src->syn);
-    np_tsv_close(src->tsv);
-    np_bin_close(src->bin);
-    np_ml_close(src->ml);
+    if (src->ops) src->ops->close(src->rd);
     free(src->rows);
     free(src->st_label);
     free(src->st_dense);
@@ -82,8 +78,6 @@ void np_source_free(np_source_t *src) {
     free(src->st_kpos);
     free(src->st_index);
     free(src->st_keys);
-    free(src->rec_dense);
-    free(src->rec_count);
     free(src);
 }
 
@@ -110,7 +104,8 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
     s->kind = cfg->data;
     s->split = split;
     s->every = cfg->eval_every > 0 ? cfg->eval_every : 0;
-    if (cfg->data == NP_DATA_MOVIELENS) s->every = 2; /* a user's held-out record is odd */
+    s->ops = np_reader_of(cfg->data);
+    if (s->ops && s->ops->every) s->every = s->ops->every; /* the format's own hold-out */
     s->eval_cap = cfg->eval_samples > 0 ? cfg->eval_samples : 0;
     int all = split == NP_SPLIT_ALL;
     if (all) { /* every record: the eval split of a hold-out that holds every one, uncapped */
@@ -168,37 +163,14 @@ np_status np_source_open(const np_config *cfg0, np_split split, np_source_t **ou
             goto fail;
         }
     }
-    switch (cfg->data) {
-    case NP_DATA_SYNTHETIC:
+    s->spec = (np_reader_spec){.path = s->path, .n_dense = s->n_dense, .T = s->T,
+                               .seq_len = cfg->seq_len};
+    if (cfg->data == NP_DATA_SYNTHETIC) {
         if ((st = np_syn_create(cfg, &s->syn, err))) goto fail;
-        break;
-    case NP_DATA_CRITEO:
-        if (s->T != NP_CRITEO_TABLES || s->n_dense != NP_CRITEO_DENSE) {
-            st = np_err(err, NP_STATUS_BAD_INPUT,
-                        "data criteo:%s: Criteo records have %d dense and %d categorical "
-                        "features, but the model takes %d dense (dense-features, or the first "
-                        "bottom size) and tables is %d",
-                        cfg->data_path, NP_CRITEO_DENSE, NP_CRITEO_TABLES, s->n_dense, s->T);
-            goto fail;
-        }
-        if ((st = np_tsv_open(cfg->data_path, &s->tsv, err))) goto fail;
-        break;
-    case NP_DATA_BIN:
-    case NP_DATA_MOVIELENS: /* one record at a time, into these (zero: MovieLens' dense) */
-        st = cfg->data == NP_DATA_BIN
-                 ? np_bin_open(cfg->data_path, s->n_dense, s->T, &s->bin, err)
-                 : np_ml_open(cfg->data_path, cfg->seq_len, &s->ml, err);
-        if (st) goto fail;
-        s->rec_dense = np_zalloc((size_t)s->n_dense, sizeof(float), "record dense", err);
-        s->rec_count = np_zalloc((size_t)s->T, sizeof(uint32_t), "record counts", err);
-        if (!s->rec_dense || !s->rec_count) {
-            st = NP_STATUS_NO_MEMORY;
-            goto fail;
-        }
-        break;
-    default:
-        st =
-            np_err(err, NP_STATUS_INTERNAL, "np_source_open: unknown data kind %d", (int)cfg->data);
+    } else if (s->ops) {
+        if ((st = s->ops->open(&s->spec, &s->rd, err))) goto fail;
+    } else {
+        st = np_err(err, NP_STATUS_INTERNAL, "np_source_open: unknown data kind %d", (int)cfg->data);
         goto fail;
     }
     /* an eval split with nothing held out is empty from the start */
@@ -343,20 +315,9 @@ static np_status next_epoch(np_source_t *s, np_error *err) {
         s->eof = 1;
         return NP_OK;
     }
-    np_status st;
-    if (s->tsv) {
-        np_tsv_close(s->tsv);
-        s->tsv = NULL;
-        st = np_tsv_open(s->path, &s->tsv, err);
-    } else if (s->ml) {
-        np_ml_close(s->ml);
-        s->ml = NULL;
-        st = np_ml_open(s->path, s->seq_len, &s->ml, err);
-    } else {
-        np_bin_close(s->bin);
-        s->bin = NULL;
-        st = np_bin_open(s->path, s->n_dense, s->T, &s->bin, err);
-    }
+    s->ops->close(s->rd);
+    s->rd = NULL;
+    np_status st = s->ops->open(&s->spec, &s->rd, err);
     if (st) return st;
     s->epoch++;
     s->next_index = 0;
@@ -365,8 +326,6 @@ static np_status next_epoch(np_source_t *s, np_error *err) {
 
 /* Reads records of this split until n are staged or the split ends (sets s->eof). */
 static np_status fill_stage(np_source_t *s, long n, np_error *err) {
-    static const uint32_t ones[NP_CRITEO_TABLES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     np_status st;
     while (s->st_n < n && !s->eof) {
         if (s->split == NP_SPLIT_EVAL &&
@@ -375,51 +334,21 @@ static np_status fill_stage(np_source_t *s, long n, np_error *err) {
             break;
         }
         uint64_t i = s->next_index;
-        int member = np_split_holds(s->split, s->every, i);
-        if (s->tsv) {
-            const char *line;
-            size_t len;
-            long line_no;
-            st = np_tsv_next_line(s->tsv, &line, &len, &line_no, err);
-            if (st == NP_STATUS_END_OF_DATA) {
-                if ((st = next_epoch(s, err))) return st;
-                continue;
-            }
-            if (st) return st;
-            s->next_index++;
-            if (!member) continue; /* the other split's line: counted, not parsed */
-            np_criteo_record rec;
-            st = np_criteo_parse_line(np_tsv_path(s->tsv), line_no, line, len, &rec, err);
-            if (st == NP_STATUS_BAD_INPUT && s->skip_bad) {
-                s->skipped++;
-                continue;
-            }
-            if (st) return st;
-            if ((st = take(s, i, rec.label, rec.dense, ones, rec.cat, err))) return st;
-        } else if (s->ml) { /* a history: label 1, no dense features, table 0 alone */
-            const uint64_t *keys;
-            st = np_ml_next(s->ml, &s->rec_count[0], &keys, err);
-            if (st == NP_STATUS_END_OF_DATA) {
-                if ((st = next_epoch(s, err))) return st;
-                continue;
-            }
-            if (st) return st;
-            s->next_index++;
-            if (!member) continue;
-            if ((st = take(s, i, 1.0f, s->rec_dense, s->rec_count, keys, err))) return st;
-        } else {
-            float label;
-            const uint64_t *keys;
-            st = np_bin_next(s->bin, &label, s->rec_dense, s->rec_count, &keys, err);
-            if (st == NP_STATUS_END_OF_DATA) {
-                if ((st = next_epoch(s, err))) return st;
-                continue;
-            }
-            if (st) return st;
-            s->next_index++;
-            if (!member) continue;
-            if ((st = take(s, i, label, s->rec_dense, s->rec_count, keys, err))) return st;
+        st = s->ops->next(s->rd, err);
+        if (st == NP_STATUS_END_OF_DATA) {
+            if ((st = next_epoch(s, err))) return st;
+            continue;
         }
+        if (st) return st;
+        s->next_index++;
+        if (!np_split_holds(s->split, s->every, i)) continue; /* counted, not parsed */
+        np_record r;
+        st = s->ops->get(s->rd, &r, err);
+        if (st == NP_STATUS_BAD_INPUT && s->skip_bad) {
+            s->skipped++;
+            continue;
+        }
+        if (st || (st = take(s, i, r.label, r.dense, r.count, r.keys, err))) return st;
     }
     if (s->eof) return drain_pool(s, n, err); /* the pool last, in random order */
     return NP_OK;
@@ -514,7 +443,7 @@ np_status np_source_next_batch(np_source_t *src, long n, np_batch *b, np_error *
  * no shuffle buffer (its draws take every record), no skipped bad lines (a skip moves
  * every later record into another batch). */
 static int reads_slice(const np_source_t *s) {
-    return s->split == NP_SPLIT_TRAIN && !s->pool_cap && !s->skip_bad && (s->bin || s->tsv);
+    return s->split == NP_SPLIT_TRAIN && !s->pool_cap && !s->skip_bad && s->ops && s->ops->slices;
 }
 
 /* After a slice of a global batch of g: the position is the whole batch's, as if every
@@ -523,11 +452,13 @@ static void slice_done(np_source_t *s, long g, long n) {
     s->delivered += (uint64_t)(g - n); /* emit_stage counted the slice's n */
 }
 
-/* Binary: the members' stream indices are arithmetic (the split rule is one of the index,
- * passes repeat), so the reader seeks to the slice's first record and reads n members;
- * every rank knows from the header when the data ends. */
-static np_status bin_slice(np_source_t *s, long g, long lo, long n, np_batch *b, np_error *err) {
-    uint64_t N = np_bin_records(s->bin), e = s->every > 0 ? (uint64_t)s->every : 0;
+/* A reader that seeks (binary): the members' stream indices are arithmetic (the split rule
+ * is one of the index, passes repeat), so the reader seeks to the slice's first record and
+ * reads n members; every rank knows from the record count when the data ends. */
+static np_status seek_slice(np_source_t *s, long g, long lo, long n, np_batch *b, np_error *err) {
+    int estimated = 0;
+    uint64_t N = s->ops->records(s->rd, s->path, &estimated);
+    uint64_t e = s->every > 0 ? (uint64_t)s->every : 0;
     uint64_t M = N - (e ? N / e : 0); /* members of the split a pass */
     if (s->eof || !M || s->delivered + (uint64_t)g > M * (uint64_t)s->epochs) {
         s->eof = 1;
@@ -537,13 +468,12 @@ static np_status bin_slice(np_source_t *s, long g, long lo, long n, np_batch *b,
     for (long k = 0; k < n && !st; k++) {
         uint64_t m = s->delivered + (uint64_t)(lo + k), j = m % M;
         uint64_t i = np_split_index(NP_SPLIT_TRAIN, s->every, j);
-        float label;
-        const uint64_t *keys;
-        if ((st = np_bin_seek(s->bin, i, err)) ||
-            (st = np_bin_next(s->bin, &label, s->rec_dense, s->rec_count, &keys, err)))
+        np_record r;
+        if ((st = s->ops->seek(s->rd, i, err)) || (st = s->ops->next(s->rd, err)) ||
+            (st = s->ops->get(s->rd, &r, err)))
             break;
         s->epoch = (int)(m / M);
-        st = take(s, i, label, s->rec_dense, s->rec_count, keys, err);
+        st = take(s, i, r.label, r.dense, r.count, r.keys, err);
     }
     if (!st) st = emit_stage(s, n, b, err);
     if (st) return st;
@@ -553,19 +483,15 @@ static np_status bin_slice(np_source_t *s, long g, long lo, long n, np_batch *b,
     return NP_OK;
 }
 
-/* TSV: the batch's lines are read (a line's end is a memchr away), those of the slice
- * parsed, the others counted; the data ends where it ends for every rank. */
-static np_status tsv_slice(np_source_t *s, long g, long lo, long n, np_batch *b, np_error *err) {
-    static const uint32_t ones[NP_CRITEO_TABLES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+/* A reader in order (TSV): the batch's records are read (a line's end is a memchr away),
+ * those of the slice parsed, the others counted; the data ends where it ends for every
+ * rank. */
+static np_status read_slice(np_source_t *s, long g, long lo, long n, np_batch *b, np_error *err) {
     if (s->eof) return NP_STATUS_END_OF_DATA;
     np_status st;
     for (long p = 0; p < g;) {
-        const char *line;
-        size_t len;
-        long line_no;
         uint64_t i = s->next_index;
-        st = np_tsv_next_line(s->tsv, &line, &len, &line_no, err);
+        st = s->ops->next(s->rd, err);
         if (st == NP_STATUS_END_OF_DATA) {
             if ((st = next_epoch(s, err))) return st;
             if (s->eof) return NP_STATUS_END_OF_DATA; /* the slice stays unconsumed */
@@ -575,9 +501,9 @@ static np_status tsv_slice(np_source_t *s, long g, long lo, long n, np_batch *b,
         s->next_index++;
         if (!np_split_holds(s->split, s->every, i)) continue;
         if (p >= lo && p < lo + n) {
-            np_criteo_record rec;
-            if ((st = np_criteo_parse_line(np_tsv_path(s->tsv), line_no, line, len, &rec, err)) ||
-                (st = take(s, i, rec.label, rec.dense, ones, rec.cat, err)))
+            np_record r;
+            if ((st = s->ops->get(s->rd, &r, err)) ||
+                (st = take(s, i, r.label, r.dense, r.count, r.keys, err)))
                 return st;
         }
         p++;
@@ -614,7 +540,7 @@ np_status np_source_next_slice(np_source_t *src, long g, long lo, long n, np_bat
     }
     if (reads_slice(src) && !src->st_n) { /* nothing staged by a whole batch's read */
         np_error e;
-        np_status st = src->bin ? bin_slice(src, g, lo, n, b, &e) : tsv_slice(src, g, lo, n, b, &e);
+        np_status st = src->ops->seek ? seek_slice(src, g, lo, n, b, &e) : read_slice(src, g, lo, n, b, &e);
         if (!st) st = np_batch_add_negatives(b, src->seq_neg, src->rows[0], src->seed, &e);
         if (st == NP_OK || st == NP_STATUS_END_OF_DATA) return st;
         src->failed = st;
@@ -668,31 +594,7 @@ np_status np_source_seek(np_source_t *src, long g, const np_data_pos *pos, np_er
 uint64_t np_source_records_per_pass(const np_source_t *s, int *estimated) {
     *estimated = 0;
     uint64_t n = 0;
-    if (s->bin) {
-        n = np_bin_records(s->bin);
-    } else if (s->tsv) {
-        FILE *f = fopen(s->path, "rb");
-        struct stat sb;
-        if (!f) return 0;
-        if (fstat(fileno(f), &sb) || sb.st_size <= 0) {
-            fclose(f);
-            return 0;
-        }
-        enum { SAMPLE = 1 << 20 };
-        char *buf = malloc(SAMPLE);
-        size_t got = buf ? fread(buf, 1, SAMPLE, f) : 0, lines = 0, upto = 0;
-        fclose(f);
-        for (size_t i = 0; i < got; i++)
-            if (buf[i] == '\n') lines++, upto = i + 1;
-        free(buf);
-        if ((off_t)got == sb.st_size) { /* the whole file: its lines, a last one unended too */
-            n = lines + (got > upto);
-        } else {
-            if (!lines) return 0;
-            *estimated = 1;
-            n = (uint64_t)((double)sb.st_size / ((double)upto / (double)lines) + 0.5);
-        }
-    }
+    if (s->ops && s->ops->records) n = s->ops->records(s->rd, s->path, estimated);
     uint64_t held = s->every > 0 ? n / (uint64_t)s->every : 0;
     return n - held;
 }
