@@ -123,26 +123,27 @@ const char *const np_cfg_exchange_names[] = {"auto", "rows", "pooled", NULL};
 const char *const np_cfg_priorities_names[] = {"fixed", "critical-path", NULL};
 const char *const np_cfg_comm_names[] = {"mpi", "nccl", NULL};
 
-/* A data spec: criteo:PATH or bin:PATH, or `none_word` (data: synthetic, eval-data: none)
- * for the kind NP_DATA_SYNTHETIC with no path. */
+/* A data spec: NAME:PATH for a file format of np_cfg_data_names (criteo:PATH, bin:PATH,
+ * movielens:PATH), or `none_word` (data: synthetic, eval-data: none) for the kind
+ * NP_DATA_SYNTHETIC with no path. */
 int np_cfg_parse_spec(np_data_kind *kind, char *path, const char *none_word, const char *v) {
     if (!strcmp(v, none_word)) {
         *kind = NP_DATA_SYNTHETIC;
         path[0] = 0;
-    } else if (!strncmp(v, "criteo:", 7) && !np_cfg_copy_path(path, v + 7)) {
-        *kind = NP_DATA_CRITEO;
-    } else if (!strncmp(v, "bin:", 4) && !np_cfg_copy_path(path, v + 4)) {
-        *kind = NP_DATA_BIN;
-    } else if (!strncmp(v, "movielens:", 10) && !np_cfg_copy_path(path, v + 10)) {
-        *kind = NP_DATA_MOVIELENS;
-    } else {
-        return -1;
+        return 0;
     }
-    return 0;
+    for (int k = NP_DATA_SYNTHETIC + 1; np_cfg_data_names[k]; k++) {
+        size_t n = strlen(np_cfg_data_names[k]);
+        if (!strncmp(v, np_cfg_data_names[k], n) && v[n] == ':' && !np_cfg_copy_path(path, v + n + 1)) {
+            *kind = (np_data_kind)k;
+            return 0;
+        }
+    }
+    return -1;
 }
 void np_cfg_show_spec(np_data_kind kind, const char *path, const char *none_word, char *buf,
                       size_t n) {
-    if ((unsigned)kind > NP_DATA_MOVIELENS)
+    if ((unsigned)kind >= sizeof np_cfg_data_names / sizeof *np_cfg_data_names - 1)
         snprintf(buf, n, "?");
     else if (kind == NP_DATA_SYNTHETIC)
         snprintf(buf, n, "%s", none_word);

@@ -1,6 +1,8 @@
 /* The five pipelines as values of one policy (graph/pipeline.h). */
 #include "graph/pipeline.h"
 
+#include "core/config_impl.h"
+
 enum { FRESH = NP_PROMISE_FRESH, OVERLAP = NP_PROMISE_OVERLAP };
 
 /* One row per mode: look-ahead, buffers, sync, overlapping windows, and what it promises. */
@@ -43,6 +45,5 @@ void np_pipeline_policy_drop_lookahead(np_pipeline_policy *p) {
 }
 
 const char *np_pipeline_name(np_pipeline mode) {
-    static const char *names[] = {"sequential", "dbp", "async", "fwp", "nestpipe", "auto"};
-    return (unsigned)mode <= NP_PIPELINE_AUTO ? names[mode] : "?";
+    return (unsigned)mode <= NP_PIPELINE_AUTO ? np_cfg_pipeline_names[mode] : "?"; /* core/ */
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config_impl.h"
 #include "nestpipe/train.h"
 
 /* JSON has no NaN: an undefined figure (e.g. AUC of a one-class eval set) becomes null. */
@@ -15,11 +16,11 @@ static json_t *num(double x) {
     return isfinite(x) ? json_real(x) : json_null();
 }
 
-static const char *data_name(np_data_kind k) {
-    return k == NP_DATA_SYNTHETIC ? "synthetic"
-           : k == NP_DATA_CRITEO  ? "criteo"
-           : k == NP_DATA_BIN     ? "bin"
-                                  : "movielens";
+/* Name i of a NULL-ended table (core/config_values.c), "?" past its end. */
+static const char *name_at(const char *const *names, int i) {
+    for (int k = 0; names[k]; k++)
+        if (k == i) return names[k];
+    return "?";
 }
 
 /* A config key's value as JSON, typed by the key table: a number, a boolean, a string (null
@@ -77,12 +78,11 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg,
         if (k->metric) json_object_set_new(o, k->metric, key_value(cfg, k));
     }
     json_object_set_new(o, "config", config);
-    static const char *pipelines[] = {"sequential", "dbp", "async", "fwp", "nestpipe"};
     json_object_set_new(o, "pipeline",
                         json_string(cfg->engine == NP_ENGINE_REFERENCE ||
                                             (unsigned)r->pipeline > NP_PIPELINE_NESTPIPE
                                         ? "none"
-                                        : pipelines[r->pipeline]));
+                                        : name_at(np_cfg_pipeline_names, r->pipeline)));
     json_object_set_new(o, "sched",
                         cfg->engine == NP_ENGINE_REFERENCE ? json_null() : json_string(cfg->sched));
     /* where the policy came from: "default", "--sched", "FILE:LINE", "STARPU_SCHED[, over
@@ -115,7 +115,7 @@ np_status np_train_write_metrics(const char *path, const np_config *cfg,
     json_object_set_new(o, "buffer_bytes_max_rank", json_integer(r->buffer_bytes_max));
     json_object_set_new(o, "peak_rss_bytes_rank0", json_integer(r->peak_rss_rank0));
     json_object_set_new(o, "peak_rss_bytes_max_rank", json_integer(r->peak_rss_max));
-    json_object_set_new(o, "data", json_string(data_name(cfg->data)));
+    json_object_set_new(o, "data", json_string(name_at(np_cfg_data_names, cfg->data)));
     json_object_set_new(o, "skipped_lines", json_integer(r->skipped_lines));
     json_object_set_new(o, "data_ended", json_boolean(r->data_ended));
     /* the layers' own flop counts: dense GFLOP/s = this x samples/s / 1e9 */
