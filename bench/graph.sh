@@ -12,26 +12,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
-BASE="" STEPS=60 REPEATS=5 QUICK=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-  --base) BASE=$2; shift 2 ;;
-  --steps) STEPS=$2; shift 2 ;;
-  --repeats) REPEATS=$2; shift 2 ;;
-  --quick) QUICK=1; shift ;;
-  *) echo "graph.sh: unknown option '$1'" >&2; exit 2 ;;
-  esac
-done
-NP=${NESTPIPE:-build/nestpipe}
-[[ -x $NP ]] || { echo "graph.sh: $NP not found; build first: bash .ci/build" >&2; exit 2; }
-[[ -n $BASE && -x $BASE ]] || {
-  echo "graph.sh: --base names the nestpipe binary to compare with (a build of an earlier commit)" >&2
-  exit 2
-}
-if [[ $QUICK == 1 ]]; then STEPS=4 REPEATS=1; fi
-export STARPU_SILENT=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-W=$(mktemp -d /tmp/np_graphb_XXXXXX)
-trap 'rm -rf "$W"' EXIT
+ab_setup graph "$@"
 base_bench_facts
 STAMP=$(date +%Y-%m-%d)
 CPU_TAG=$(echo "$CPU_MODEL" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//' | cut -c1-24)

@@ -378,6 +378,36 @@ np_launch() {
       -x STARPU_SILENT -x STARPU_HOME "$bin" train "$@"
   fi
 }
+# ab_setup NAME [--base OTHER/nestpipe] [--steps S] [--repeats R] [--quick] -- the options
+# of a bench that compares this build with an earlier one (ab_rates): sets BASE, STEPS
+# (60), REPEATS (5), NP (this build's binary) and W (a work folder, removed at exit), and
+# exports the environment the runs need. Exits 2 naming NAME on a bad option.
+ab_setup() {
+  local name=$1 quick=0
+  shift
+  BASE="" STEPS=60 REPEATS=5
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --base) BASE=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --repeats) REPEATS=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    *) echo "$name.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+  done
+  NP=${NESTPIPE:-build/nestpipe}
+  [[ -x $NP ]] || { echo "$name.sh: $NP not found; build first: bash .ci/build" >&2; exit 2; }
+  [[ -n $BASE && -x $BASE ]] || {
+    echo "$name.sh: --base names the nestpipe binary to compare with (a build of an earlier commit)" >&2
+    exit 2
+  }
+  if [[ $quick == 1 ]]; then STEPS=4 REPEATS=1; fi
+  export STARPU_SILENT=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  W=$(mktemp -d "/tmp/np_${name}_XXXXXX")
+  # shellcheck disable=SC2064 # the folder is known now
+  trap "rm -rf '$W'" EXIT
+}
+
 # ab_rates BASE NEW R TMP REPEATS [train flags...]: the two builds alternating run by run
 # (base first), REPEATS runs each of the same training; prints "BASE_MEDIAN NEW_MEDIAN"
 # samples/s. The last dumps of both sides must be the same bytes (a result over different
