@@ -1,6 +1,6 @@
 /* `nestpipe check-layer`: a layer kind's gradients against finite differences of its own
  * forward, and its kernel contract (np_layer_gradcheck), for built-in kinds and plugins.
- * Not here: the check itself (model/gradcheck.c). */
+ * Not here: the check itself (runtime/model/gradcheck.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>

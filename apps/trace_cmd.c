@@ -1,7 +1,7 @@
 /* `nestpipe trace report|svg|paje FILE ...`: reads a Chrome trace written by --trace and
  * prints its overlap report or converts it. Exit codes as the rest of the command: 0 ok,
  * 2 bad input (arguments, missing or malformed trace), 1 other failures. Not here: the
- * analysis or the formats themselves (trace/). */
+ * analysis or the formats themselves (runtime/trace/). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

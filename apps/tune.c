@@ -10,7 +10,7 @@
  * warm-up and calibration). The first round's time plans how many rounds fit --budget.
  * Definitions and how to read the table: docs/engine.md "Choosing a scheduler".
  * Not here: the runs themselves (train; tune_run.c starts them), what tune writes
- * (tune_out.c), the trace format (trace/). */
+ * (tune_out.c), the trace format (runtime/trace/). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 #include "nestpipe/nestpipe.h"
 
 static double now_ms(void) {

@@ -1,4 +1,4 @@
-/* The collectives of nestpipe's exchanges, timed as the engine runs them (comm/, paced by
+/* The collectives of nestpipe's exchanges, timed as the engine runs them (runtime/comm/, paced by
  * NP_LINK_GBIT when set): an All2All of uniform blocks and the dense all-reduce (an
  * all-gather at 2 ranks, a reduce-scatter then an all-gather above), for total sizes from
  * 64 KB to 64 MB a rank. Prints "kind ranks bytes median_us" lines; bench/scale.sh sets
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "comm/comm.h"
-#include "kernels/xchg_plan.h"
+#include "runtime/comm/comm.h"
+#include "codelets/kernels/xchg_plan.h"
 
 static double now_us(void) {
     struct timespec t;

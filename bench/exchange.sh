@@ -11,7 +11,7 @@
 # and reports samples/s (medians), bytes on the wire a step (both ranks: keys, rows,
 # gradients, all-reduce), the ideal T_seq / max(T_cpu, T_wire) and nestpipe's share of it.
 # The link: `tc` (a network namespace whose loopback is shaped by `tc tbf`, MPI over TCP
-# on it; needs root) or `emulated` (shared memory paced by NP_LINK_GBIT, comm/mpi.c).
+# on it; needs root) or `emulated` (shared memory paced by NP_LINK_GBIT, runtime/comm/mpi.c).
 # Writes bench/results/<date>-exchange-<link>-R<ranks>-W<windows>.md.
 #
 #   bash bench/exchange.sh [--link tc|emulated] [--rate 2gbit] [--repeats 3] [--steps 8]

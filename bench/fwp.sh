@@ -15,7 +15,7 @@
 #   to bench/results/<date>-fwp-split.md).
 # Writes bench/results/<date>-fwp.md (+ .svg). Needs root (ip netns, tc). See bench/README.md.
 # --link emulated replaces the shaped TCP loopback by MPI over shared memory paced by
-# NP_LINK_GBIT (comm/mpi.c): a link whose NIC moves the bytes without this host's cores
+# NP_LINK_GBIT (runtime/comm/mpi.c): a link whose NIC moves the bytes without this host's cores
 # (bench/README.md "An emulated link"); it writes <date>-fwp-emulated.md and needs no root.
 #
 #   bash bench/fwp.sh [--steps S] [--repeats R] [--windows "4 8"] [--rate 2gbit] [--quick]
@@ -190,7 +190,7 @@ rate = os.environ.get("RATE", "2gbit")
 print("# FWP benchmark: 2 ranks over a %s link%s\n" % (rate, " (emulated)" if emulated else ""))
 if emulated:
     link = ("MPI runs over shared memory, and every data collective is paced to its bytes at "
-            "%s per rank and direction (`NP_LINK_GBIT`, comm/mpi.c): a link whose NIC moves "
+            "%s per rank and direction (`NP_LINK_GBIT`, runtime/comm/mpi.c): a link whose NIC moves "
             "the bytes without this machine's cores (bench/README.md \"An emulated link\")" % rate)
 else:
     link = ("MPI runs over TCP on the loopback of a network namespace shaped with `tc tbf` "

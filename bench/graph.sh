@@ -42,9 +42,9 @@ done
   echo "# The step graph: step time against the build before it ($STAMP)"
   echo
   echo "\`bash bench/graph.sh --base <a build of the commit before graph/> --steps $STEPS --repeats $REPEATS\`."
-  echo "Before ($BASE_VERSION, the base binary): engine/schedule.c submitted each task with the"
+  echo "Before ($BASE_VERSION, the base binary): runtime/engine/schedule.c submitted each task with the"
   echo "handles and modes its tasks/ file listed. After: graph/step.c walks the step and"
-  echo "engine/submit.c submits each node over its contract's buffers (graph/contract.c),"
+  echo "runtime/engine/submit.c submits each node over its contract's buffers (graph/contract.c),"
   echo "np_task_submit comparing every task's buffers with the contract. Data: ${DATA[*]};"
   echo "--windows 4 under every pipeline (sequential and dbp run the four windows one after"
   echo "another; nestpipe overlaps them). The sides alternate run by run; samples/s are medians of $REPEATS runs of $STEPS"

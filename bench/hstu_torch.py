@@ -29,7 +29,7 @@ STREAM_SEQ_NEG = 0x50000
 
 
 def mix64(z):
-    """core/util.h np_mix64 on numpy uint64 arrays (wrapping arithmetic)."""
+    """runtime/core/util.h np_mix64 on numpy uint64 arrays (wrapping arithmetic)."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
@@ -94,7 +94,7 @@ def bucket(delta, nb):
 
 
 class HSTU(torch.nn.Module):
-    """hstu blocks + the nextitem loss, nestpipe's definitions (layers/hstu.c, nextitem.c)."""
+    """hstu blocks + the nextitem loss, nestpipe's definitions (codelets/layers/hstu.c, nextitem.c)."""
 
     def __init__(self, rows, d, L, blocks, heads, nb=32):
         super().__init__()

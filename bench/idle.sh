@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Waiting that sleeps (core/backoff.h): this build against a base build whose waits only
+# Waiting that sleeps (runtime/core/backoff.h): this build against a base build whose waits only
 # yielded the core (the MPI backend's polled collectives, the StarPU workers' idle hook).
 # 1. What a stalled peer costs: 2 ranks, rank 1's driver sleeps from step 3
 #    (NP_TEST_STALL_RANK/STEP), each rank's share of a core over 5 s of the stall, both builds.
@@ -99,7 +99,7 @@ base_bench_facts
   echo "Before ($BASE_VERSION, the base binary): the MPI backend's polled collectives and the"
   echo "StarPU workers' idle hook yielded the core in a loop. After: they yield for the first"
   echo "10 ms of a wait, then sleep a fiftieth of the time waited so far, 1 ms at most"
-  echo "(core/backoff.h)."
+  echo "(runtime/core/backoff.h)."
   echo
   echo "## A stalled peer"
   echo

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/kernels.h"
-#include "layers/layers.h"
+#include "codelets/kernels/kernels.h"
+#include "codelets/layers/layers.h"
 
 static double now_us(void) {
     struct timespec ts;

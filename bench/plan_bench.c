@@ -14,13 +14,13 @@
 #include <time.h>
 
 #include "bench/benchutil.h"
-#include "core/shard.h"
-#include "kernels/kernels.h"
-#include "kernels/xchg_plan.h"
+#include "runtime/core/shard.h"
+#include "codelets/kernels/kernels.h"
+#include "codelets/kernels/xchg_plan.h"
 #include "nestpipe/nestpipe.h"
 
 
-/* The plan before 0.8, as kernels/xchg_plan.c had it (rows plan): totals by a scan of
+/* The plan before 0.8, as codelets/kernels/xchg_plan.c had it (rows plan): totals by a scan of
  * every window, and np_xchg_recv_start once per requester. */
 static void old_plan(const int64_t *meta, int T, int W, int R, int w, int64_t *send,
                      int64_t *sdispl, int64_t *recv, int64_t *rdispl, int64_t *seg, int64_t *nseg) {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 
 static double now_us(void) {
     struct timespec ts;

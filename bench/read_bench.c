@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "bench/benchutil.h"
-#include "data/data.h"
+#include "runtime/data/data.h"
 #include "nestpipe/nestpipe.h"
 
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "data/data.h"
+#include "runtime/data/data.h"
 
 static double now(void) {
     struct timespec t;

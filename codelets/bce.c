@@ -1,7 +1,7 @@
 /* StarPU codelets of the loss: sigmoid + BCE of one chunk (or, with loss = output, the
- * output itself), forward and backward. The arithmetic is kernels/bce.c's. */
+ * output itself), forward and backward. The arithmetic is codelets/kernels/bce.c's. */
 #include "codelets/cl.h"
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 
 static void bce_fwd_cpu(void *buffers[], void *cl_arg) {
     const np_cl_bce_args *a = cl_arg;

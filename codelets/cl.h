@@ -1,6 +1,6 @@
 /* StarPU codelets of every op of the batch graph: one `struct starpu_codelet` each (name,
  * perf model, CPU function and, in the CUDA flavour, its CUDA twin), defined in
- * codelets/<op>.c over its kernel in kernels/, and the argument block each CPU function
+ * codelets/<op>.c over its kernel in codelets/kernels/, and the argument block each CPU function
  * unpacks. The layer kinds' codelets are made from the registry (tasks/layer.c). Codelets know only their buffers and these arguments; which handle
  * goes in which slot with which access mode is tasks/'s business.
  * All codelets take a variable number of buffers: the task gives the modes. */
@@ -35,8 +35,8 @@ typedef struct np_cl_layer_args {
     size_t goff[NP_LAYER_MAX_PARAMS]; /* each tensor's gradient offset in b_gd */
 } np_cl_layer_args;
 
-/* The batch's int64 "meta" counts (NP_META_*): kernels/xchg_plan.h. */
-#include "kernels/xchg_plan.h"
+/* The batch's int64 "meta" counts (NP_META_*): codelets/kernels/xchg_plan.h. */
+#include "codelets/kernels/xchg_plan.h"
 
 /* Pooling of one chunk. Batch-wide buffers: offsets (T, nb+1) and pos
  * (nnz): the row of Rin (received rows, all tables) each key reads. */
@@ -124,7 +124,7 @@ typedef struct np_cl_xchg_args {
     size_t cap_recv_keys; /* keys the owner-side key buffers hold (received keys, map) */
     size_t cap_win;       /* rows each window's Rin and grads hold */
     size_t n;        /* all-reduce: floats */
-    /* --comm nccl: the NCCL backend (comm/backend.h), NULL for mpi. With a device backend
+    /* --comm nccl: the NCCL backend (runtime/comm/backend.h), NULL for mpi. With a device backend
      * the submitters of exchange_rows, exchange_grads and allreduce pick the _nccl
      * codelets (CUDA only); route and a2a_keys stay on the CPU and on MPI. A host backend
      * here (a test's transport) replaces MPI in the CPU codelets. */

@@ -1,18 +1,18 @@
 /* Route, key/row/gradient exchanges and the dense all-reduce: the codelets that move data
  * between ranks (docs/engine.md "Across ranks"). With one rank and no MPI the
  * exchanges are local copies through the same code, so one rank computes exactly what the
- * single-process engine computes. Not here: which rank owns a row (core/shard.h), the
+ * single-process engine computes. Not here: which rank owns a row (runtime/core/shard.h), the
  * counts and orders of the exchanges (xchg_plan.c, shared with the CUDA codelets of
- * codelets/exchange.cu) or the collectives themselves (comm/). */
+ * codelets/exchange.cu) or the collectives themselves (runtime/comm/). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "codelets/cl.h"
-#include "kernels/kernels.h"
-#include "kernels/xchg_plan.h"
-#include "comm/backend.h"
-#include "comm/comm.h"
-#include "core/shard.h"
+#include "codelets/kernels/kernels.h"
+#include "codelets/kernels/xchg_plan.h"
+#include "runtime/comm/backend.h"
+#include "runtime/comm/comm.h"
+#include "runtime/core/shard.h"
 
 /* The backend of a CPU task: the args' own when it works on host memory (a test's
  * transport), MPI on the data channel when there is MPI, NULL for one rank without MPI

@@ -1,6 +1,6 @@
 // The NCCL codelets' CUDA functions (codelets/exchange_nccl.h, docs/gpu.md "NCCL"): pack window
 // w's rows, add the received gradients, sum the dense gradient, on the device and in the
-// CPU codelets' orders, with the counts and displacements of kernels/xchg_plan.c and the
+// CPU codelets' orders, with the counts and displacements of codelets/kernels/xchg_plan.c and the
 // transfers of the args' NCCL backend, all on the worker's stream. Deterministic: no
 // atomics, every sum in a fixed order.
 #include <cuda_runtime_api.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 #include "codelets/cl.h"
-#include "kernels/xchg_plan.h"
-#include "comm/backend.h"
+#include "codelets/kernels/xchg_plan.h"
+#include "runtime/comm/backend.h"
 #include "codelets/exchange_nccl.h"
 
 namespace {

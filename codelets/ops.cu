@@ -1,7 +1,7 @@
 // The CUDA functions of the batch-wide codelets (StarPU cuda_funcs of pool_fwd, pool_bwd,
 // bce_fwd, bce_bwd, sum and dense_update: codelets/pool.c, bce.c, sum.c, update.c): each
 // reads its device buffers and cl_arg as the CPU function of the same codelet does and calls
-// the op's launcher (cuda/ops.cu) on the worker's stream, returning without a sync
+// the op's launcher (codelets/cuda/ops.cu) on the worker's stream, returning without a sync
 // (STARPU_CUDA_ASYNC) but for dense_update, whose callback reads whether the step left a
 // NaN or an inf. The CUDA flavour only.
 #include <starpu.h>
@@ -9,8 +9,8 @@
 extern "C" {
 #include "codelets/cl.h"
 }
-#include "cuda/cuda.h"
-#include "cuda/elem.h" /* NP_SUM_MAX_IN */
+#include "codelets/cuda/cuda.h"
+#include "codelets/cuda/elem.h" /* NP_SUM_MAX_IN */
 
 // Floats a vector handle's buffer holds (elements times element size).
 static size_t buf_floats(void *buffer) {

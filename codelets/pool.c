@@ -1,10 +1,10 @@
 /* StarPU codelets of the embedding-bag pooling of one chunk over every table, forward and
- * backward. The arithmetic is kernels/embbag.c's. */
+ * backward. The arithmetic is codelets/kernels/embbag.c's. */
 #include <string.h>
 
 #include "codelets/cl.h"
-#include "core/shard.h"
-#include "kernels/kernels.h"
+#include "runtime/core/shard.h"
+#include "codelets/kernels/kernels.h"
 
 static void pool_fwd_cpu(void *buffers[], void *cl_arg) {
     const np_cl_emb_args *a = cl_arg;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "codelets/cl.h"
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 #include "nestpipe/nestpipe.h"
 
 static void prefetch_cpu(void *buffers[], void *cl_arg) {

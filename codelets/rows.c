@@ -1,7 +1,7 @@
 /* StarPU codelets that move whole rows: retrieve (gather), write-back (scatter) and the
- * dual-buffer sync. The copies are kernels/rows.c's. */
+ * dual-buffer sync. The copies are codelets/kernels/rows.c's. */
 #include "codelets/cl.h"
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 
 static void gather_cpu(void *buffers[], void *cl_arg) {
     const np_cl_rows_args *a = cl_arg;

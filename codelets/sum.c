@@ -1,7 +1,7 @@
 /* The StarPU codelet of the fixed-order sum of k buffers (chunk partial gradients, a fan-in's
- * edge gradients). The arithmetic is kernels/reduce.c's. */
+ * edge gradients). The arithmetic is codelets/kernels/reduce.c's. */
 #include "codelets/cl.h"
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 
 static void sum_cpu(void *buffers[], void *cl_arg) {
     const np_cl_sum_args *a = cl_arg;

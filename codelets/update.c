@@ -1,7 +1,7 @@
 /* StarPU codelets of the optimizer steps: the sparse update of the owner's gathered rows
- * and the dense update of one node's parameters. The arithmetic is kernels/optim.c's. */
+ * and the dense update of one node's parameters. The arithmetic is codelets/kernels/optim.c's. */
 #include "codelets/cl.h"
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 
 static void sparse_update_cpu(void *buffers[], void *cl_arg) {
     np_cl_sparse_args *a = cl_arg;

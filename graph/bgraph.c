@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config_impl.h"
-#include "core/util.h"
+#include "runtime/core/config_impl.h"
+#include "runtime/core/util.h"
 #include "graph/bgraph.h"
-#include "model/graph.h"
+#include "runtime/model/graph.h"
 
 /* ---- each buffer's last writer and its readers since, by buffer */
 

@@ -1,10 +1,10 @@
 /* Each operation's buffer contract, written once: the buffers a task of the step graph
  * reads and writes, in the order its codelet finds them (NP_BUF(buffers, i)), with their
  * access modes (graph/step.h np_step_buffers). The engine submits exactly these
- * (engine/submit.c resolves each to its handle; np_task_submit refuses a task whose
+ * (runtime/engine/submit.c resolves each to its handle; np_task_submit refuses a task whose
  * buffers differ) and np_step_graph derives its edges from them. */
 #include "graph/step.h"
-#include "model/graph.h"
+#include "runtime/model/graph.h"
 
 typedef struct list {
     np_step_buf *b;

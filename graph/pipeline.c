@@ -1,7 +1,7 @@
 /* The five pipelines as values of one policy (graph/pipeline.h). */
 #include "graph/pipeline.h"
 
-#include "core/config_impl.h"
+#include "runtime/core/config_impl.h"
 
 enum { FRESH = NP_PROMISE_FRESH, OVERLAP = NP_PROMISE_OVERLAP };
 
@@ -45,5 +45,5 @@ void np_pipeline_policy_drop_lookahead(np_pipeline_policy *p) {
 }
 
 const char *np_pipeline_name(np_pipeline mode) {
-    return (unsigned)mode <= NP_PIPELINE_AUTO ? np_cfg_pipeline_names[mode] : "?"; /* core/ */
+    return (unsigned)mode <= NP_PIPELINE_AUTO ? np_cfg_pipeline_names[mode] : "?"; /* runtime/core/ */
 }

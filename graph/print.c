@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "runtime/core/util.h"
 #include "graph/bgraph.h"
 
 static const char *why_name(int why) {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "graph/step.h"
-#include "model/graph.h"
+#include "runtime/model/graph.h"
 
 static const np_step_op_def ops[NP_OP_COUNT] = {
     [NP_OP_PREFETCH] = {"prefetch", NP_NODE_PREFETCH, 1},

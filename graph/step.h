@@ -2,17 +2,17 @@
  * submission order, each with its node kind, its place (batch, window, chunk, layer node,
  * priority boost) and its buffers with their access modes. One walker (np_step_walk) holds
  * the schedule of docs/pipeline.md and hands each operation to a sink: the StarPU engine's
- * sink submits it (engine/submit.c); np_step_graph's collects it and derives the
+ * sink submits it (runtime/engine/submit.c); np_step_graph's collects it and derives the
  * dependencies the modes imply (graph/bgraph.c), without StarPU.
- * Not here: how a buffer becomes a StarPU handle (engine/) or a codelet's arithmetic. */
+ * Not here: how a buffer becomes a StarPU handle (runtime/engine/) or a codelet's arithmetic. */
 #ifndef NP_GRAPH_STEP_H
 #define NP_GRAPH_STEP_H
 
 #include <stdint.h>
 
-#include "core/kinds.h"
+#include "runtime/core/kinds.h"
 #include "graph/pipeline.h"
-#include "kernels/xchg_plan.h"
+#include "codelets/kernels/xchg_plan.h"
 #include "nestpipe/layer.h"
 
 /* The operations a step submits; each is one task (np_step_op_def), except the markers

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "runtime/core/util.h"
 #include "tasks/tasks.h"
 
 #define NP_CP_TOP 1000 /* the highest priority: the start of the longest path */

@@ -3,7 +3,7 @@
  * token RW, which makes every rank issue them in the same order, and run on the
  * communication worker, or with --comm nccl (a device backend in the args) as the _nccl
  * codelets on the rank's CUDA worker, which is the only kind of worker those codelets have. */
-#include "comm/backend.h"
+#include "runtime/comm/backend.h"
 #include "tasks/tasks.h"
 
 /* The codelet of a collective: the CPU one, which np_task_submit sends to the

@@ -1,13 +1,13 @@
 /* Layer tasks: one fwd and one bwd StarPU codelet per registered layer kind, with a
  * history-based perf model each, whose CPU function unpacks the buffers into an
  * np_layer_io and calls the kind's kernel; and the submission of one node on one chunk
- * (handles, access modes, flops). Not here: which nodes run in which order (engine/). */
+ * (handles, access modes, flops). Not here: which nodes run in which order (runtime/engine/). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/util.h"
-#include "model/graph.h"
+#include "runtime/core/util.h"
+#include "runtime/model/graph.h"
 #include "tasks/tasks.h"
 
 typedef struct layer_cl {

@@ -1,6 +1,6 @@
 /* Fixed-order reductions of chunk partials: a producer's edge gradients and a node's dense
  * gradients (the cross-rank all-reduce is tasks/exchange.c). */
-#include "core/util.h"
+#include "runtime/core/util.h"
 #include "tasks/tasks.h"
 
 np_status np_submit_sum(const np_task_ctx *c, size_t count, const np_task_bufs *b, np_error *err) {

@@ -1,13 +1,13 @@
 /* The one place that builds a StarPU task: buffers and modes (dynamic arrays past
  * STARPU_NMAXBUFS), copied arguments, name, flops, what its node kind's row of the table
- * (core/kinds.c) says (priority, placement, the communication worker, the byte counter),
+ * (runtime/core/kinds.c) says (priority, placement, the communication worker, the byte counter),
  * and the callback that takes what the task reports (np_cl_report) into the engine's
  * counters and the trace. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "runtime/core/util.h"
 #include "tasks/tasks.h"
 
 typedef struct task_info {

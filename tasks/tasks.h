@@ -1,8 +1,8 @@
 /* Task submission, one function per node kind of the per-batch graph: which codelet, which
  * handles, which access modes. Dependencies follow from the access modes in submission
- * order (StarPU's implicit sequential consistency); engine/ decides that order. What a task
+ * order (StarPU's implicit sequential consistency); runtime/engine/ decides that order. What a task
  * gets by its kind (priority, --place, the communication worker, its byte counter) comes
- * from the kind table (core/kinds.c), read by np_task_submit.
+ * from the kind table (runtime/core/kinds.c), read by np_task_submit.
  * Not here: which buffers a task touches (graph/contract.c) or arithmetic (codelets/). */
 #ifndef NP_TASKS_TASKS_H
 #define NP_TASKS_TASKS_H
@@ -11,7 +11,7 @@
 
 #include "codelets/cl.h"
 #include "nestpipe/nestpipe.h"
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 
 typedef starpu_data_handle_t np_h;
 
@@ -55,7 +55,7 @@ typedef struct np_task_ctx {
     int chunk;            /* the chunk (window * chunks + c) of a chunk task, -1 otherwise */
     double flops;         /* the task's floating-point operations, 0 if unknown */
     /* where each np_place_kind may run (STARPU_CPU, STARPU_CUDA; 0: wherever its codelet
-     * can), from --place (engine/devices.c); NULL: anywhere. A task's place kind is its
+     * can), from --place (runtime/engine/devices.c); NULL: anywhere. A task's place kind is its
      * node kind's (np_node_kind_def.place). */
     const uint32_t *where;
     int gpus; /* CUDA workers running (0: CPU only): h2d moves the batch to them */

@@ -1,5 +1,5 @@
 /* The memcpy transport of test_comm_backend.c: R ranks as threads of one process, each
- * rank's collectives a barrier and copies between the ranks' buffers, behind comm/backend.h's
+ * rank's collectives a barrier and copies between the ranks' buffers, behind runtime/comm/backend.h's
  * interface (sim_ops), with a check that the peers agree on counts and element sizes.
  * Header-only, for that one test. */
 #ifndef NP_TESTS_COMMSIM_H
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "comm/backend.h"
+#include "runtime/comm/backend.h"
 
 enum { MAXR = 130 }; /* past 64: the plans, bags and statistics hold any rank count */
 

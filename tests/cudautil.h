@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/shard.h"
-#include "kernels/kernels.h"
-#include "model/graph.h"
+#include "runtime/core/shard.h"
+#include "codelets/kernels/kernels.h"
+#include "runtime/model/graph.h"
 
 /* GEMM-based results (linear, cross) against the CPU's oneDNN: the two sum the same
  * products in different orders (and the host emulation sums them in double), so they differ

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/util.h"
-#include "data/data.h"
+#include "runtime/core/util.h"
+#include "runtime/data/data.h"
 #include "nestpipe/nestpipe.h"
 
 /* ---------------------------------------------------------------- helpers */

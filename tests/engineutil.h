@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "runtime/model/model.h"
 #include "nestpipe/nestpipe.h"
 
 /* Engine vs reference after 50 steps: the engine sums chunk partial gradients, the

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 #include "nestpipe/nestpipe.h"
 
 static void check_partition(const long *perm, const long *bounds, long n, int W) {

@@ -1,16 +1,15 @@
-/* comm/backend.h and kernels/xchg_plan.h: the host-side logic of the exchanges on R = 1..4
- * simulated ranks in one process (a thread per rank, a memcpy transport behind the backend
+/* runtime/comm/backend.h and codelets/kernels/xchg_plan.h: the host-side logic of the exchanges on
+ * R = 1..4 simulated ranks in one process (a thread per rank, a memcpy transport behind the backend
  * interface), through the real CPU codelets (route, a2a_keys, route_owner, exchange_rows,
- * exchange_grads, allreduce: today's MPI code path with MPI swapped for the transport).
- * Each rank's received rows are checked against the owner's rows computed here from the
- * sharding alone, the owners' summed gradients bit for bit against a (window, rank) order
- * sum computed here, the all-reduce against the rank-order sum; the CUDA codelets' way of
- * doing the same work (plans, per-segment gathers, one rank's gradients added in parallel
- * then the next) is replayed on the host and must give the same bytes. The split row
- * exchange (rows_fresh before the sync, with the shared rows stale, then rows_shared) must
- * fill Rin with the bytes of the whole one. No StarPU runtime: codelet functions get
- * hand-made vector interfaces. Not here: the plans by hand and --comm's checks
- * (test_comm_plan.c). */
+ * exchange_grads, allreduce: today's MPI code path with MPI swapped for the transport). Each rank's
+ * received rows are checked against the owner's rows computed here from the sharding alone, the
+ * owners' summed gradients bit for bit against a (window, rank) order sum computed here, the
+ * all-reduce against the rank-order sum; the CUDA codelets' way of doing the same work (plans,
+ * per-segment gathers, one rank's gradients added in parallel then the next) is replayed on the
+ * host and must give the same bytes. The split row exchange (rows_fresh before the sync, with the
+ * shared rows stale, then rows_shared) must fill Rin with the bytes of the whole one. No StarPU
+ * runtime: codelet functions get hand-made vector interfaces. Not here: the plans by hand and
+ * --comm's checks (test_comm_plan.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,10 +21,10 @@
 #include <string.h>
 
 #include "codelets/cl.h"
-#include "kernels/kernels.h"
-#include "kernels/xchg_plan.h"
-#include "comm/backend.h"
-#include "core/shard.h"
+#include "codelets/kernels/kernels.h"
+#include "codelets/kernels/xchg_plan.h"
+#include "runtime/comm/backend.h"
+#include "runtime/core/shard.h"
 
 #include "commsim.h"
 

@@ -1,5 +1,5 @@
-/* kernels/xchg_plan.h by hand (the counts, displacements and segments of an exchange plan,
- * the all-reduce's slices) and --comm's checks (comm/backend.h). Not here: the exchanges
+/* codelets/kernels/xchg_plan.h by hand (the counts, displacements and segments of an exchange plan,
+ * the all-reduce's slices) and --comm's checks (runtime/comm/backend.h). Not here: the exchanges
  * themselves on simulated ranks (test_comm_backend.c). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/backend.h"
-#include "kernels/xchg_plan.h"
+#include "runtime/comm/backend.h"
+#include "codelets/kernels/xchg_plan.h"
 
 /* Counts and displacements of a plan, by hand: 2 ranks, 1 table, 2 windows. */
 static void test_plan_by_hand(void **state) {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "nestpipe/layer.h"
-#include "train/agree.h"
+#include "runtime/train/agree.h"
 #include "nestpipe/nestpipe.h"
 
 static char tmpdir[64];

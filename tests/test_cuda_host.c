@@ -1,16 +1,16 @@
 /* The CUDA kernels' own code run on the host, in both build flavours: every per-element
- * function of cuda/elem.h over whole arrays, with loops that give each flat index what the
+ * function of codelets/cuda/elem.h over whole arrays, with loops that give each flat index what the
  * kernels' grid-stride loops give a thread, against the CPU twins (bit for bit where the
- * order of operations is the CPU's); and the GEMM layers' step sequences of cuda/plan.h
+ * order of operations is the CPU's); and the GEMM layers' step sequences of codelets/cuda/plan.h
  * with a column-major reference sgemm that follows cuBLAS's argument rules, against
  * np_linear_fwd/bwd and the linear and cross layers (to GEMM_ATOL/RTOL). What only a GPU
  * can check (launches, streams, cuBLAS itself, device math) is test_cuda_kernels. */
 #include "cudautil.h"
 
-#include "kernels/kernels.h"
-#include "layers/layers.h"
-#include "cuda/elem.h"
-#include "cuda/plan.h"
+#include "codelets/kernels/kernels.h"
+#include "codelets/layers/layers.h"
+#include "codelets/cuda/elem.h"
+#include "codelets/cuda/plan.h"
 
 /* ---- the host backend of np_gpu_ops */
 
@@ -279,7 +279,7 @@ static void test_concat(void **state) {
     cu_rig_free(&r);
 }
 
-/* ---- linear and cross: the step sequences of cuda/plan.h */
+/* ---- linear and cross: the step sequences of codelets/cuda/plan.h */
 
 static void emu_linear(cu_rig *r, int bwd) {
     np_layer_io io = cu_rig_io(r, 1);

@@ -1,5 +1,5 @@
 /* The CUDA kernels on a GPU (CUDA flavour only; exits 77, skipped, without one): every
- * launcher of cuda/cuda.h on a stream and every layer kind's CUDA slot through an
+ * launcher of codelets/cuda/cuda.h on a stream and every layer kind's CUDA slot through an
  * np_layer_io of device pointers, against the CPU twins. Exact where the kernels keep the
  * CPU's order (pooling, sum, SGD, dot, concat); GEMM_ATOL/RTOL for cuBLAS layers; the BCE
  * to BCE_* (tests/cudautil.h says why). Outputs start as garbage, so a kernel that skips an
@@ -8,9 +8,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/kernels.h"
-#include "layers/layers.h"
-#include "cuda/cuda.h"
+#include "codelets/kernels/kernels.h"
+#include "codelets/layers/layers.h"
+#include "codelets/cuda/cuda.h"
 
 static cudaStream_t stream;
 

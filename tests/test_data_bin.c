@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/util.h"
-#include "data/data.h"
+#include "runtime/core/util.h"
+#include "runtime/data/data.h"
 #include "nestpipe/checkpoint.h"
 #include "datautil.h"
 

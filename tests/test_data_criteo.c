@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data/data.h"
+#include "runtime/data/data.h"
 #include "testutil.h"
 #include "datautil.h"
 

@@ -1,4 +1,4 @@
-/* The MovieLens reader (data/movielens.c) and data = movielens:PATH: each user's movies in
+/* The MovieLens reader (runtime/data/movielens.c) and data = movielens:PATH: each user's movies in
  * time order (ties in file order), the history without its last movie then the whole one,
  * the last max_len movies of each; users with fewer than 3 ratings left out; bad lines and
  * users out of order named by path:line; the source's split holds out the second record of
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data/data.h"
+#include "runtime/data/data.h"
 #include "datautil.h"
 
 static char path[64];

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "data/data.h"
+#include "runtime/data/data.h"
 #include "datautil.h"
 
 /* ---------------------------------------------------------------- synthetic */
@@ -316,7 +316,7 @@ static void test_syn_huge_rows(void **state) {
 }
 
 /* Labels follow the hidden teacher: both its dense and its key part move the click rate.
- * Needs TEACHER_DENSE > 0 and TEACHER_KEY > 0 in data/synthetic.c, not their exact values. */
+ * Needs TEACHER_DENSE > 0 and TEACHER_KEY > 0 in runtime/data/synthetic.c, not their exact values. */
 static void test_syn_labels(void **state) {
     (void)state;
     np_config c;

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/model.h"
+#include "runtime/model/model.h"
 #include "engineutil.h"
 #include "testutil.h"
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 
 
 /* The engine's buffers start from a guess of the keys a batch holds (hot keys per bag);

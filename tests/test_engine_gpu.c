@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/util.h"
-#include "cuda/cuda.h"
+#include "runtime/core/util.h"
+#include "codelets/cuda/cuda.h"
 #include "engineutil.h"
 
 /* GPU vs reference after 50 steps: cuBLAS and oneDNN round the products differently

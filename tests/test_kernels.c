@@ -1,5 +1,6 @@
-/* Tests of the dense CPU kernels (kernels/kernels.h: linear, ReLU, interaction, sigmoid + BCE)
- * against naive double code and finite-difference gradients; sparse ones: test_kernels_sparse. */
+/* Tests of the dense CPU kernels (codelets/kernels/kernels.h: linear, ReLU, interaction, sigmoid +
+ * BCE) against naive double code and finite-difference gradients; sparse ones: test_kernels_sparse.
+ * */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,9 +11,9 @@
 #include <omp.h>
 #include <string.h>
 
-#include "kernels/gemm.h"
-#include "kernels/kernels.h"
-#include "layers/layers.h"
+#include "codelets/kernels/gemm.h"
+#include "codelets/kernels/kernels.h"
+#include "codelets/layers/layers.h"
 #include "kernelutil.h"
 
 /* The BCE loss is summed in double from the float logits by the kernel itself, so it must

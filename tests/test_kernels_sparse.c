@@ -1,4 +1,4 @@
-/* CMocka tests of the sparse CPU kernels (kernels/kernels.h): embedding bag forward and
+/* CMocka tests of the sparse CPU kernels (codelets/kernels/kernels.h): embedding bag forward and
  * finite-difference backward, SGD and row-wise Adagrad, row gather/scatter, key dedup. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "codelets/kernels/kernels.h"
 #include "kernelutil.h"
 
 /* ---- embedding bag */

@@ -1,4 +1,4 @@
-/* Node-kind table tests (core/kinds.c): every row complete and consistent with the others
+/* Node-kind table tests (runtime/core/kinds.c): every row complete and consistent with the others
  * (names, colours, flags, places, byte counters, priorities), the analysis treating as
  * collectives exactly the exchange kinds, and a trace written before the kinds were split
  * reading into today's kinds with the overlap figures it gave before.
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/kinds.h"
-#include "trace/trace.h"
+#include "runtime/core/kinds.h"
+#include "runtime/trace/trace.h"
 
 /* The analysis of a read trace: its times went through 17-digit decimals and back, which
  * may move an end by an ulp; the expected figures are whole microseconds. */
@@ -35,7 +35,7 @@ static void test_names(void **state) {
     (void)state;
     for (int k = 0; k < NP_NODE_KIND_COUNT; k++) {
         const char *name = np_node_kinds[k].name;
-        if (!name || !name[0]) fail_msg("kind %d has no name (a row missing in core/kinds.c)", k);
+        if (!name || !name[0]) fail_msg("kind %d has no name (a row missing in runtime/core/kinds.c)", k);
         for (const char *c = name; *c; c++) /* a Paje value and a CSS class as it is */
             if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
                 fail_msg("kind %s: '%c' in its name", name, *c);
@@ -117,7 +117,7 @@ static void test_flags(void **state) {
 
 /* Today's kinds as the code gave them before the table: tasks/tasks.h's NP_PRIO_* per
  * submitter, tasks/submit.c's placement by codelet and byte counter by kind, the `pin = 1`
- * of the collectives' submitters and trace/analyze.c's masks (route's tasks all lookup,
+ * of the collectives' submitters and runtime/trace/analyze.c's masks (route's tasks all lookup,
  * a2a_keys a collective). So scheduling, placement, bytes and the report's figures stay as
  * they were. A kind added later is held to the rules above only. */
 static void test_rows_as_before(void **state) {

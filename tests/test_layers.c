@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/shard.h"
-#include "layers/layers.h"
-#include "model/model.h"
+#include "runtime/core/shard.h"
+#include "codelets/layers/layers.h"
+#include "runtime/model/model.h"
 #include "cudautil.h"
 #include "testutil.h"
 
@@ -142,7 +142,7 @@ static void test_cross_formula(void **state) {
     }
 }
 
-/* The HSTU block by its definition (layers/hstu.c's header), in double, position by
+/* The HSTU block by its definition (codelets/layers/hstu.c's header), in double, position by
  * position; the bucket rule by hand; and causality: later positions never change earlier
  * outputs (what lets right-padded sequences go without lengths). */
 static double silu_d(double z) { return z / (1.0 + exp(-z)); }

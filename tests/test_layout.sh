@@ -9,33 +9,52 @@ cd "${1:-$(dirname "$0")/..}" || exit 2
 # floor of each folder, lowest first; include/nestpipe (the public API) is below them all
 declare -A FLOOR=(
   [nestpipe]=0
-  [core]=1
-  [kernels]=2 [cuda]=2
-  [layers]=3
-  [model]=4 [data]=4 [comm]=4 [trace]=4
-  [codelets]=5 [scale]=5 [graph]=5
+  [runtime/core]=1
+  [codelets/kernels]=2 [codelets/cuda]=2
+  [codelets/layers]=3
+  [runtime/model]=4 [runtime/data]=4 [runtime/comm]=4 [runtime/trace]=4
+  [codelets]=5 [runtime/scale]=5 [graph]=5
   [tasks]=6
-  [engine]=7
-  [state]=8
-  [train]=9
+  [runtime/engine]=7
+  [runtime/state]=8
+  [runtime/train]=9
 )
+# the library's folders, lowest floor first (a folder's floor is that of the file's own
+# folder: codelets/kernels/ is floor 2 while codelets/ itself is floor 5)
+mapfile -t DIRS < <(for d in "${!FLOOR[@]}"; do [[ $d == nestpipe ]] || echo "${FLOOR[$d]} $d"; done | sort -n | cut -d' ' -f2)
 bad=0 checked=0
 # the table above is docs/architecture.md's: the two must agree
 while IFS='|' read -r _ floor dir _; do
-  floor=${floor// /} dir=${dir//[ \`\/]/}
+  floor=${floor// /} dir=${dir//[ \`]/}
+  dir=${dir%/}
   [[ $floor =~ ^[0-9]+$ && -n $dir ]] || continue
-  [[ $dir == includenestpipe ]] && dir=nestpipe
+  [[ $dir == include/nestpipe ]] && dir=nestpipe
   if [[ ${FLOOR[$dir]-x} != "$floor" ]]; then
     echo "FAIL docs/architecture.md puts $dir/ on floor $floor, this test on ${FLOOR[$dir]-none}"
     bad=$((bad + 1))
   fi
 done < <(grep -E '^\| [0-9]+ \| `' docs/architecture.md)
-for dir in core kernels cuda layers model data comm trace codelets scale graph tasks engine state train; do
+# the top level (docs/architecture.md "The top level"): the tracked entries are the table's,
+# at most 13 of them; checked in a git checkout only (a tarball has no list of what is tracked)
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [[ $(git rev-parse --show-toplevel) == "$PWD" ]]; then
+  documented=$(sed -n '/^### The top level/,/^### /p' docs/architecture.md | grep '^| `' |
+    cut -d'|' -f2 | grep -o '`[^`]*`' | tr -d '`' | sed 's|/$||' | sort -u)
+  tracked=$(git ls-files | cut -d/ -f1 | grep -v '^\.' | sort -u)
+  if [[ $documented != "$tracked" ]]; then
+    echo "FAIL the top level and docs/architecture.md's table differ:" \
+      "$(diff <(echo "$documented") <(echo "$tracked") | grep '^[<>]' | tr '\n' ' ')"
+    bad=$((bad + 1))
+  fi
+  n=$(echo "$tracked" | wc -l)
+  ((n <= 13)) || { echo "FAIL the top level holds $n entries, more than 13"; bad=$((bad + 1)); }
+  ((n <= 13)) && echo "ok   the top level holds $n entries, those docs/architecture.md lists"
+fi
+for dir in "${DIRS[@]}"; do
   mine=${FLOOR[$dir]}
   for f in "$dir"/*.[ch] "$dir"/*.cu "$dir"/*.cuh; do
     [[ -e $f ]] || continue
     while IFS= read -r inc; do
-      target=${inc%%/*}
+      target=${inc%/*}
       checked=$((checked + 1))
       if [[ $inc == *..* || $inc == /* ]]; then
         echo "FAIL $f includes \"$inc\": a library include names a floor's folder, not a relative path"
@@ -69,24 +88,24 @@ echo "$checked includes checked, $bad against the floors"
 # declaration written by hand, or one through the public headers.
 # The one upward call left, with its reason (docs/architecture.md "Folders and floors"):
 # a checkpoint holds the trainer between steps while it reads the model.
-ALLOWED=" state/ckpt_save.c:np_trainer_hold state/ckpt_save.c:np_trainer_release "
+ALLOWED=" runtime/state/ckpt_save.c:np_trainer_hold runtime/state/ckpt_save.c:np_trainer_release "
 calls_checked=0
 check_calls() { # OBJECT... (paths under $1's root, named FLOOR_DIR/FILE.o): prints the breaches
   local root=$1 obj rel dir sym f n=0
   shift
   declare -A def=()
   for obj in "$@"; do
-    rel=${obj#"$root"/} dir=${rel%%/*}
+    rel=${obj#"$root"/} dir=${rel%/*}
     [[ -n ${FLOOR[$dir]+x} ]] || continue
     while read -r sym; do def[$sym]=$rel; done < <(nm -g --defined-only "$obj" 2>/dev/null | awk 'NF == 3 && $2 ~ /^[TDBRCGSVWiu]$/ {print $3}')
   done
   for obj in "$@"; do
-    rel=${obj#"$root"/} dir=${rel%%/*}
+    rel=${obj#"$root"/} dir=${rel%/*}
     [[ -n ${FLOOR[$dir]+x} ]] || continue
     while read -r sym; do
       [[ -n ${def[$sym]+x} ]] || continue
       calls_checked=$((calls_checked + 1))
-      f=${def[$sym]%%/*} src=${rel%.o}
+      f=${def[$sym]%/*} src=${rel%.o}
       if ((FLOOR[$f] > FLOOR[$dir])) && [[ $ALLOWED != *" $src:$sym "* ]]; then
         echo "FAIL $src calls $sym of ${def[$sym]%.o}: $f/ (floor ${FLOOR[$f]}) is above $dir/ (floor ${FLOOR[$dir]})"
         n=$((n + 1))
@@ -112,23 +131,23 @@ if [[ -n $OBJ ]]; then
       bad=$((bad + 1))
     fi
     # every library source of this build has its object (the CUDA-only ones where built)
-    for dir in core kernels cuda layers model data comm trace codelets scale graph tasks engine state train; do
+    for dir in "${DIRS[@]}"; do
       for f in "$dir"/*.c; do
         [[ -e $f && ! -e $OBJ/$f.o ]] || continue
         # NCCL's backend is the CUDA flavour's only (built with its .cu objects)
-        [[ $f == comm/nccl.c && ! -e $OBJ/codelets/ops.cu.o ]] && continue
+        [[ $f == runtime/comm/nccl.c && ! -e $OBJ/codelets/ops.cu.o ]] && continue
         echo "FAIL $f has no object under $OBJ: its calls went unchecked"
         bad=$((bad + 1))
       done
     done
-    # the check can fail: a planted core/ object calling the engine's submit must be caught
+    # the check can fail: a planted runtime/core/ object calling the engine's submit must be caught
     P=$(mktemp -d /tmp/np_layout_XXXXXX)
-    mkdir -p "$P/core" "$P/engine"
-    echo 'int np_planted_up(void); int np_planted_low(void) { return np_planted_up(); }' >"$P/core/low.c"
-    echo 'int np_planted_up(void) { return 1; }' >"$P/engine/up.c"
-    if cc -c "$P/core/low.c" -o "$P/core/low.c.o" && cc -c "$P/engine/up.c" -o "$P/engine/up.c.o"; then
-      if out=$(check_calls "$P" "$P/core/low.c.o" "$P/engine/up.c.o"); then
-        echo "FAIL a planted upward call (core/ calling engine/) went unseen"
+    mkdir -p "$P/runtime/core" "$P/runtime/engine"
+    echo 'int np_planted_up(void); int np_planted_low(void) { return np_planted_up(); }' >"$P/runtime/core/low.c"
+    echo 'int np_planted_up(void) { return 1; }' >"$P/runtime/engine/up.c"
+    if cc -c "$P/runtime/core/low.c" -o "$P/runtime/core/low.c.o" && cc -c "$P/runtime/engine/up.c" -o "$P/runtime/engine/up.c.o"; then
+      if out=$(check_calls "$P" "$P/runtime/core/low.c.o" "$P/runtime/engine/up.c.o"); then
+        echo "FAIL a planted upward call (runtime/core/ calling runtime/engine/) went unseen"
         bad=$((bad + 1))
       else
         echo "ok   a planted upward call is caught: ${out#FAIL }"
@@ -151,7 +170,7 @@ long_fns() { # FILES...: FILE:LINE: N lines NAME for each function over 150 line
        s && /^}$/ { if (FNR - s + 1 > 150) printf "%s:%d: %d lines %s\n", FILENAME, s, FNR - s + 1, substr(name, 1, 60); s = cand = 0 }' "$@"
 }
 srcs=()
-for dir in core kernels cuda layers model data comm trace codelets scale graph tasks engine state train apps; do
+for dir in "${DIRS[@]}" apps; do
   for f in "$dir"/*.c "$dir"/*.cu; do [[ -e $f ]] && srcs+=("$f"); done
 done
 while IFS= read -r l; do

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/util.h"
-#include "model/model.h"
+#include "runtime/core/util.h"
+#include "runtime/model/model.h"
 #include "testutil.h"
 
 /* Float forward/backward vs double finite differences: float rounding of activations

@@ -1,5 +1,5 @@
 /* Model files and the slice kind: slice's backward against central finite differences;
- * models/dlrm.ini and models/dcnv2.ini give the builders' graphs and parameter bytes;
+ * examples/models/dlrm.ini and examples/models/dcnv2.ini give the builders' graphs and parameter bytes;
  * np_graph_write reads back to the same graph (DLRM, DCN-v2, slices, unnamed slots); a
  * custom topology over pooled:A-B slices builds with the right shapes and its whole
  * gradient (fan-in sums into the pooled embeddings) matches finite differences; every
@@ -15,12 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/model.h"
+#include "runtime/model/model.h"
 #include "cudautil.h"
 #include "testutil.h"
 
 #ifndef NP_MODELS_DIR
-#error "NP_MODELS_DIR: the models/ folder (tests/CMakeLists.txt sets it)"
+#error "NP_MODELS_DIR: the examples/models/ folder (tests/CMakeLists.txt sets it)"
 #endif
 
 /* ---------------------------------------------------------------- helpers */
@@ -178,7 +178,7 @@ static void test_slice_kind(void **state) {
 
 /* ---------------------------------------------------------------- the shipped files */
 
-/* models/NAME.ini against the builder: the same graph and the same parameter bytes, by
+/* examples/models/NAME.ini against the builder: the same graph and the same parameter bytes, by
  * np_graph_from_file + np_model_create_graph and by the model-file key. */
 static void check_shipped(const char *file, const char *model) {
     char path[512];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Model files end to end through `nestpipe train`: models/dlrm.ini and models/dcnv2.ini
+# Model files end to end through `nestpipe train`: examples/models/dlrm.ini and examples/models/dcnv2.ini
 # train to the same --dump-params bytes as --model dlrm / dcnv2 under both engines; a model
 # over pooled:A-B slices trains under the reference and the StarPU engine, which agree
 # within compare's tolerance; bad model files stop with exit 2 and one line naming

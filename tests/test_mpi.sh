@@ -330,7 +330,7 @@ fi
 
 # a stalled rank (NP_TEST_STALL_RANK/STEP: its driver sleeps for an hour, as a hung node
 # would): the --rank-timeout watchdog names it and ends the job within seconds; while it
-# waits, neither rank takes a core (they used to poll at 100% each: core/backoff.h)
+# waits, neither rank takes a core (they used to poll at 100% each: runtime/core/backoff.h)
 start=$SECONDS
 timeout 60 env NP_TEST_STALL_RANK=1 NP_TEST_STALL_STEP=3 "${MPIRUN[@]}" -x NP_TEST_STALL_RANK \
   -x NP_TEST_STALL_STEP -np 2 "$NP" train "${SM[@]}" --steps 1000 --rank-timeout 4 >"$W/out" 2>&1 &

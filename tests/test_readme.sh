@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's "Using it" commands and those of docs/ (fenced sh blocks) run as written:
-# each line is run in order, in a scratch folder that holds links to the build and models/,
+# each line is run in order, in a scratch folder that holds links to the build and examples/models/,
 # with small sizes appended to `train` commands (later flags override earlier ones).
 # A command passes when it exits 0 (compare: 0 or 1, "same" or "differ"; bf16: 0, or 2 with
 # the one-line refusal on a CPU without avx512_bf16). Then every file they left must be one
@@ -16,7 +16,7 @@ ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 cd "$W" || exit 1
 ln -s "$BUILD" build
-ln -s "$ROOT/models" models
+mkdir examples && ln -s "$ROOT/examples/models" examples/models
 # the line up to its comment: a '#' after whitespace, outside single or double quotes
 strip_comment() {
   local s=$1 out="" q="" c prev=" " i
@@ -79,7 +79,7 @@ if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
   left=()
   while IFS= read -r f; do
     git -C "$ROOT" check-ignore -q --no-index -- "${f#./}" || left+=("${f#./}")
-  done < <(find . \( -path ./build -o -path ./models \) -prune -o -type f -print)
+  done < <(find . \( -path ./build -o -path ./examples/models \) -prune -o -type f -print)
   ((${#left[@]} == 0)) && ok "the commands leave no file outside .gitignore" ||
     bad "files outside .gitignore: ${left[*]}"
 else

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/model.h"
+#include "runtime/model/model.h"
 #include "nestpipe/checkpoint.h"
 #include "nestpipe/dist.h"
 #include "nestpipe/train.h"

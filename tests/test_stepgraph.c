@@ -14,8 +14,8 @@
 
 #include "engineutil.h"
 #include "graph/bgraph.h"
-#include "model/graph.h"
-#include "trace/trace.h"
+#include "runtime/model/graph.h"
+#include "runtime/trace/trace.h"
 
 static const np_pipeline pipes[] = {NP_PIPELINE_SEQUENTIAL, NP_PIPELINE_DBP, NP_PIPELINE_ASYNC,
                                     NP_PIPELINE_FWP, NP_PIPELINE_NESTPIPE};

@@ -1,4 +1,4 @@
-/* The report's "what to try" rules (trace/advice.c, docs/tracing.md "What to try"): each
+/* The report's "what to try" rules (runtime/trace/advice.c, docs/tracing.md "What to try"): each
  * rule on a hand-made trace that meets it and on one that does not. Every trace has two
  * batches of 100 us per rank: dense compute on worker 0 for the first 60 us of each, and
  * the task under test in the 40 us after it (where nothing hides it) or under the compute. */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 #include "traceutil.h"
 
 typedef struct task {

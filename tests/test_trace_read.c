@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 #include "testutil.h"
 
 static char tmpdir[64];

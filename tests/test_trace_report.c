@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 #include "traceutil.h"
 
 /* Times in the hand-made traces are small integers, so every union, difference and ratio

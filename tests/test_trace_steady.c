@@ -1,4 +1,4 @@
-/* The steady-state figures and the prediction errors of a trace (trace/steady.c) on events
+/* The steady-state figures and the prediction errors of a trace (runtime/trace/steady.c) on events
  * whose figures are computed by hand. */
 #include <math.h>
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 
 static np_trace *new_trace(void) {
     np_trace *tr = NULL;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 #include "traceutil.h"
 
 /* Two ranks, batches 0..4, as dbp runs them: batch b's fwd [100 + 100b, 160 + 100b) and bwd

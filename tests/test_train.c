@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "runtime/model/model.h"
 
 static np_config learn_cfg(void) {
     np_config c;

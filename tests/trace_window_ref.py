@@ -1,6 +1,6 @@
 """Checks `nestpipe trace report --json --from-batch A --to-batch B` of a real trace against
-the whole trace restricted to that window, computed here independently of trace/window.c
-and trace/analyze.c (docs/tracing.md "Part of a run"):
+the whole trace restricted to that window, computed here independently of runtime/trace/window.c
+and runtime/trace/analyze.c (docs/tracing.md "Part of a run"):
 the window runs from the last end of the batches before A (the trace's start when A is its
 first batch) to the last end of the batches up to B, over all ranks; every task that
 overlaps it counts, clipped to it; a rank's span is the window, its batches those whose last

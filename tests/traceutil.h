@@ -3,7 +3,7 @@
 #ifndef NP_TESTS_TRACEUTIL_H
 #define NP_TESTS_TRACEUTIL_H
 
-#include "trace/trace.h"
+#include "runtime/trace/trace.h"
 
 /* A task of `kind` on (rank, worker) for batch `batch`, [s, e) microseconds: named after its
  * kind, of no window, layer or chunk. */

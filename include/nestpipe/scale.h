@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-/* ---- exchange volumes at any rank count (scale/route_stats.c)
+/* ---- exchange volumes at any rank count (runtime/scale/route_stats.c)
  * The routing is a pure function of the keys, the sharding and the batch split, so the
  * bytes every rank would send every other are computed here from the data stream as the
  * route codelet computes them on each rank: the rank's slice of each global batch, its
@@ -60,7 +60,7 @@ NP_API void np_route_stats_free(np_route_stats *s);
 /* Sums of a matrix: what rank r sends (recv 0) or receives (recv 1); m is keys or rows. */
 NP_API uint64_t np_route_stats_rank(const np_route_stats *s, const uint64_t *m, int r, int recv);
 
-/* ---- platforms and the alpha-beta cost of a collective (scale/collective.c)
+/* ---- platforms and the alpha-beta cost of a collective (runtime/scale/collective.c)
  * flat (host_ranks 1): every rank has its own full-duplex NIC of nic_gbit on a fabric of
  * full bisection. Two-tier: hosts of host_ranks ranks joined by intra_gbit links each
  * way per rank (NVLink-like); a host's ranks share its uplink of host_ranks x nic_gbit
@@ -116,7 +116,7 @@ NP_API double np_alltoall_bytes_factor(const np_platform *p);
  * algorithm). 0 on one rank. */
 NP_API double np_allreduce_latency_us(const np_platform *p);
 
-/* ---- the replay of a traced step at another scale (scale/replay.c) */
+/* ---- the replay of a traced step at another scale (runtime/scale/replay.c) */
 typedef enum np_coll {
     NP_COLL_KEYS,      /* the keys' All2All, once a batch (exchange_keys) */
     NP_COLL_ROWS,      /* a window's rows (exchange_emb) */

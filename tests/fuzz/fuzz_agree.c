@@ -1,8 +1,8 @@
-/* The ranks' agreement on the configuration (train/agree.c), in one process: the input is
+/* The ranks' agreement on the configuration (runtime/train/agree.c), in one process: the input is
  * two config files separated by a NUL byte, one per rank. Besides not crashing, the verdict
  * must be right: the ranks disagree exactly when some key that must match has two values,
  * and the message then names such a key (or the graph, or a file's size). */
-#include "../../train/agree.h"
+#include "../../runtime/train/agree.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
