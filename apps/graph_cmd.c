@@ -31,8 +31,9 @@ static const char *help =
     "               isolation); exit 1 on a violation\n"
     "The graph is the StarPU engine's on CPU workers (--gpus N > 0 on a CUDA build: with N\n"
     "CUDA workers, whose input copy reads the slot; --gpus all is drawn on CPU workers, as\n"
-    "the GPUs a run finds are the machine's); the priorities are the node kinds' with the window\n"
-    "boost (--priorities critical computes its own from a recorded step, after the graph);\n"
+    "the GPUs a run finds are the machine's); the priorities are those the engine gives: the\n"
+    "node kinds' with the window boost, or with --priorities critical-path each node's bottom\n"
+    "level in the steady step's graph;\n"
     "--engine reference has no task graph.\n";
 
 static int bad(const char *msg, const char *arg) {

@@ -7,69 +7,9 @@
 #include "runtime/core/config_impl.h"
 #include "runtime/core/util.h"
 #include "graph/bgraph.h"
+#include "graph/critical.h"
+#include "graph/link.h"
 #include "runtime/model/graph.h"
-
-/* ---- each buffer's last writer and its readers since, by buffer */
-
-typedef struct bstate {
-    uint64_t key; /* 0: empty */
-    int writer;   /* -1: none yet */
-    int *readers;
-    int nr, cr;
-} bstate;
-
-typedef struct btable {
-    bstate *slot;
-    size_t cap, used;
-} btable;
-
-/* A chunk's rows of the slot are the slot's rows for the dependencies (a read-only
- * partition: the chunks read what the prefetch wrote, the next prefetch waits for them). */
-static uint64_t key_of(const np_step_buf *b) {
-    np_step_buf x = *b;
-    if (x.role == NP_B_DENSE_PART) x.role = NP_B_DENSE, x.c = 0;
-    if (x.role == NP_B_LABEL_PART) x.role = NP_B_LABEL, x.c = 0;
-    return 1 + ((uint64_t)x.role | (uint64_t)(uint16_t)x.s << 8 | (uint64_t)(uint16_t)x.c << 24 |
-                (uint64_t)(uint16_t)x.v << 40 | (uint64_t)x.k << 56);
-}
-
-static uint64_t mix(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    return k ^ (k >> 29);
-}
-
-static bstate *lookup(btable *t, uint64_t key) {
-    if (2 * (t->used + 1) > t->cap) { /* grow to keep half empty */
-        size_t cap = t->cap ? 2 * t->cap : 256;
-        bstate *s = calloc(cap, sizeof *s);
-        if (!s) return NULL;
-        for (size_t i = 0; i < t->cap; i++)
-            if (t->slot[i].key) {
-                size_t j = mix(t->slot[i].key) & (cap - 1);
-                while (s[j].key)
-                    j = (j + 1) & (cap - 1);
-                s[j] = t->slot[i];
-            }
-        free(t->slot);
-        t->slot = s;
-        t->cap = cap;
-    }
-    size_t j = mix(key) & (t->cap - 1);
-    while (t->slot[j].key && t->slot[j].key != key)
-        j = (j + 1) & (t->cap - 1);
-    if (!t->slot[j].key) {
-        t->slot[j] = (bstate){.key = key, .writer = -1};
-        t->used++;
-    }
-    return &t->slot[j];
-}
-
-static void btable_free(btable *t) {
-    for (size_t i = 0; i < t->cap; i++)
-        free(t->slot[i].readers);
-    free(t->slot);
-}
 
 /* ---- growing arrays */
 
@@ -92,31 +32,9 @@ static int add_edge(np_step_graph_t *g, int from, int to, const np_step_buf *b, 
     return 0;
 }
 
-/* Node i's accesses against the buffers' histories: its edges, then its mark on them. */
-static int link(np_step_graph_t *g, btable *t, int i) {
-    const np_sg_node *x = &g->node[i];
-    for (int j = 0; j < x->nbuf; j++) {
-        const np_step_buf *b = &g->buf[x->buf0 + j];
-        uint8_t m = g->mode[x->buf0 + j];
-        if (m & NP_MODE_SCRATCH) continue; /* StarPU's per-task memory: no dependency */
-        bstate *s = lookup(t, key_of(b));
-        if (!s) return -1;
-        if (m & NP_MODE_W) {
-            if (s->nr) {
-                for (int r = 0; r < s->nr; r++)
-                    if (add_edge(g, s->readers[r], i, b, NP_DEP_WAR)) return -1;
-            } else if (add_edge(g, s->writer, i, b, (m & NP_MODE_R) ? NP_DEP_RAW : NP_DEP_WAW)) {
-                return -1;
-            }
-            s->writer = i;
-            s->nr = 0;
-        } else {
-            if (add_edge(g, s->writer, i, b, NP_DEP_RAW)) return -1;
-            if (grow((void **)&s->readers, &s->cr, s->nr + 1, sizeof *s->readers)) return -1;
-            s->readers[s->nr++] = i;
-        }
-    }
-    return 0;
+/* The linker's edges into the graph (the StarPU ones: data flow alone is implied). */
+static int take_edge(void *ctx, int64_t from, int64_t to, const np_step_buf *b, int why) {
+    return why == NP_DEP_FLOW ? 0 : add_edge(ctx, (int)from, (int)to, b, why);
 }
 
 typedef struct collect {
@@ -162,11 +80,13 @@ np_status np_sg_build(const np_step_shape *s, long steps, np_sg_contract_hook ho
         st = np_step_walk(&g->shape, &cur, t, s->pol.ahead + 1, take, &c, err);
     }
     g->steps = steps;
-    btable bt = {0};
+    np_sg_linker *l = st ? NULL : np_sg_linker_new();
+    if (!st && !l) st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory linking the step graph");
     for (int i = 0; i < g->n && !st; i++)
-        if (link(g, &bt, i))
+        if (np_sg_link(l, i, g->buf + g->node[i].buf0, g->mode + g->node[i].buf0, g->node[i].nbuf,
+                       take_edge, g))
             st = np_err(err, NP_STATUS_NO_MEMORY, "out of memory linking the step graph");
-    btable_free(&bt);
+    np_sg_linker_free(l);
     if (st) {
         np_step_graph_free(g);
         return st;
@@ -288,6 +208,15 @@ np_status np_step_graph_create(const np_config *cfg, long steps, np_step_graph_t
         return st;
     }
     (*out)->layers = layers;
+    if (cfg->priorities == NP_PRIORITIES_CRITICAL) { /* those the engine would give */
+        np_sg_sizes z = {.nb = cfg->batch / cfg->ranks, .T = cfg->tables, .d = cfg->dim,
+                         .hot = cfg->hot, .dense = np_config_dense(cfg)};
+        if ((st = np_sg_prio_create(&s, &z, &(*out)->cp, err))) {
+            np_step_graph_free(*out);
+            *out = NULL;
+            return st;
+        }
+    }
     snprintf((*out)->model, sizeof(*out)->model, "%s",
              cfg->model_file[0] ? cfg->model_file : np_cfg_model_names[cfg->model]);
     return NP_OK;
@@ -296,6 +225,7 @@ np_status np_step_graph_create(const np_config *cfg, long steps, np_step_graph_t
 void np_step_graph_free(np_step_graph_t *g) {
     if (!g) return;
     if (g->layers) np_graph_free(g->layers);
+    np_sg_prio_free(g->cp);
     free(g->node);
     free(g->buf);
     free(g->mode);

@@ -7,11 +7,9 @@
 #ifndef NP_GRAPH_BGRAPH_H
 #define NP_GRAPH_BGRAPH_H
 
+#include "graph/link.h"
 #include "graph/step.h"
 #include "nestpipe/stepgraph.h"
-
-/* Why a dependency exists. */
-enum { NP_DEP_RAW = 1, NP_DEP_WAR = 2, NP_DEP_WAW = 3 };
 
 typedef struct np_sg_node {
     np_step_node n;
@@ -22,7 +20,7 @@ typedef struct np_sg_node {
 typedef struct np_sg_edge {
     int from, to;    /* node indices, from < to */
     np_step_buf buf; /* the buffer (a chunk's rows stand for their slot's) */
-    int why;         /* NP_DEP_* */
+    int why;         /* NP_DEP_RAW, _WAR or _WAW (graph/link.h) */
 } np_sg_edge;
 
 /* Lets a test plant a wrong contract: called with each task's buffers and modes after the
@@ -43,6 +41,7 @@ struct np_step_graph {
     np_sg_edge *edge;
     int nedge, cap_edge;
     np_sg_contract_hook hook;
+    struct np_sg_prio *cp; /* owned: the critical path's priorities when cfg asked for them */
 };
 
 /* Walks steps 0 .. steps-1 of shape s with unlimited batches (the steady state from the

@@ -9,6 +9,7 @@
 
 #include "runtime/core/util.h"
 #include "graph/bgraph.h"
+#include "graph/critical.h"
 
 static const char *why_name(int why) {
     return why == NP_DEP_RAW ? "RAW" : why == NP_DEP_WAR ? "WAR" : "WAW";
@@ -34,7 +35,12 @@ static int shown_edge(const np_step_graph_t *g, const np_sg_edge *x, int lo) {
     return x->from >= lo || x->why == NP_DEP_RAW || *mark_of(g, x);
 }
 
-static int prio(const np_step_node *n) {
+/* Node v's priority: the critical path's (graph/critical.c) when the config asks for it,
+ * else its kind's plus its window's boost, as the engine gives them. */
+static int prio(const np_step_graph_t *g, int v) {
+    const np_step_node *n = &g->node[v].n;
+    int p = g->cp ? np_sg_prio_of(g->cp, n, g->node[v].step) : -1;
+    if (p >= 0) return p;
     const np_node_kind_def *k = np_node_kind_get(n->kind);
     return (k ? k->prio : 0) + n->boost;
 }
@@ -86,7 +92,7 @@ static void write_text(const np_step_graph_t *g, long step, int lo, int hi, FILE
         char name[64];
         np_sg_node_name(g, v, name, sizeof name);
         fprintf(f, "%5d %-26s %6ld %4d %5d %4d ", v - lo, name, n->batch, n->window, n->chunk,
-                prio(n));
+                prio(g, v));
         int a, b, reuse = 0;
         np_sg_in_edges(g, v, &a, &b);
         for (int e = a; e < b; e++) {
@@ -215,7 +221,7 @@ static void write_json(const np_step_graph_t *g, long step, int lo, int hi, FILE
         fprintf(f,
                 ", \"kind\": \"%s\", \"batch\": %ld, \"window\": %d, \"chunk\": %d, \"node\": %d, "
                 "\"priority\": %d, \"buffers\": [",
-                np_node_kind_name(n->kind), n->batch, n->window, n->chunk, n->node, prio(n));
+                np_node_kind_name(n->kind), n->batch, n->window, n->chunk, n->node, prio(g, v));
         for (int j = 0; j < x->nbuf; j++) {
             char buf[48];
             np_step_buf_name(&g->buf[x->buf0 + j], buf, sizeof buf);

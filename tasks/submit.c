@@ -14,8 +14,6 @@ typedef struct task_info {
     np_cl_cost cost;    /* FIRST field: what the footprint (codelets/footprint.c) reads */
     np_trace *trace;    /* NULL: not traced */
     np_task_sink *sink; /* NULL: the task reports nothing */
-    np_cp *cp;              /* the critical-path recorder, when this task is recorded */
-    int cp_slot;
     np_trace_event ev; /* everything but the worker and times, known at submission */
 } task_info;
 
@@ -67,12 +65,6 @@ static void task_done(void *arg) {
         ti->ev.keys = rep->keys;
         ti->ev.uniq = rep->uniq;
     }
-    if (ti->cp && task && task->profiling_info) /* a recorded step's task: its duration */
-        np_cp_ran(ti->cp, ti->cp_slot,
-                  starpu_timing_timespec_delay_us(&task->profiling_info->start_time,
-                                                  &task->profiling_info->end_time));
-    else if (ti->cp)
-        np_cp_ran(ti->cp, ti->cp_slot, 0);
     if (ti->trace && task && task->profiling_info) {
         struct starpu_profiling_task_info *pi = task->profiling_info;
         ti->ev.worker = pi->workerid;
@@ -114,7 +106,7 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     if (!task) return np_err(err, NP_STATUS_NO_MEMORY, "cannot create a StarPU task");
     task->cl = cl;
     task->name = cl->name;
-    task->priority = kd->prio + ctx->boost;
+    task->priority = ctx->has_prio ? ctx->prio : kd->prio + ctx->boost;
     task->flops = ctx->flops;
     if (ctx->where && kd->place >= 0 && ctx->where[kd->place])
         task->where = (int32_t)ctx->where[kd->place];
@@ -167,9 +159,6 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                 .key = ctx->cost_key,
                                 .meta = ctx->cost_meta,
                                 .at = ctx->cost_at};
-        ti->cp = NULL;
-        ti->cp_slot = ctx->cp ? np_cp_task(ctx->cp, ctx, kind, cl->name, nbuf, h, modes, task) : -1;
-        if (ti->cp_slot >= 0) ti->cp = ctx->cp;
         ti->ev = (np_trace_event){.name = cl->name,
                                   .kind = kind,
                                   .batch = ctx->batch,
@@ -179,24 +168,10 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
                                   .node = ctx->node,
                                   .chunk = ctx->chunk,
                                   .flops = ctx->flops > 0 && isfinite(ctx->flops) ? ctx->flops : 0};
-        if (ctx->trace) { /* its data-flow edges, for the trace's flow events */
-            /* every handle (a sum of many windows reads more than 64) */
-            int m = nbuf;
-            unsigned char acc_s[64], *acc = m > 64 ? malloc((size_t)m) : acc_s;
-            const void *hs_s[64], **hs = m > 64 ? malloc((size_t)m * sizeof *hs) : hs_s;
-            if (!acc || !hs) { /* out of memory: the first 64 handles' edges */
-                if (acc != acc_s) free(acc);
-                if (hs != hs_s) free(hs);
-                acc = acc_s, hs = hs_s, m = 64;
-            }
-            for (int i = 0; i < m; i++) {
-                hs[i] = h[i];
-                acc[i] = (unsigned char)(((modes[i] & STARPU_R) ? NP_TRACE_READ : 0) |
-                                         ((modes[i] & STARPU_W) ? NP_TRACE_WRITE : 0));
-            }
-            np_trace_deps(ctx->trace, m, hs, acc, &ti->ev);
-            if (acc != acc_s) free(acc);
-            if (hs != hs_s) free(hs);
+        if (ctx->trace) { /* its number and data-flow edges, for the trace's flow events */
+            ti->ev.id = ctx->trace_id > 0 ? ctx->trace_id : np_trace_new_id(ctx->trace);
+            for (int i = 0; i < ctx->n_deps; i++)
+                (void)np_trace_add_dep(&ti->ev, ctx->deps[i]); /* out of memory: lost */
             ti->ev.issued = np_trace_get_step(ctx->trace) + 1;
         }
         task->callback_func = task_done;
@@ -205,7 +180,6 @@ np_status np_task_submit(const np_task_ctx *ctx, struct starpu_codelet *cl, np_n
     int rc = starpu_task_submit(task);
     if (rc) {
         task_info *ti = task->callback_arg;
-        if (ti && ti->cp) np_cp_ran(ti->cp, ti->cp_slot, 0); /* recorded, will never run */
         if (ti) np_trace_event_release(&ti->ev);
         free(task->callback_arg);
         task->callback_arg = NULL;

@@ -70,28 +70,16 @@ typedef struct np_task_ctx {
     uint32_t cost_key;
     int cost_meta;
     int cost_at;
-    /* critical-path priorities (tasks/critical.c), NULL: the kind's fixed priority */
-    struct np_cp *cp;
+    /* the task's priority from the step graph's critical path (graph/critical.c) when
+     * has_prio, instead of its kind's fixed one plus boost */
+    int has_prio, prio;
+    /* traced: the task's number (np_trace_new_id; 0: np_task_submit takes one) and the
+     * numbers of the tasks it reads from, the step graph's edges (graph/link.h) */
+    int64_t trace_id;
+    const int64_t *deps;
+    int n_deps;
     const np_task_bufs *expect; /* the step graph node's buffers; NULL: unchecked */
 } np_task_ctx;
-
-/* Critical-path priorities (key "priorities", tasks/critical.c): one step after the
- * warm-up is recorded (its tasks' buffers, modes and durations); later steps give each task
- * its counterpart's bottom level. np_cp_step at the start of each step's submission;
- * np_task_submit calls np_cp_task for every task (a recorded task's slot, or -1) and
- * np_cp_ran with its duration when a recorded task ran. */
-typedef struct np_cp np_cp;
-NP_NODISCARD np_status np_cp_create(long record_step, np_cp **out, np_error *err);
-void np_cp_free(np_cp *cp);
-void np_cp_step(np_cp *cp, long step);
-int np_cp_task(np_cp *cp, const np_task_ctx *ctx, np_node_kind kind, const char *name, int nbuf,
-               const np_h *h, const enum starpu_data_access_mode *modes, struct starpu_task *task);
-void np_cp_ran(np_cp *cp, int slot, double us);
-/* Stops recording for good (the buffers were registered again mid-step, whose handles the
- * recorded accesses compare): fixed priorities stay. */
-void np_cp_abandon(np_cp *cp);
-/* 1 once later steps get critical-path priorities. */
-int np_cp_applied(const np_cp *cp);
 
 /* c with the cost fields above set: the count at int64 `at` of buffer `meta` (-1: none). */
 static inline np_task_ctx np_task_cost(const np_task_ctx *c, uint32_t key, int meta, int at) {

@@ -155,7 +155,7 @@ static void test_mutations_fail(void **state) {
 /* ---- the graph a run submits */
 
 /* Trains c with a trace for `steps` steps; the tasks of step k per node kind. */
-static void traced_tasks(const np_config *cfg, long steps, long k, long *per_kind) {
+static np_trace_t *traced_tasks(const np_config *cfg, long steps, long k, long *per_kind) {
     np_config c = *cfg;
     char path[] = "/tmp/np_stepgraph_XXXXXX";
     int fd = mkstemp(path);
@@ -172,7 +172,42 @@ static void traced_tasks(const np_config *cfg, long steps, long k, long *per_kin
         const np_trace_event *ev = np_trace_get(t, i);
         if (ev->issued == k + 1 && !np_node_kind_is(ev->kind, NP_KIND_DRIVER)) per_kind[ev->kind]++;
     }
-    np_trace_free(t);
+    return t;
+}
+
+/* The trace's data-flow edges are the graph's: task id i of the run is node i - 1 of the
+ * graph (both number in submission order), of its kind and batch; every RAW edge into the
+ * node is one of the task's producers, and every producer is an ancestor of the node. */
+static void edges_are_the_graph(const np_trace_t *t, const np_step_graph_t *g, long k,
+                                const char *pipe) {
+    long seen = 0;
+    for (size_t i = 0; i < np_trace_count(t); i++) {
+        const np_trace_event *ev = np_trace_get(t, i);
+        if (ev->issued > k + 1 || ev->id <= 0) continue;
+        if (ev->id > g->n) fail_msg("%s: task %lld of step %ld is past the graph's %d nodes", pipe,
+                                    (long long)ev->id, ev->issued - 1, g->n);
+        int v = (int)ev->id - 1;
+        if ((int)g->node[v].n.kind != (int)ev->kind || g->node[v].n.batch != ev->batch)
+            fail_msg("%s: task %lld is %s of batch %ld, the graph's node %s of batch %ld", pipe,
+                     (long long)ev->id, np_node_kind_name(ev->kind), ev->batch,
+                     np_node_kind_name(g->node[v].n.kind), g->node[v].n.batch);
+        int lo, hi;
+        np_sg_in_edges(g, v, &lo, &hi);
+        for (int e = lo; e < hi; e++) {
+            if (g->edge[e].why != NP_DEP_RAW) continue;
+            int found = 0;
+            for (int d = 0; d < ev->n_deps; d++)
+                found |= np_trace_dep(ev, d) == g->edge[e].from + 1;
+            if (!found) fail_msg("%s: task %lld lacks the graph's edge from %d", pipe,
+                                 (long long)ev->id, g->edge[e].from + 1);
+        }
+        for (int d = 0; d < ev->n_deps; d++)
+            if (np_sg_reaches(g, (int)np_trace_dep(ev, d) - 1, v, 0) != 1)
+                fail_msg("%s: task %lld reads from %lld, which the graph does not order before it",
+                         pipe, (long long)ev->id, (long long)np_trace_dep(ev, d));
+        seen++;
+    }
+    assert_true(seen >= g->n - 1); /* all but, at most, a driver's marker */
 }
 
 static void test_graph_is_the_run(void **state) {
@@ -182,7 +217,7 @@ static void test_graph_is_the_run(void **state) {
     for (int p = 0; p < 5; p++) {
         np_config c = cfg_of(pipes[p], p % 2 ? "dcnv2" : "dlrm", 2, 2, 1, "rowwise-adagrad");
         long ran[NP_NODE_KIND_COUNT], built[NP_NODE_KIND_COUNT] = {0};
-        traced_tasks(&c, steps, k, ran);
+        np_trace_t *t = traced_tasks(&c, steps, k, ran);
         np_error e = {{0}};
         np_step_graph_t *g;
         if (np_step_graph_create(&c, k + 1, &g, &e)) fail_msg("graph: %s", e.msg);
@@ -198,6 +233,8 @@ static void test_graph_is_the_run(void **state) {
         }
         assert_int_equal(total, np_step_graph_tasks(g, k));
         assert_true(total > 20);
+        edges_are_the_graph(t, g, k, np_pipeline_name(pipes[p]));
+        np_trace_free(t);
         np_step_graph_free(g);
     }
 }

@@ -373,27 +373,28 @@ static void test_export_unwritable(void **state) {
 
 /* ---- layers: node names, and node / chunk / names through the export and back */
 
-/* Data-flow edges: np_trace_deps numbers tasks and names each one's producers (the last
- * writer of every handle it reads); the export draws one flow pair per edge whose tasks are
- * both in the trace, and the reader keeps ids and deps. */
+/* Data-flow edges: np_trace_new_id numbers tasks, each one's producers are its step graph
+ * edges' (graph/link.c, tested in test_critical); the export draws one flow pair per edge
+ * whose tasks are both in the trace, and the reader keeps ids and deps. */
 static void test_flows(void **state) {
     (void)state;
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    int h1, h2, h3; /* three "handles": only their addresses matter */
-    const void *hs[3] = {&h1, &h2, &h3};
     np_trace_event ev[4];
     for (int i = 0; i < 4; i++)
         ev[i] = (np_trace_event){.name = "t", .kind = NP_NODE_FWD, .window = -1,
                                  .worker = i % 2, .start_us = 10.0 * i, .end_us = 10.0 * i + 4,
                                  .node = -1, .chunk = -1};
-    const unsigned char w1[1] = {NP_TRACE_WRITE}, r1w2[2] = {NP_TRACE_READ, NP_TRACE_WRITE},
-                        rw1r2[2] = {NP_TRACE_READ | NP_TRACE_WRITE, NP_TRACE_READ},
-                        r123[3] = {NP_TRACE_READ, NP_TRACE_READ, NP_TRACE_READ};
-    np_trace_deps(tr, 1, hs, w1, &ev[0]);        /* writes h1 */
-    np_trace_deps(tr, 2, hs, r1w2, &ev[1]);      /* reads h1 (from 1), writes h2 */
-    np_trace_deps(tr, 2, hs, rw1r2, &ev[2]);     /* reads h1 (1), h2 (2); writes h1 */
-    np_trace_deps(tr, 3, hs, r123, &ev[3]);      /* h1 from 3, h2 from 2, h3 never written */
+    /* 1 writes h1; 2 reads h1, writes h2; 3 reads h1 and h2, writes h1; 4 reads h1 (from
+     * 3), h2 (from 2) and h3 (never written) */
+    static const int64_t deps[4][2] = {{0}, {1}, {1, 2}, {3, 2}};
+    static const int n_deps[4] = {0, 1, 2, 2};
+    for (int i = 0; i < 4; i++) {
+        ev[i].id = np_trace_new_id(tr);
+        ev[i].n_deps = 0;
+        for (int k = 0; k < n_deps[i]; k++)
+            assert_int_equal(np_trace_add_dep(&ev[i], deps[i][k]), 0);
+    }
     assert_int_equal(ev[0].id, 1);
     assert_int_equal(ev[0].n_deps, 0);
     assert_int_equal(ev[1].n_deps, 1);
@@ -452,21 +453,15 @@ static void test_many_deps(void **state) {
     enum { N = 40 };
     np_trace *tr = new_trace();
     np_error e = {{0}};
-    int h[N];
-    const void *hs[N];
-    unsigned char wr = NP_TRACE_WRITE, rd[N];
     np_trace_event ev[N + 1];
     for (int i = 0; i <= N; i++) {
         ev[i] = (np_trace_event){.name = "t", .kind = NP_NODE_FWD, .window = -1, .worker = 0,
                                  .start_us = i, .end_us = i + 0.5, .node = -1, .chunk = -1};
-        if (i < N) {
-            hs[i] = &h[i];
-            rd[i] = NP_TRACE_READ;
-            np_trace_deps(tr, 1, &hs[i], &wr, &ev[i]);
-            assert_int_equal(np_trace_record(tr, &ev[i]), 0);
-        }
+        ev[i].id = np_trace_new_id(tr);
+        if (i < N) assert_int_equal(np_trace_record(tr, &ev[i]), 0);
     }
-    np_trace_deps(tr, N, hs, rd, &ev[N]);
+    for (int d = 0; d < N; d++) /* the last reads what each of the others wrote */
+        assert_int_equal(np_trace_add_dep(&ev[N], d + 1), 0);
     assert_int_equal(ev[N].n_deps, N);
     for (int d = 0; d < N; d++)
         assert_int_equal(np_trace_dep(&ev[N], d), d + 1);

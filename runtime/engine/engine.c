@@ -210,7 +210,8 @@ void np_engine_free(np_sp_engine *e) {
     if (e->state) starpu_data_unregister(e->state);
     np_backend_free(e->nccl); /* no task uses it any more */
     np_trace_free(e->trace);
-    np_cp_free(e->cp);
+    np_sg_prio_free(e->cp);
+    np_sg_linker_free(e->link);
     np_trace_free(e->merged);
     if (e->compute_ctx) starpu_sched_ctx_delete(e->compute_ctx);
     if (e->idle_hook >= 0) starpu_idle_hook_deregister(e->idle_hook);
@@ -550,7 +551,6 @@ void np_engine_batch_args(np_sp_engine *e, long batch, np_batch_args *b) {
                            .chunk = -1,
                            .rank = e->cfg.rank,
                            .trace = e->trace,
-                           .cp = e->cp,
                            .sink = &e->sink,
                            .comm_worker = e->comm_worker,
                            .compute_ctx = e->compute_ctx,

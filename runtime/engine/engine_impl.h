@@ -8,6 +8,8 @@
 #include "runtime/comm/comm.h"
 #include "runtime/engine/devices.h"
 #include "runtime/engine/engine.h"
+#include "graph/critical.h"
+#include "graph/link.h"
 #include "graph/pipeline.h"
 #include "graph/step.h"
 #include "runtime/model/model.h"
@@ -124,7 +126,8 @@ struct np_sp_engine {
     uint32_t part_dense[64];     /* (W * C) floats of each chunk's dense rows */
     uint32_t part_label[64];     /* (W * C) each chunk's labels */
     np_trace *trace;
-    struct np_cp *cp; /* key priorities = critical-path (tasks/critical.c); NULL: fixed */
+    struct np_sg_prio *cp; /* key priorities = critical-path (graph/critical.c); NULL: fixed */
+    struct np_sg_linker *link; /* traced: the step graph's edges as tasks come (graph/link.h) */
     np_trace *merged; /* rank 0 after np_engine_finish: every rank's events */
     double t0_us;     /* trace time origin: StarPU's clock right after a barrier of all ranks */
     int comm_worker;

@@ -58,7 +58,6 @@ static np_status make_room(np_sp_engine *e, long batch, const np_batch *b, np_er
     np_xchg_caps cap = e->cap;
     if (!np_xchg_caps_grow(&cap, &need)) return NP_OK;
     starpu_task_wait_for_all();
-    if (e->cp && !np_cp_applied(e->cp)) np_cp_abandon(e->cp); /* handles change: see there */
     return np_engine_grow_nnz(e, &cap, err);
 }
 
@@ -118,21 +117,22 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     e->pending = 1;
     np_status st = NP_OK;
     if (e->trace) np_trace_set_step(e->trace, t); /* the tasks below say this call made them */
-    /* critical-path priorities: the fourth step is recorded (the first ones hold the
-     * pipeline's fill and the perf models' first samples) */
-    if (m->cfg.priorities == NP_PRIORITIES_CRITICAL && !e->cp)
-        st = np_cp_create(t + 3, &e->cp, err);
-    if (e->cp) {
-        int was = np_cp_applied(e->cp);
-        np_cp_step(e->cp, t);
-        if (!was && np_cp_applied(e->cp) && e->trace) { /* the trace says from when */
+    /* the step graph (graph/step.c), each node submitted as it comes */
+    np_engine_shape(e, &e->shape);
+    /* critical-path priorities, from the graph of the steady step (made again if the shape
+     * changed) */
+    if (m->cfg.priorities == NP_PRIORITIES_CRITICAL && (!e->cp || !np_sg_prio_fits(e->cp, &e->shape))) {
+        np_sg_prio_free(e->cp);
+        e->cp = NULL;
+        np_sg_sizes z = {.nb = e->nb, .T = m->T, .d = m->d, .hot = m->cfg.hot,
+                         .dense = np_config_dense(&m->cfg)};
+        st = np_sg_prio_create(&e->shape, &z, &e->cp, err);
+        if (!st && e->trace) { /* the trace says from when */
             char from[48];
             snprintf(from, sizeof from, "critical-path from step %ld", t + 1);
             np_trace_set_info(e->trace, "priorities", from);
         }
     }
-    /* the step graph (graph/step.c), each node submitted as it comes */
-    np_engine_shape(e, &e->shape);
     sink k = {e, t, b};
     if (!st) st = np_step_walk(&e->shape, &e->cur, t, n, put, &k, err);
     if (st) starpu_task_wait_for_all(); /* leave nothing half-submitted running */

@@ -235,6 +235,22 @@ np_status np_engine_submit_node(np_sp_engine *e, const np_step_node *n, const np
         h[i] = np_engine_handle(e, &buf[i]);
         m[i] = (enum starpu_data_access_mode)mode[i];
     }
+    if (e->cp) {
+        int p = np_sg_prio_of(e->cp, n, e->step);
+        a.ctx.has_prio = p >= 0;
+        a.ctx.prio = p;
+    }
+    int64_t deps[NP_STEP_MAX_BUFS];
+    if (e->trace) { /* its number, and its edges as the graph declares them */
+        if (!e->link && !(e->link = np_sg_linker_new()))
+            return np_err(err, NP_STATUS_NO_MEMORY, "out of memory tracing the step graph");
+        a.ctx.trace_id = np_trace_new_id(e->trace);
+        a.ctx.n_deps = np_sg_link_producers(e->link, a.ctx.trace_id, buf, mode, nb, deps,
+                                            NP_STEP_MAX_BUFS);
+        if (a.ctx.n_deps < 0)
+            return np_err(err, NP_STATUS_NO_MEMORY, "out of memory tracing the step graph");
+        a.ctx.deps = deps;
+    }
     np_task_bufs b = {nb, h, m, (int)n->kind, np_step_op_get(n->op)->name};
     a.ctx.expect = &b; /* what np_task_submit holds the task to (the layers list their own) */
     return submit_task(e, &a, n, src, &b, err);

@@ -28,13 +28,7 @@ struct np_trace {
     char *info_key[NP_TRACE_MAX_INFO], *info_val[NP_TRACE_MAX_INFO]; /* (n_info) copies */
     int n_info;
     long step; /* np_trace_set_step: atomic, read by np_task_submit without the mutex */
-    /* np_trace_deps: the last writer of each handle, open addressing (cap a power of 2) */
-    int64_t next_id;
-    struct writer {
-        const void *h;
-        int64_t id;
-    } *writers;
-    size_t n_writers, cap_writers;
+    int64_t next_id; /* np_trace_new_id's last */
     /* a window's trace (np_trace_window): its bounds and, by rank, the batches whose last
      * task ended inside it */
     int windowed;
@@ -80,7 +74,6 @@ void np_trace_free(np_trace *tr) {
         free(tr->info_key[i]);
         free(tr->info_val[i]);
     }
-    free(tr->writers);
     free(tr->win_ends);
     for (size_t i = 0; i < tr->n; i++) {
         free(tr->ev[i].peer);
@@ -330,40 +323,8 @@ static int append(json_t *arr, json_t *v) {
 
 /* ---------------------------------------------------------------- data-flow edges */
 
-static size_t slot_of(const void *h, size_t cap) {
-    uint64_t x = (uint64_t)(uintptr_t)h;
-    x ^= x >> 33; /* a pointer's low bits are aligned zeros: mix the high ones in */
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x & (cap - 1);
-}
-
-static struct writer *writer_of(np_trace *tr, const void *h, int add) {
-    if (add && 2 * (tr->n_writers + 1) > tr->cap_writers) {
-        size_t cap = tr->cap_writers ? 2 * tr->cap_writers : 1024;
-        struct writer *w = calloc(cap, sizeof *w);
-        if (!w) return NULL;
-        for (size_t i = 0; i < tr->cap_writers; i++)
-            if (tr->writers[i].h) {
-                size_t k = slot_of(tr->writers[i].h, cap);
-                while (w[k].h)
-                    k = (k + 1) & (cap - 1);
-                w[k] = tr->writers[i];
-            }
-        free(tr->writers);
-        tr->writers = w;
-        tr->cap_writers = cap;
-    }
-    if (!tr->cap_writers) return NULL;
-    size_t k = slot_of(h, tr->cap_writers);
-    while (tr->writers[k].h && tr->writers[k].h != h)
-        k = (k + 1) & (tr->cap_writers - 1);
-    if (!tr->writers[k].h) {
-        if (!add) return NULL;
-        tr->writers[k].h = h;
-        tr->n_writers++;
-    }
-    return &tr->writers[k];
+int64_t np_trace_new_id(np_trace *tr) {
+    return __atomic_add_fetch(&tr->next_id, 1, __ATOMIC_RELAXED);
 }
 
 int np_trace_add_dep(np_trace_event *ev, int64_t id) {
@@ -386,28 +347,6 @@ void np_trace_event_release(np_trace_event *ev) {
     free(ev->dep_more);
     ev->dep_more = NULL;
     if (ev->n_deps > NP_TRACE_MAX_DEPS) ev->n_deps = NP_TRACE_MAX_DEPS;
-}
-
-void np_trace_deps(np_trace *tr, int n, const void *const *handles, const unsigned char *access,
-                   np_trace_event *ev) {
-    pthread_mutex_lock(&tr->mu);
-    ev->id = ++tr->next_id;
-    ev->n_deps = 0;
-    for (int i = 0; i < n; i++) {
-        if (!handles[i] || !(access[i] & NP_TRACE_READ)) continue;
-        const struct writer *w = writer_of(tr, handles[i], 0);
-        if (!w) continue;
-        int dup = 0;
-        for (int k = 0; k < ev->n_deps; k++)
-            dup |= np_trace_dep(ev, k) == w->id;
-        if (!dup) (void)np_trace_add_dep(ev, w->id); /* out of memory: the edge is lost */
-    }
-    for (int i = 0; i < n; i++) {
-        if (!handles[i] || !(access[i] & NP_TRACE_WRITE)) continue;
-        struct writer *w = writer_of(tr, handles[i], 1);
-        if (w) w->id = ev->id;
-    }
-    pthread_mutex_unlock(&tr->mu);
 }
 
 static json_t *meta_event(const char *what, int pid, int tid, const char *name) {

@@ -28,7 +28,7 @@ typedef struct np_trace_event {
     int node;       /* model graph node (layer) of a layer task, -1 otherwise (0 in events
                        made without it: read traces from before layers say -1) */
     int chunk;      /* chunk of a chunk task (window * chunks + c), -1 otherwise */
-    int64_t id;     /* the task's number on its rank, from 1 (np_trace_deps); 0: none */
+    int64_t id;     /* the task's number on its rank, from 1 (np_trace_new_id); 0: none */
     int n_deps;     /* its producers: the first NP_TRACE_MAX_DEPS in dep, the rest in
                        dep_more (np_trace_dep reads either) */
     int64_t dep[NP_TRACE_MAX_DEPS]; /* ids of the tasks on its rank whose output it reads */
@@ -103,15 +103,10 @@ NP_NODISCARD np_status np_trace_create(np_trace **out, np_error *err);
  * peers, or with its first NP_TRACE_MAX_DEPS producers). */
 int np_trace_record(np_trace *tr, const np_trace_event *ev);
 
-/* Data-flow edges of a traced run, for the Chrome export's flow events. Call in submission
- * order, once per task before it is submitted: gives ev an id and, as its deps, the last
- * task submitted before it that wrote each handle it reads (StarPU's sequential
- * consistency makes that task its producer). access[i]: 1 read, 2 write, 3 both. Handles
- * are only compared, never used. Out of memory: ev gets an id and no deps. */
-#define NP_TRACE_READ 1
-#define NP_TRACE_WRITE 2
-void np_trace_deps(np_trace *tr, int n, const void *const *handles, const unsigned char *access,
-                   np_trace_event *ev);
+/* Data-flow edges of a traced run, for the Chrome export's flow events: a task's number
+ * on its rank, from 1 in submission order (thread-safe). Its deps, the numbers of the tasks
+ * whose output it reads, are the step graph's (graph/link.h; np_trace_add_dep). */
+int64_t np_trace_new_id(np_trace *tr);
 
 /* The step the driver is submitting now: tasks recorded from here on carry it (step). */
 void np_trace_set_step(np_trace *tr, long step);
