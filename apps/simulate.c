@@ -11,20 +11,27 @@
 
 #include "cli.h"
 #include "nestpipe/scale.h"
+#include "nestpipe/stepgraph.h"
 #include "nestpipe/trace.h"
 #include "simgrid.h"
 
 static const char *help =
-    "usage: nestpipe simulate --graph RUN.json [--compute ONE.json] --ranks N[,N...]\n"
+    "usage: nestpipe simulate [--graph RUN.json] [--compute ONE.json] --ranks N[,N...]\n"
     "                         [platform flags] [output flags] [train flags]\n"
     "\n"
-    "Projects a traced run to N ranks: the steady-state step time, samples/s, exposed\n"
-    "exchange and efficiency per N. Every figure is a projection (docs/scale.md).\n"
+    "Projects a traced run, or the step graph of the train flags' run, to N ranks: the\n"
+    "steady-state step time, samples/s, exposed exchange and efficiency per N. Every figure\n"
+    "is a projection (docs/scale.md).\n"
     "  --graph FILE        a --trace of the run to project (2 ranks or more: its graph has\n"
     "                      the communication worker and the all-reduces); the train flags\n"
     "                      must be that run's (its data and model; --batch its global batch)\n"
+    "                      Without it: the step graph the train flags' run submits at 2\n"
+    "                      ranks (--batch the global batch of 2), 16 steps, scheduled on\n"
+    "                      --workers compute lanes and a communication lane\n"
     "  --compute FILE      compute durations from this --trace of a one-rank run (no two\n"
-    "                      ranks sharing cores); default: the graph's own\n"
+    "                      ranks sharing cores); default: the graph's own (without --graph:\n"
+    "                      each node's cost from the shape, a rough model)\n"
+    "  --workers W         without --graph: compute workers a rank [2]\n"
     "  --ranks LIST        rank counts, e.g. 16,128,1536 (the per-rank batch is held)\n"
     "  --link-gbit G       each rank's NIC, Gbit/s [the graph's link_gbit fact, else 100]\n"
     "  --latency-us L      per message between ranks [5]\n"
@@ -76,7 +83,7 @@ typedef struct sim {
     double coll_bytes;
     int ranks[MAX_N], n_ranks;
     np_platform plat;
-    double device_speed, route_steps, from_batch, cores_per_rank;
+    double device_speed, route_steps, from_batch, cores_per_rank, workers;
     int link_given, json, coll_graph;
 } sim;
 
@@ -94,6 +101,7 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
     s->device_speed = 1;
     s->route_steps = 4;
     s->from_batch = 2;
+    s->workers = 2;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         static const char *with_value[] = {"--graph", "--compute", "--ranks", "--link-gbit", "--latency-us",
@@ -101,7 +109,7 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
                                            "--oversub", "--device-speed", "--model", "--route-steps",
                                            "--from-batch", "--table", "--svg", "--replay-trace",
                                            "--collective", "--bytes", "--a2a", "--msg-us",
-                                           "--cores-per-rank", "--allreduce", NULL};
+                                           "--cores-per-rank", "--allreduce", "--workers", NULL};
         const char *eq = strchr(a, '=');
         size_t klen = eq ? (size_t)(eq - a) : strlen(a);
         int k = -1;
@@ -161,6 +169,11 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
             break;
         case 19: rc = number(a, v, 0, &s->plat.msg_us); break;
         case 20: rc = number(a, v, 1e-3, &s->cores_per_rank); break;
+        case 22:
+            rc = number(a, v, 1, &s->workers);
+            if (!rc && (s->workers > 4096 || s->workers != floor(s->workers)))
+                return bad("--workers takes a whole number from 1 to 4096, not ", v);
+            break;
         default:
             if (!strcmp(v, "direct")) s->plat.allreduce = NP_ALLREDUCE_DIRECT;
             else if (!strcmp(v, "ring")) s->plat.allreduce = NP_ALLREDUCE_RING;
@@ -172,7 +185,6 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
     }
     if (s->collective && strcmp(s->collective, "alltoall") && strcmp(s->collective, "allreduce"))
         return bad("--collective takes alltoall or allreduce, not ", s->collective);
-    if (!s->graph && !s->collective) return bad("--graph FILE (or --collective) is required", "");
     if (!s->n_ranks) return bad("--ranks LIST is required", "");
     if (!s->model) s->model = np_sg_available() ? "both" : "alpha-beta";
     if (strcmp(s->model, "alpha-beta") && strcmp(s->model, "simgrid") && strcmp(s->model, "both"))
@@ -231,6 +243,21 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
     }
     free(m);
     return rc;
+}
+
+#define GRAPH_STEPS 16 /* the step graph's, without --graph */
+
+/* Without --graph: the step graph cfg's run would submit at 2 ranks as one rank's trace
+ * (the replay runs it at each N; docs/scale.md "A graph without a trace"). */
+static np_status graph_of(const np_config *cfg, int workers, np_trace_t **out, np_error *err) {
+    np_config c = *cfg;
+    c.ranks = 2; /* the caller checked the batch splits in two */
+    np_step_graph_t *g;
+    np_status st = np_step_graph_create(&c, GRAPH_STEPS, &g, err);
+    if (st) return st;
+    st = np_step_graph_trace(g, workers, out, err);
+    np_step_graph_free(g);
+    return st;
 }
 
 static double now_s(void) {
@@ -382,7 +409,12 @@ int np_cmd_simulate(int argc, char **argv) {
         if (*o && (rc = np_cli_not_a_config(*o, "output"))) return rc;
     np_error err = {{0}};
     np_trace_t *graph = NULL, *compute = NULL;
-    np_status st = np_trace_read_chrome(s.graph, &graph, &err);
+    if (!s.graph && cfg.batch % 2)
+        return bad("without --graph, --batch is the global batch of the step graph's 2 ranks: "
+                   "give an even one", "");
+    np_status st = s.graph ? np_trace_read_chrome(s.graph, &graph, &err)
+                           : graph_of(&cfg, (int)s.workers, &graph, &err);
+    const char *from = s.graph ? s.graph : "the step graph";
     if (!st && s.compute) st = np_trace_read_chrome(s.compute, &compute, &err);
     if (st) {
         np_trace_free(graph);
@@ -392,7 +424,7 @@ int np_cmd_simulate(int argc, char **argv) {
     int graph_ranks = gr >= 1 && gr <= 65536 ? (int)gr : 0;
     if (!graph_ranks) {
         fprintf(stderr, "nestpipe: simulate: %s says it ran %s ranks: not a trace nestpipe wrote\n",
-                s.graph, np_trace_info(graph, "ranks"));
+                from, np_trace_info(graph, "ranks"));
         rc = EXIT_BAD_INPUT;
         graph_ranks = 1;
     }
@@ -405,12 +437,12 @@ int np_cmd_simulate(int argc, char **argv) {
     if (!rc && gw && (np_config_get(&cfg, "windows", v, sizeof v), 1) &&
         np_config_windows(&cfg) != atoi(gw)) {
         fprintf(stderr, "nestpipe: simulate: %s ran %s windows, the flags give %d: give the run's flags\n",
-                s.graph, gw, np_config_windows(&cfg));
+                from, gw, np_config_windows(&cfg));
         rc = EXIT_BAD_INPUT;
     }
     if (!rc && gp && np_config_get(&cfg, "pipeline", v, sizeof v) == 0 && strcmp(v, "auto") && strcmp(v, gp)) {
         fprintf(stderr, "nestpipe: simulate: %s ran pipeline %s, the flags give %s: give the run's flags\n",
-                s.graph, gp, v);
+                from, gp, v);
         rc = EXIT_BAD_INPUT;
     }
     if (!rc && cfg.batch % graph_ranks) rc = bad("--batch is not divisible by the graph's ranks", "");
@@ -418,13 +450,13 @@ int np_cmd_simulate(int argc, char **argv) {
     double floats = np_replay_dense_floats(graph, 0, (long)s.from_batch);
     if (!rc && graph_ranks < 2)
         fprintf(stderr, "nestpipe: simulate: warning: %s is a one-rank run: its graph has no "
-                        "communication worker and no all-reduce (trace a run of 2 ranks)\n", s.graph);
+                        "communication worker and no all-reduce (trace a run of 2 ranks)\n", from);
     row rows[MAX_N];
     memset(rows, 0, sizeof rows);
     if (!rc && !s.json) {
         printf("projection of %s (%d ranks, %ld samples a rank, pipeline %s, %s windows) on %s, "
                "NIC %g Gbit/s, latency %g us%s\n",
-               s.graph, graph_ranks, local_batch, gp ? gp : "?", gw ? gw : "?",
+               from, graph_ranks, local_batch, gp ? gp : "?", gw ? gw : "?",
                s.plat.host_ranks > 1 ? "two tiers" : "a flat fabric", s.plat.nic_gbit,
                s.plat.latency_us, s.compute ? ", compute from the one-rank run" : "");
     }
@@ -453,7 +485,11 @@ int np_cmd_simulate(int argc, char **argv) {
         for (int m = 0; m < 2 && !rc; m++) {
             if (m == 1 && !r->have_sg) continue;
             np_replay_cfg c = {.graph = graph, .compute = compute, .device_speed = s.device_speed,
-                               .from_batch = (long)s.from_batch, .to_batch = -1,
+                               .from_batch = (long)s.from_batch,
+                               /* the step graph's later batches are its look-ahead's */
+                               .to_batch = s.graph ? -1 : GRAPH_STEPS - 1,
+                               /* its starts are a schedule, not a run's: no delays */
+                               .no_gaps = !s.graph && !compute,
                                .graph_link_gbit = s.compute && !s.coll_graph ? 0 : graph_link,
                                .collectives_from_graph = s.coll_graph};
             memcpy(c.wire_us, m ? r->wire_sg : r->wire_ab, sizeof c.wire_us);

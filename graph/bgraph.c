@@ -208,9 +208,10 @@ np_status np_step_graph_create(const np_config *cfg, long steps, np_step_graph_t
         return st;
     }
     (*out)->layers = layers;
+    np_sg_sizes z = {.nb = cfg->batch / cfg->ranks, .T = cfg->tables, .d = cfg->dim,
+                     .hot = cfg->hot, .dense = np_config_dense(cfg)};
+    (*out)->sizes = z;
     if (cfg->priorities == NP_PRIORITIES_CRITICAL) { /* those the engine would give */
-        np_sg_sizes z = {.nb = cfg->batch / cfg->ranks, .T = cfg->tables, .d = cfg->dim,
-                         .hot = cfg->hot, .dense = np_config_dense(cfg)};
         if ((st = np_sg_prio_create(&s, &z, &(*out)->cp, err))) {
             np_step_graph_free(*out);
             *out = NULL;

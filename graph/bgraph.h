@@ -42,6 +42,7 @@ struct np_step_graph {
     int nedge, cap_edge;
     np_sg_contract_hook hook;
     struct np_sg_prio *cp; /* owned: the critical path's priorities when cfg asked for them */
+    np_sg_sizes sizes; /* the shape's sizes, for the nodes' costs (graph/critical.c) */
 };
 
 /* Walks steps 0 .. steps-1 of shape s with unlimited batches (the steady state from the

@@ -11,13 +11,6 @@
 
 #define NP_CP_TOP 1000 /* the highest priority: the start of the longest path */
 
-/* What a node's cost depends on besides the graph: the rank's batch, the tables, their
- * dimension, the keys a bag (mean) and the dense features. */
-typedef struct np_sg_sizes {
-    long nb;
-    int T, d, hot, dense;
-} np_sg_sizes;
-
 /* The cost model, microseconds: a layer's flops at 20 GFLOP/s; pooling, gathers, updates,
  * sums and copies their bytes at 10 GB/s; a collective its bytes at 10 Gbit/s plus 5 us a
  * peer; 1 us each for the runtime. Relative costs are all priorities need; what a machine

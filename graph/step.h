@@ -103,6 +103,13 @@ typedef struct np_step_shape {
     int gpus;                /* CUDA workers: h2d reads the slot for them */
 } np_step_shape;
 
+/* What a node's cost depends on besides the graph: the rank's batch, the tables, their
+ * dimension, the keys a bag (mean) and the dense features. */
+typedef struct np_sg_sizes {
+    long nb;
+    int T, d, hot, dense;
+} np_sg_sizes;
+
 /* One operation of a step. */
 typedef struct np_step_node {
     np_step_op op;

@@ -2,7 +2,8 @@
 # `nestpipe simulate` on a real 2-rank trace (docs/scale.md): it replays the run's own step
 # at 2 ranks close to the measured one, SimGrid and the alpha-beta model agree on a flat and
 # a two-tier platform (when SimGrid is installed), the projection's step grows with N on a
-# slow link, its outputs are written, and bad input is refused with one line. The replay's
+# slow link, its outputs are written, the step graph of the flags' run projects without a
+# trace, and bad input is refused with one line. The replay's
 # exact behaviour is checked on hand-made traces by tests/test_scale.c.
 # usage: test_simulate.sh PATH/TO/nestpipe
 set -u
@@ -76,7 +77,19 @@ sys.exit(abs(r['simgrid'] - r['alpha-beta']) > 0.01 * r['alpha-beta'])" "$W/s.js
     awk '$1 == "alltoall" {d = $4 - $5; n++} END {exit !(n == 1 && d < 0.01 * $4 && d > -0.01 * $4)}' "$W/c.txt" &&
     ok "SimGrid and alpha-beta agree on a two-tier All2All" || bad "two tiers: $(cat "$W/c.txt")"
 fi
-# 4. bad input: one line, exit 2
+# 4. the step graph without a trace: the train flags' run at 2 ranks, each node's cost from
+# the shape; the same efficiency at 2 ranks as itself, less at 64 on a 1 Gbit/s link
+if "$NP" simulate --ranks 2,64 "${SM[@]}" --link-gbit 1 --model alpha-beta --json >"$W/s.json" 2>"$W/err"; then
+  python3 - "$W/s.json" <<'PY' >"$W/py" 2>&1 && ok "the step graph without a trace: $(cat "$W/py")" || bad "the step graph without a trace: $(cat "$W/py")"
+import json, sys
+r = {x["N"]: x for x in map(json.loads, open(sys.argv[1]))}
+print("step %.0f us at 2, %.0f us at 64" % (r[2]["step_us"], r[64]["step_us"]))
+sys.exit(not (r[2]["step_us"] > 0 and r[64]["step_us"] > r[2]["step_us"]))
+PY
+else
+  bad "the step graph without a trace: $(cat "$W/err")"
+fi
+# 5. bad input: one line, exit 2
 refused() { # NAME PATTERN ARGS...
   local name=$1 pat=$2
   shift 2
@@ -84,7 +97,8 @@ refused() { # NAME PATTERN ARGS...
   local rc=$?
   if [[ $rc == 2 && $(wc -l <"$W/err") == 1 ]] && grep -q -- "$pat" "$W/err"; then ok "refused: $name"; else bad "refused: $name: exit $rc: $(cat "$W/err")"; fi
 }
-refused "no --graph" "--graph FILE" --ranks 4
+refused "--workers" "--workers takes" --ranks 4 --workers 0.5
+refused "an odd batch without --graph" "give an even one" --ranks 4 --batch 255
 refused "windows that differ" "ran 2 windows, the flags give 4" --graph "$W/g.json" --ranks 4 "${SM[@]}" --windows 4
 refused "--a2a" "--a2a takes" --graph "$W/g.json" --ranks 4 --a2a ring
 refused "--ranks" "--ranks takes" --graph "$W/g.json" --ranks 4,x

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 
 #include "engineutil.h"
 #include "graph/bgraph.h"
+#include "graph/critical.h"
+#include "nestpipe/scale.h"
 #include "runtime/model/graph.h"
 #include "runtime/trace/trace.h"
 
@@ -239,11 +242,65 @@ static void test_graph_is_the_run(void **state) {
     }
 }
 
+/* ---- the graph as a trace to replay (graph/replay_trace.c) */
+
+/* Every task waits for its edges' sources and its step's call, no lane runs two at once,
+ * and collectives have the communication lane; on one rank and one lane, sequential, the
+ * replayed step is the sum of a step's costs exactly. */
+static void test_graph_trace(void **state) {
+    (void)state;
+    for (int p = 0; p < 5; p++) {
+        np_config c = cfg_of(pipes[p], "dlrm", 2, 2, 2, "rowwise-adagrad");
+        np_error e = {{0}};
+        np_step_graph_t *g;
+        np_trace_t *t;
+        if (np_step_graph_create(&c, 12, &g, &e) || np_step_graph_trace(g, 2, &t, &e))
+            fail_msg("%s: %s", np_pipeline_name(pipes[p]), e.msg);
+        assert_int_equal(np_trace_count(t), g->n);
+        double lane_end[3] = {0};
+        for (size_t i = 0; i < np_trace_count(t); i++) {
+            const np_trace_event *ev = np_trace_get(t, i);
+            assert_int_equal(ev->id, (int64_t)i + 1);
+            assert_true(ev->end_us > ev->start_us);
+            assert_true(ev->start_us >= ev->submit_us);
+            int comm = np_node_kind_is(ev->kind, NP_KIND_EXCHANGE);
+            assert_int_equal(ev->worker == 2, comm);
+            assert_true(ev->start_us >= lane_end[ev->worker]); /* in order on its lane */
+            lane_end[ev->worker] = ev->end_us;
+            int lo, hi;
+            np_sg_in_edges(g, (int)i, &lo, &hi);
+            for (int k = lo; k < hi; k++)
+                assert_true(ev->start_us >= np_trace_get(t, (size_t)g->edge[k].from)->end_us);
+        }
+        np_trace_free(t);
+        np_step_graph_free(g);
+    }
+    np_config c = cfg_of(NP_PIPELINE_SEQUENTIAL, "dlrm", 1, 2, 1, "sgd");
+    np_error e = {{0}};
+    np_step_graph_t *g;
+    np_trace_t *t;
+    if (np_step_graph_create(&c, 12, &g, &e) || np_step_graph_trace(g, 1, &t, &e))
+        fail_msg("sequential: %s", e.msg);
+    double sum = 0;
+    for (int i = 0; i < g->n; i++)
+        if (g->node[i].step == 6) sum += np_sg_cost_us(&g->shape, &g->sizes, &g->node[i].n);
+    np_replay_cfg rc = {.graph = t, .device_speed = 1, .from_batch = 2, .to_batch = 11,
+                        .no_gaps = 1};
+    np_replay_out o;
+    if (np_replay(&rc, &o, &e)) fail_msg("replay: %s", e.msg);
+    if (fabs(o.step_us - sum) > 1e-6 * sum)
+        fail_msg("step %.3f us, a step's costs %.3f", o.step_us, sum);
+    np_trace_free(o.trace);
+    np_trace_free(t);
+    np_step_graph_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guarantees_hold),
         cmocka_unit_test(test_mutations_fail),
         cmocka_unit_test(test_graph_is_the_run),
+        cmocka_unit_test(test_graph_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "nestpipe/nestpipe.h"
+#include "nestpipe/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +53,13 @@ NP_NODISCARD NP_API np_status np_step_graph_write(const np_step_graph_t *g, long
  * buffers' sync, the dense parameters and the previous batch's key set). Writes one line
  * per invariant ("ok" or its first violations) into report; returns the violations. */
 NP_API int np_step_graph_check(const np_step_graph_t *g, char *report, size_t size);
+/* The graph as one rank's trace, for np_replay (nestpipe/scale.h) at any rank count
+ * without a traced run (docs/scale.md "A graph without a trace"): each node a task waiting
+ * for its edges' sources and its step's call, run for its cost from the shape (a
+ * collective its local part) on the earliest free of `workers` compute lanes, collectives
+ * on a communication lane; the run's facts (pipeline, windows, chunks, lookahead, ranks). */
+NP_NODISCARD NP_API np_status np_step_graph_trace(const np_step_graph_t *g, int workers,
+                                                  np_trace_t **out, np_error *err);
 
 #ifdef __cplusplus
 }

@@ -121,7 +121,8 @@ np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_
     np_engine_shape(e, &e->shape);
     /* critical-path priorities, from the graph of the steady step (made again if the shape
      * changed) */
-    if (m->cfg.priorities == NP_PRIORITIES_CRITICAL && (!e->cp || !np_sg_prio_fits(e->cp, &e->shape))) {
+    if (m->cfg.priorities == NP_PRIORITIES_CRITICAL &&
+        (!e->cp || !np_sg_prio_fits(e->cp, &e->shape))) {
         np_sg_prio_free(e->cp);
         e->cp = NULL;
         np_sg_sizes z = {.nb = e->nb, .T = m->T, .d = m->d, .hot = m->cfg.hot,
