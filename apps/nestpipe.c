@@ -122,7 +122,8 @@ static const char *main_help =
     "                                       (route-stats --help; docs/scale.md)\n"
     "  graph [--format text|dot|json|svg|png] [train flags]   the task graph of one step,\n"
     "                                       its dependencies and guarantees (graph --help)\n"
-    "  simulate --graph RUN.json --ranks N,... [flags]   a traced run projected to N ranks\n"
+    "  simulate [--graph RUN.json] --ranks N,... [flags]   a traced run, or the step graph,\n"
+    "                                       projected to N ranks\n"
     "                                       (simulate --help; docs/scale.md)\n"
     "  --version                            print the version\n";
 

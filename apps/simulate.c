@@ -84,7 +84,7 @@ typedef struct sim {
     int ranks[MAX_N], n_ranks;
     np_platform plat;
     double device_speed, route_steps, from_batch, cores_per_rank, workers;
-    int link_given, json, coll_graph;
+    int link_given, json, coll_graph, workers_given;
 } sim;
 
 typedef struct row {
@@ -171,6 +171,7 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
         case 20: rc = number(a, v, 1e-3, &s->cores_per_rank); break;
         case 22:
             rc = number(a, v, 1, &s->workers);
+            s->workers_given = 1;
             if (!rc && (s->workers > 4096 || s->workers != floor(s->workers)))
                 return bad("--workers takes a whole number from 1 to 4096, not ", v);
             break;
@@ -186,6 +187,8 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
     if (s->collective && strcmp(s->collective, "alltoall") && strcmp(s->collective, "allreduce"))
         return bad("--collective takes alltoall or allreduce, not ", s->collective);
     if (!s->n_ranks) return bad("--ranks LIST is required", "");
+    if (s->graph && s->workers_given)
+        return bad("--workers is for the step graph without --graph (a trace has its own)", "");
     if (!s->model) s->model = np_sg_available() ? "both" : "alpha-beta";
     if (strcmp(s->model, "alpha-beta") && strcmp(s->model, "simgrid") && strcmp(s->model, "both"))
         return bad("--model takes alpha-beta, simgrid or both, not ", s->model);
@@ -489,7 +492,7 @@ int np_cmd_simulate(int argc, char **argv) {
                                /* the step graph's later batches are its look-ahead's */
                                .to_batch = s.graph ? -1 : GRAPH_STEPS - 1,
                                /* its starts are a schedule, not a run's: no delays */
-                               .no_gaps = !s.graph && !compute,
+                               .no_gaps = !s.graph,
                                .graph_link_gbit = s.compute && !s.coll_graph ? 0 : graph_link,
                                .collectives_from_graph = s.coll_graph};
             memcpy(c.wire_us, m ? r->wire_sg : r->wire_ab, sizeof c.wire_us);

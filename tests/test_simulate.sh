@@ -98,6 +98,7 @@ refused() { # NAME PATTERN ARGS...
   if [[ $rc == 2 && $(wc -l <"$W/err") == 1 ]] && grep -q -- "$pat" "$W/err"; then ok "refused: $name"; else bad "refused: $name: exit $rc: $(cat "$W/err")"; fi
 }
 refused "--workers" "--workers takes" --ranks 4 --workers 0.5
+refused "--workers with a trace" "--workers is for the step graph" --graph "$W/g.json" --ranks 4 --workers 2
 refused "an odd batch without --graph" "give an even one" --ranks 4 --batch 255
 refused "windows that differ" "ran 2 windows, the flags give 4" --graph "$W/g.json" --ranks 4 "${SM[@]}" --windows 4
 refused "--a2a" "--a2a takes" --graph "$W/g.json" --ranks 4 --a2a ring

@@ -55,7 +55,8 @@ NP_NODISCARD NP_API np_status np_step_graph_write(const np_step_graph_t *g, long
 NP_API int np_step_graph_check(const np_step_graph_t *g, char *report, size_t size);
 /* The graph as one rank's trace, for np_replay (nestpipe/scale.h) at any rank count
  * without a traced run (docs/scale.md "A graph without a trace"): each node a task waiting
- * for its edges' sources and its step's call, run for its cost from the shape (a
+ * for its edges' sources (its deps: every edge, the writes after reads and writes too, not
+ * only data flow) and its step's call, run for its cost from the shape (a
  * collective its local part) on the earliest free of `workers` compute lanes, collectives
  * on a communication lane; the run's facts (pipeline, windows, chunks, lookahead, ranks). */
 NP_NODISCARD NP_API np_status np_step_graph_trace(const np_step_graph_t *g, int workers,
