@@ -14,10 +14,7 @@ cd "$ROOT"
 . bench/lib.sh
 ab_setup graph "$@"
 base_bench_facts
-STAMP=$(date +%Y-%m-%d)
-CPU_TAG=$(echo "$CPU_MODEL" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//' | cut -c1-24)
-OUT=bench/results/$STAMP-$CPU_TAG-graph.md
-mkdir -p bench/results
+ab_result_path graph
 
 DATA=(--tables 26 --rows 100000 --zipf 1.05 --dim 16 --batch 2048 --eval-samples 2048 --quiet)
 declare -A MODEL=(

@@ -408,6 +408,16 @@ ab_setup() {
   trap "rm -rf '$W'" EXIT
 }
 
+# ab_result_path NAME: STAMP (today) and OUT, bench/results/<date>-<cpu>-NAME.md, for a
+# bench of ab_setup's kind (after base_bench_facts, which names the CPU)
+ab_result_path() {
+  STAMP=$(date +%Y-%m-%d)
+  local tag
+  tag=$(echo "$CPU_MODEL" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//' | cut -c1-24)
+  OUT=bench/results/$STAMP-$tag-$1.md
+  mkdir -p bench/results
+}
+
 # ab_rates BASE NEW R TMP REPEATS [train flags...]: the two builds alternating run by run
 # (base first), REPEATS runs each of the same training; prints "BASE_MEDIAN NEW_MEDIAN"
 # samples/s. The last dumps of both sides must be the same bytes (a result over different

@@ -15,10 +15,7 @@ cd "$ROOT"
 . bench/lib.sh
 ab_setup priorities "$@"
 base_bench_facts
-STAMP=$(date +%Y-%m-%d)
-CPU_TAG=$(echo "$CPU_MODEL" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//' | cut -c1-24)
-OUT=bench/results/$STAMP-$CPU_TAG-priorities.md
-mkdir -p bench/results
+ab_result_path priorities
 
 DATA=(--tables 26 --rows 100000 --zipf 1.05 --dim 16 --batch 2048 --eval-samples 2048 --quiet
   --bottom 13-512-256-64-16 --top 512-256-1 --windows 4)
@@ -39,8 +36,10 @@ for R in 1 2; do
         rates[s]+="$(json_get "$W/m.json" samples_per_s) "
       done
     done
-    cmp -s "$W/0.params" "$W/1.params" && cmp -s "$W/0.params" "$W/2.params" ||
-      { echo "priorities.sh: R=$R $p: the three sides trained different models" >&2; exit 1; }
+    if ! cmp -s "$W/0.params" "$W/1.params" || ! cmp -s "$W/0.params" "$W/2.params"; then
+      echo "priorities.sh: R=$R $p: the three sides trained different models" >&2
+      exit 1
+    fi
     printf '%s\t%s\t%s\t%s\t%s\n' "$R" "$p" "$(echo "${rates[0]}" | median_of)" \
       "$(echo "${rates[1]}" | median_of)" "$(echo "${rates[2]}" | median_of)" >>"$RES"
   done
