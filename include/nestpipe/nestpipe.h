@@ -169,6 +169,14 @@ typedef enum np_exchange {
     NP_EXCHANGE_POOLED, /* the owner's partial sum of each bag, one pooled gradient back */
 } np_exchange;
 
+/* How the data channel's All2Alls (keys, rows, gradients) go across hosts (key "a2a",
+ * docs/scale.md "A two-level All2All"); every form moves the same bytes. Added in 0.8. */
+typedef enum np_a2a_mode {
+    NP_A2A_MODE_AUTO, /* hier when the ranks span hosts (or declared pseudo-hosts) */
+    NP_A2A_MODE_FLAT, /* one All2All over every rank */
+    NP_A2A_MODE_HIER, /* within each host, then between hosts */
+} np_a2a_mode;
+
 /* Task priorities (key "priorities", docs/engine.md "Priorities"), for the policies that
  * honour them (prio, dmdas, lws, ...). */
 typedef enum np_priorities {
@@ -322,6 +330,10 @@ typedef struct np_config {
                           item clusters by a Markov chain (0: independent Zipf draws) */
     int hstu_blocks, hstu_heads; /* keys "hstu-blocks", "hstu-heads": --model hstu */
     np_loss loss;                /* key "loss" */
+    /* added in 0.8 */
+    np_a2a_mode a2a;    /* key "a2a": auto | flat | hier */
+    int ranks_per_host; /* key "ranks-per-host": pseudo-hosts of G consecutive ranks for
+                           the two-level All2All and the emulated link; 0: the real hosts */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */

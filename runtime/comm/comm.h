@@ -43,6 +43,17 @@ int np_comm_size(const np_comm *c);
 /* This rank's index among the ranks on its host, their number, and the job's hosts
  * (0, 1, 1 without MPI or for NULL). */
 void np_comm_host(const np_comm *c, int *local_rank, int *local_size, int *nodes);
+/* The hosts the data channel's All2Alls see, and how they go (docs/scale.md "A two-level
+ * All2All"): per_host > 0 declares pseudo-hosts of per_host consecutive ranks (it must
+ * divide the ranks; the emulated link then paces only bytes between them), 0 takes the
+ * real hosts; a2a (np_a2a_mode) flat, hier (a one-line error when hosts hold different
+ * numbers of ranks) or auto (hier when the ranks span hosts of equal size). Collective
+ * over every rank (the engine calls it with the config, the same on all); again with the
+ * same arguments it does nothing. A no-op without MPI or with one rank. */
+NP_NODISCARD np_status np_comm_set_topology(np_comm *c, int a2a, int per_host, np_error *err);
+/* 2 when the data channel's All2Alls go in two levels (*per_host: the ranks a host), else 1
+ * (*per_host 1). per_host may be NULL. */
+int np_comm_a2a_levels(const np_comm *c, int *per_host);
 /* 1 when MPI is in use (even with one rank under mpirun). */
 int np_comm_is_mpi(const np_comm *c);
 

@@ -14,44 +14,55 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/comm/comm.h"
+#include "runtime/comm/mpi_impl.h"
 #include "runtime/core/backoff.h"
 #include "runtime/core/util.h"
 
-struct np_comm {
-    int mpi; /* 1: MPI initialised by us */
-    int rank, size;
-    int local_rank, local_size, nodes; /* among the ranks sharing this host; hosts */
-    MPI_Comm chan[2];   /* NP_CHAN_DATA, NP_CHAN_CTL */
-    double link_bytes_s; /* NP_LINK_GBIT in bytes a second; 0: no pacing */
-};
 
 /* An emulated link (bench/README.md "An emulated link"): with NP_LINK_GBIT=G, once a
  * data-channel collective has completed (over shared memory: just after the last rank
- * joined it), the calling thread sleeps for its bytes to or from other ranks (the larger
+ * joined it), the calling thread sleeps for its bytes to or from other hosts (the larger
  * of the two: a full-duplex NIC per rank) at G Gbit/s, as if they only then crossed the
- * wire. The host's cores stay free meanwhile, as with a NIC that moves the bytes by itself
- * (a shaped TCP loopback on the same cores is not that). Pessimistic by the memcpy's own
- * time. The control channel (agreements, checkpoints, the final gather) is not paced, nor
- * are a failed collective or NCCL's. Off unless set. */
-static np_status link_rate(np_comm *c, np_error *err) {
-    const char *v = getenv("NP_LINK_GBIT");
+ * wire; with NP_LINK_US=U, also U microseconds for each other host it exchanged a message
+ * with (the latency of each message, paid one after another). Every rank is its own host
+ * unless hosts were declared (--ranks-per-host) or the All2All goes in two levels, whose
+ * hosts are the topology's (np_comm_set_topology). The host's cores stay free meanwhile,
+ * as with a NIC that moves the bytes by itself (a shaped TCP loopback on the same cores is
+ * not that). Pessimistic by the memcpy's own time. The control channel (agreements,
+ * checkpoints, the final gather) is not paced, nor are a failed collective or NCCL's. Off
+ * unless set. */
+static np_status link_env(const char *name, double lo, double *out, np_error *err) {
+    const char *v = getenv(name);
     if (!v) return NP_OK;
     char *end;
     double g = strtod(v, &end);
-    if (end == v || *end || !(g >= 1e-6) || !isfinite(g)) /* 1e-6: a sleep stays in range */
-        return np_err(err, NP_STATUS_BAD_INPUT,
-                      "NP_LINK_GBIT: '%s' is not a link rate in Gbit/s (1e-6 or more)", v);
-    c->link_bytes_s = g * 1e9 / 8;
+    if (end == v || *end || !(g >= lo) || !isfinite(g) || g > 1e9)
+        return np_err(err, NP_STATUS_BAD_INPUT, "%s: '%s' is not a %s (%g or more)", name, v,
+                      lo > 0 ? "link rate in Gbit/s" : "message latency in microseconds", lo);
+    *out = g;
     return NP_OK;
 }
 
-/* Sleeps for a collective's bytes on the link, once it has completed (rc 0). The calling
- * thread's timer slack is cut to 1 us first (Linux's default, 50 us, overshot every sleep:
- * 85 us on a 64 KB All2All at 2 Gbit/s, a third of its 262 us). */
-static void link_pace(const np_comm *c, np_channel ch, int rc, double sent, double recvd) {
-    if (rc || ch != NP_CHAN_DATA || c->link_bytes_s <= 0) return;
-    double left = (sent > recvd ? sent : recvd) / c->link_bytes_s;
+static np_status link_rate(np_comm *c, np_error *err) {
+    double g = 0;
+    np_status st = link_env("NP_LINK_GBIT", 1e-6, &g, err); /* 1e-6: a sleep stays in range */
+    if (!st) st = link_env("NP_LINK_US", 0, &c->link_msg_us, err);
+    c->link_bytes_s = g * 1e9 / 8;
+    return st;
+}
+
+int np_mpi_link_host(const np_comm *c, int q) {
+    return c->topo.set && (c->topo.pseudo || c->topo.hier) ? c->topo.host_of[q] : q;
+}
+
+/* Sleeps for a collective's bytes and messages on the link, once it has completed (rc 0).
+ * The calling thread's timer slack is cut to 1 us first (Linux's default, 50 us, overshot
+ * every sleep: 85 us on a 64 KB All2All at 2 Gbit/s, a third of its 262 us). */
+static void link_pace(const np_comm *c, np_channel ch, int rc, double sent, double recvd,
+                      int msgs) {
+    if (rc || ch != NP_CHAN_DATA || (c->link_bytes_s <= 0 && c->link_msg_us <= 0)) return;
+    double left = (c->link_bytes_s > 0 ? (sent > recvd ? sent : recvd) / c->link_bytes_s : 0) +
+                  msgs * c->link_msg_us * 1e-6;
     if (left <= 0) return;
     static __thread int slack_set;
     if (!slack_set) {
@@ -66,13 +77,12 @@ static void link_pace(const np_comm *c, np_channel ch, int rc, double sent, doub
 /* What the calling thread's data collectives spent posting (the MPI_I* call) and pacing
  * (the emulated link's wire time, NP_LINK_GBIT) since np_comm_take_phases last took them;
  * the rest of a collective is MPI's wait (the peers, the transfer). */
-static _Thread_local double phase_post, phase_pace;
+_Thread_local double np_mpi_phase_post, np_mpi_phase_pace;
 
-/* link_pace, its time counted (np_comm_take_phases). */
-static void timed_pace(const np_comm *c, np_channel ch, int rc, double sent, double recvd) {
+void np_mpi_pace(const np_comm *c, np_channel ch, int rc, double sent, double recvd, int msgs) {
     double t0 = np_backoff_now_us();
-    link_pace(c, ch, rc, sent, recvd);
-    phase_pace += np_backoff_now_us() - t0;
+    link_pace(c, ch, rc, sent, recvd, msgs);
+    np_mpi_phase_pace += np_backoff_now_us() - t0;
 }
 
 static np_comm *world;
@@ -94,6 +104,7 @@ np_status np_comm_init(int *argc, char ***argv, np_comm **out, np_error *err) {
     np_comm *c = calloc(1, sizeof *c);
     if (!c) return np_err(err, NP_STATUS_NO_MEMORY, "out of memory (comm)");
     c->size = c->local_size = c->nodes = 1;
+    c->topo.node = c->topo.cross = MPI_COMM_NULL;
     np_status st = link_rate(c, err);
     if (st) {
         free(c);
@@ -143,6 +154,7 @@ void np_comm_free(np_comm *c) {
     if (!c) return;
     if (c == world) world = NULL;
     if (c->mpi) {
+        np_mpi_topo_free(c);
         for (int i = 0; i < 2; i++)
             if (c->chan[i] != MPI_COMM_NULL && c->chan[i]) MPI_Comm_free(&c->chan[i]);
         MPI_Finalize();
@@ -177,7 +189,7 @@ int np_comm_is_mpi(const np_comm *c) {
 
 /* Completes a request, yielding the core between polls, then sleeping when the wait is
  * long (a stalled peer: runtime/core/backoff.h). */
-static int wait_yield(MPI_Request *req) {
+int np_mpi_wait(MPI_Request *req) {
     int done = 0;
     double start = np_backoff_now_us();
     while (!done) {
@@ -188,19 +200,19 @@ static int wait_yield(MPI_Request *req) {
 }
 
 void np_comm_take_phases(double *post_us, double *pace_us) {
-    *post_us = phase_post;
-    *pace_us = phase_pace;
-    phase_post = phase_pace = 0;
+    *post_us = np_mpi_phase_post;
+    *pace_us = np_mpi_phase_pace;
+    np_mpi_phase_post = np_mpi_phase_pace = 0;
 }
 
 /* A contiguous datatype of `elem` bytes, so counts stay element counts (int range). */
-static int elem_type(size_t elem, MPI_Datatype *t) {
+int np_mpi_elem_type(size_t elem, MPI_Datatype *t) {
     if (elem > INT_MAX) return -1;
     if (MPI_Type_contiguous((int)elem, MPI_BYTE, t) != MPI_SUCCESS) return -1;
     return MPI_Type_commit(t) == MPI_SUCCESS ? 0 : -1;
 }
 
-static int to_int_counts(const int64_t *in, int n, int *counts, int *displs) {
+int np_mpi_counts(const int64_t *in, int n, int *counts, int *displs) {
     int64_t off = 0;
     for (int i = 0; i < n; i++) {
         if (in[i] < 0 || in[i] > INT_MAX || off > INT_MAX) return -1;
@@ -211,30 +223,50 @@ static int to_int_counts(const int64_t *in, int n, int *counts, int *displs) {
     return 0;
 }
 
+/* Elements of counts[] (NULL: `per` for every rank) to or from ranks on other hosts than
+ * this one's, as the emulated link sees them (np_mpi_link_host). */
+static double off_host(const np_comm *c, const int64_t *counts, double per) {
+    double s = 0;
+    int me = np_mpi_link_host(c, c->rank);
+    for (int q = 0; q < c->size; q++)
+        if (np_mpi_link_host(c, q) != me) s += counts ? (double)counts[q] : per;
+    return s;
+}
+
+/* The ranks on other hosts a collective exchanges messages with: those with a block either
+ * way (a and b NULL: all of them). */
+static int off_peers(const np_comm *c, const int64_t *a, const int64_t *b) {
+    int n = 0, me = np_mpi_link_host(c, c->rank);
+    for (int q = 0; q < c->size; q++)
+        n += np_mpi_link_host(c, q) != me && (!a || a[q] || b[q]);
+    return n;
+}
+
+/* The data channel's All2Alls go in two levels when the topology says so (mpi_hier.c). */
+static int two_level(const np_comm *c, np_channel ch) {
+    return ch == NP_CHAN_DATA && c->topo.set && c->topo.hier;
+}
+
 int np_comm_alltoall_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t *recv,
                          int per_rank) {
     if (!c || !c->mpi) {
         memcpy(recv, send, (size_t)per_rank * sizeof(int64_t));
         return 0;
     }
+    if (two_level(c, ch))
+        return per_rank < 0 ? -1
+                            : np_mpi_hier_alltoallv(c, send, NULL, recv, NULL, (size_t)per_rank,
+                                                    sizeof(int64_t));
     MPI_Request req;
-    double bytes = (double)per_rank * sizeof(int64_t) * (c->size - 1);
+    double bytes = off_host(c, NULL, (double)per_rank * sizeof(int64_t));
     double t0 = np_backoff_now_us();
     if (MPI_Ialltoall(send, per_rank, MPI_INT64_T, recv, per_rank, MPI_INT64_T, c->chan[ch],
                       &req) != MPI_SUCCESS)
         return -1;
-    phase_post += np_backoff_now_us() - t0;
-    int rc = wait_yield(&req);
-    timed_pace(c, ch, rc, bytes, bytes);
+    np_mpi_phase_post += np_backoff_now_us() - t0;
+    int rc = np_mpi_wait(&req);
+    np_mpi_pace(c, ch, rc, bytes, bytes, off_peers(c, NULL, NULL));
     return rc;
-}
-
-/* Elements of counts[] to or from ranks other than `self`. */
-static double off_rank(const int64_t *counts, int n, int self) {
-    double s = 0;
-    for (int q = 0; q < n; q++)
-        if (q != self) s += (double)counts[q];
-    return s;
 }
 
 int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t *scounts,
@@ -243,21 +275,22 @@ int np_comm_alltoallv(np_comm *c, np_channel ch, const void *send, const int64_t
         memcpy(recv, send, (size_t)scounts[0] * elem);
         return 0;
     }
+    if (two_level(c, ch)) return np_mpi_hier_alltoallv(c, send, scounts, recv, rcounts, 0, elem);
     int n = c->size, rc = -1;
     int *buf = malloc(4 * (size_t)n * sizeof(int));
     MPI_Datatype t;
     if (!buf) return -1;
-    if (!to_int_counts(scounts, n, buf, buf + n) &&
-        !to_int_counts(rcounts, n, buf + 2 * n, buf + 3 * n) && !elem_type(elem, &t)) {
+    if (!np_mpi_counts(scounts, n, buf, buf + n) &&
+        !np_mpi_counts(rcounts, n, buf + 2 * n, buf + 3 * n) && !np_mpi_elem_type(elem, &t)) {
         MPI_Request req;
         double t0 = np_backoff_now_us();
         int posted = MPI_Ialltoallv(send, buf, buf + n, t, recv, buf + 2 * n, buf + 3 * n, t,
                                     c->chan[ch], &req) == MPI_SUCCESS;
-        phase_post += np_backoff_now_us() - t0;
-        if (posted) rc = wait_yield(&req);
+        np_mpi_phase_post += np_backoff_now_us() - t0;
+        if (posted) rc = np_mpi_wait(&req);
         MPI_Type_free(&t);
-        timed_pace(c, ch, rc, off_rank(scounts, n, c->rank) * (double)elem,
-                   off_rank(rcounts, n, c->rank) * (double)elem);
+        np_mpi_pace(c, ch, rc, off_host(c, scounts, 0) * (double)elem,
+                    off_host(c, rcounts, 0) * (double)elem, off_peers(c, scounts, rcounts));
     }
     free(buf);
     return rc;
@@ -269,36 +302,47 @@ int np_comm_allgather(np_comm *c, np_channel ch, const void *send, void *recv, s
         memcpy(recv, send, n * elem);
         return 0;
     }
+    if (two_level(c, ch)) { /* in place: this rank's part first */
+        int64_t *counts = malloc((size_t)c->size * sizeof *counts);
+        if (!counts) return -1;
+        for (int q = 0; q < c->size; q++)
+            counts[q] = (int64_t)n;
+        memcpy((char *)recv + (size_t)c->rank * n * elem, send, n * elem);
+        int rc = np_mpi_hier_allgatherv(c, recv, counts, elem);
+        free(counts);
+        return rc;
+    }
     MPI_Datatype t;
-    if (n > INT_MAX || elem_type(elem, &t)) return -1;
+    if (n > INT_MAX || np_mpi_elem_type(elem, &t)) return -1;
     MPI_Request req;
     int rc = -1;
-    double bytes = (double)n * (double)elem * (c->size - 1), t0 = np_backoff_now_us();
+    double bytes = off_host(c, NULL, (double)n * (double)elem), t0 = np_backoff_now_us();
     int posted = MPI_Iallgather(send, (int)n, t, recv, (int)n, t, c->chan[ch], &req) == MPI_SUCCESS;
-    phase_post += np_backoff_now_us() - t0;
-    if (posted) rc = wait_yield(&req);
+    np_mpi_phase_post += np_backoff_now_us() - t0;
+    if (posted) rc = np_mpi_wait(&req);
     MPI_Type_free(&t);
-    timed_pace(c, ch, rc, bytes, bytes);
+    np_mpi_pace(c, ch, rc, bytes, bytes, off_peers(c, NULL, NULL));
     return rc;
 }
 
 int np_comm_allgatherv_inplace(np_comm *c, np_channel ch, void *buf, const int64_t *counts,
                                size_t elem) {
     if (!c || !c->mpi) return 0; /* one rank: its part is in place already */
+    if (two_level(c, ch)) return np_mpi_hier_allgatherv(c, buf, counts, elem);
     int n = c->size, rc = -1;
     int *cd = malloc(2 * (size_t)n * sizeof(int));
     MPI_Datatype t;
     if (!cd) return -1;
-    if (!to_int_counts(counts, n, cd, cd + n) && !elem_type(elem, &t)) {
+    if (!np_mpi_counts(counts, n, cd, cd + n) && !np_mpi_elem_type(elem, &t)) {
         MPI_Request req;
         double t0 = np_backoff_now_us();
         int posted = MPI_Iallgatherv(MPI_IN_PLACE, 0, t, buf, cd, cd + n, t, c->chan[ch],
                                      &req) == MPI_SUCCESS;
-        phase_post += np_backoff_now_us() - t0;
-        if (posted) rc = wait_yield(&req);
+        np_mpi_phase_post += np_backoff_now_us() - t0;
+        if (posted) rc = np_mpi_wait(&req);
         MPI_Type_free(&t);
-        timed_pace(c, ch, rc, (double)counts[c->rank] * (double)elem * (n - 1),
-                   off_rank(counts, n, c->rank) * (double)elem);
+        np_mpi_pace(c, ch, rc, off_host(c, NULL, (double)counts[c->rank]) * (double)elem,
+                    off_host(c, counts, 0) * (double)elem, off_peers(c, NULL, NULL));
     }
     free(cd);
     return rc;
@@ -310,7 +354,7 @@ int np_comm_allreduce_i64(np_comm *c, np_channel ch, int64_t *inout, int op_max)
     if (MPI_Iallreduce(MPI_IN_PLACE, inout, 1, MPI_INT64_T, op_max ? MPI_MAX : MPI_SUM, c->chan[ch],
                        &req) != MPI_SUCCESS)
         return -1;
-    return wait_yield(&req);
+    return np_mpi_wait(&req);
 }
 
 int np_comm_allreduce_u64_max(np_comm *c, np_channel ch, uint64_t *inout, int n) {
@@ -319,7 +363,7 @@ int np_comm_allreduce_u64_max(np_comm *c, np_channel ch, uint64_t *inout, int n)
     if (MPI_Iallreduce(MPI_IN_PLACE, inout, n, MPI_UINT64_T, MPI_MAX, c->chan[ch], &req) !=
         MPI_SUCCESS)
         return -1;
-    return wait_yield(&req);
+    return np_mpi_wait(&req);
 }
 
 int np_comm_reduce_scatter_i64(np_comm *c, np_channel ch, const int64_t *send, int64_t *recv,
@@ -332,7 +376,7 @@ int np_comm_reduce_scatter_i64(np_comm *c, np_channel ch, const int64_t *send, i
     if (MPI_Ireduce_scatter_block(send, recv, per_rank, MPI_INT64_T, MPI_SUM, c->chan[ch], &req) !=
         MPI_SUCCESS)
         return -1;
-    return wait_yield(&req);
+    return np_mpi_wait(&req);
 }
 
 int np_comm_allreduce_f64_sum(np_comm *c, np_channel ch, double *inout, int n) {
@@ -341,7 +385,7 @@ int np_comm_allreduce_f64_sum(np_comm *c, np_channel ch, double *inout, int n) {
     if (MPI_Iallreduce(MPI_IN_PLACE, inout, n, MPI_DOUBLE, MPI_SUM, c->chan[ch], &req) !=
         MPI_SUCCESS)
         return -1;
-    return wait_yield(&req);
+    return np_mpi_wait(&req);
 }
 
 int np_comm_gatherv(np_comm *c, np_channel ch, const void *send, int64_t n, void *recv,
@@ -353,15 +397,15 @@ int np_comm_gatherv(np_comm *c, np_channel ch, const void *send, int64_t n, void
     int size = c->size, rc = -1;
     int *buf = malloc(2 * (size_t)size * sizeof(int));
     MPI_Datatype t;
-    if (!buf || n > INT_MAX || elem_type(elem, &t)) {
+    if (!buf || n > INT_MAX || np_mpi_elem_type(elem, &t)) {
         free(buf);
         return -1;
     }
-    if (c->rank != 0 || !to_int_counts(counts, size, buf, buf + size)) {
+    if (c->rank != 0 || !np_mpi_counts(counts, size, buf, buf + size)) {
         MPI_Request req;
         if (MPI_Igatherv(send, (int)n, t, recv, buf, buf + size, t, 0, c->chan[ch], &req) ==
             MPI_SUCCESS)
-            rc = wait_yield(&req);
+            rc = np_mpi_wait(&req);
     }
     MPI_Type_free(&t);
     free(buf);
@@ -372,7 +416,7 @@ int np_comm_barrier(np_comm *c, np_channel ch) {
     if (!c || !c->mpi) return 0;
     MPI_Request req;
     if (MPI_Ibarrier(c->chan[ch], &req) != MPI_SUCCESS) return -1;
-    return wait_yield(&req);
+    return np_mpi_wait(&req);
 }
 
 int np_comm_bcast(np_comm *c, np_channel ch, void *buf, size_t bytes, int root) {
@@ -380,7 +424,7 @@ int np_comm_bcast(np_comm *c, np_channel ch, void *buf, size_t bytes, int root) 
     if (bytes > INT_MAX) return -1;
     MPI_Request req;
     if (MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, c->chan[ch], &req) != MPI_SUCCESS) return -1;
-    return wait_yield(&req);
+    return np_mpi_wait(&req);
 }
 
 /* ---------------------------------------------------------------- watchdog

@@ -89,6 +89,11 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                       "batch: the global batch %ld is not divisible by %d ranks (each rank "
                       "takes batch/ranks samples); use a multiple of %d",
                       c->batch, c->ranks, c->ranks);
+    if (c->ranks > 1 && c->ranks_per_host > 0 && c->ranks % c->ranks_per_host)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "ranks-per-host: pseudo-hosts of %d ranks do not divide %d ranks; use a "
+                      "divisor of %d (or 0 for the real hosts)",
+                      c->ranks_per_host, c->ranks, c->ranks);
     long local = c->batch / c->ranks;
     /* MPI counts are ints: a rank's keys go in one All2All (what it receives, make_room
      * checks once the ranks' batches are known) */

@@ -91,6 +91,7 @@ extern const char *const np_cfg_pipeline_names[];
 extern const char *const np_cfg_precision_names[];
 extern const char *const np_cfg_cluster_names[];
 extern const char *const np_cfg_shard_names[];
+extern const char *const np_cfg_a2a_names[];
 extern const char *const np_cfg_exchange_names[];
 extern const char *const np_cfg_priorities_names[];
 extern const char *const np_cfg_comm_names[];

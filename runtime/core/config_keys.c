@@ -232,6 +232,14 @@ const key_def np_cfg_keys[] = {
                "dbp across ranks: the next batch's first rows split at the\n"
                "batch boundary; auto: on for dbp on MPI, off under fwp",
                NULL, NP_KEY_TEXT, split_rows, "auto, on or off", 0),
+    ENUM_KEY("a2a", "training", "auto|flat|hier", "auto",
+             "the key, row and gradient All2Alls: within each host, then\n"
+             "between hosts (hier), or flat; auto: hier when ranks span hosts",
+             "a2a", a2a, np_cfg_a2a_names, 0),
+    INT_KEY("ranks-per-host", "training", "G", "0",
+            "declare pseudo-hosts of G consecutive ranks (tests, benches,\n"
+            "the emulated link); 0 = the real hosts",
+            "ranks_per_host", ranks_per_host, 0, 1 << 20, "an integer in [0, 1048576]", 0),
     ENUM_KEY("comm", "training", "mpi|nccl", "mpi",
              "backend of the row, gradient and dense exchanges; nccl: one GPU\n"
              "per rank, the CUDA flavour",

@@ -120,6 +120,7 @@ const char *const np_cfg_precision_names[] = {"fp32", "bf16", NULL};
 const char *const np_cfg_cluster_names[] = {"none", "keys", NULL};
 const char *const np_cfg_shard_names[] = {"row", "table", NULL};
 const char *const np_cfg_exchange_names[] = {"auto", "rows", "pooled", NULL};
+const char *const np_cfg_a2a_names[] = {"auto", "flat", "hier", NULL};
 const char *const np_cfg_priorities_names[] = {"fixed", "critical-path", NULL};
 const char *const np_cfg_comm_names[] = {"mpi", "nccl", NULL};
 

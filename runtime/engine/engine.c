@@ -321,9 +321,10 @@ static void set_up(np_sp_engine *e, const np_config *cfg, np_model_t *m, np_comm
  * the trace's common time origin (collectives: every rank calls this). */
 static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     const np_config *cfg = &e->cfg;
-    np_status st = NP_OK;
+    /* the hosts of the key, row and gradient All2Alls (collective: first) */
+    np_status st = np_comm_set_topology(e->comm, cfg->a2a, cfg->ranks_per_host, err);
     /* --comm nccl: the rank's communicator on the GPU of its CUDA worker (collective) */
-    if (cfg->comm == NP_COMM_NCCL)
+    if (!st && cfg->comm == NP_COMM_NCCL)
         st = e->dev.ncuda ? np_backend_nccl_create(e->comm, e->dev.nccl_dev, &e->nccl, err)
                           : np_err(err, NP_STATUS_BAD_INPUT,
                                    "comm: nccl needs this rank's CUDA worker, but StarPU started "
@@ -371,6 +372,11 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     np_trace_set_info(e->trace, "chunks", n);
     snprintf(n, sizeof n, "%d", cfg->ranks);
     np_trace_set_info(e->trace, "ranks", n);
+    /* the data channel's All2Alls: flat, or in two levels over hosts of G ranks */
+    int per_host = 1, levels = np_comm_a2a_levels(e->comm, &per_host);
+    np_trace_set_info(e->trace, "a2a", levels == 2 ? "hier" : "flat");
+    snprintf(n, sizeof n, "%d", per_host);
+    np_trace_set_info(e->trace, "a2a_host_ranks", n);
     snprintf(n, sizeof n, "%u", starpu_worker_get_count());
     np_trace_set_info(e->trace, "workers", n);
     static const char *const data[] = {"synthetic", "criteo", "bin", "movielens"};

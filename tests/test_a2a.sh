@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The two-level All2All (--a2a hier, docs/scale.md "A two-level All2All") gives the flat
+# one's bytes: on 2, 3 and 4 ranks with pseudo-hosts (--ranks-per-host) of 1 to 4 ranks,
+# ranks placed host after host and round the hosts (NP_TEST_HOSTS_CYCLIC), under every
+# pipeline, the row and the pooled exchange, row- and table-wise, the trained model of a
+# hier run is the flat run's, byte for byte (cmp), and its trace says it went in two
+# levels. Bad host counts and link settings are refused in one line. With `many` (the
+# extended tier): 8 and 16 oversubscribed ranks with pseudo-hosts of 2 and 4.
+# usage: test_a2a.sh PATH/TO/nestpipe [many]
+set -u
+NP=$1
+MODE=${2:-}
+W=$(mktemp -d /tmp/np_a2a_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+pass=0
+failed=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+export STARPU_NCPU=1 STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+  -x STARPU_NCPU -x STARPU_SILENT -x STARPU_WORKERS_NOBIND -x STARPU_HOME
+  -x NP_TEST_HOSTS_CYCLIC -x NP_LINK_US)
+SM=(--rows 1000,700,1200,333,50,900 --tables 6 --hot 2 --bottom 13-16-16 --top 16-8-1
+  --steps 4 --quiet --chunks 1)
+
+run_np() { # R OUT.params [flags...]: R ranks, 300 s at most
+  local R=$1 out=$2
+  shift 2
+  rm -f "$out"
+  timeout 300 "${MPIRUN[@]}" -np "$R" "$NP" train "${SM[@]}" --batch $((4 * R)) \
+    --dump-params "$out" "$@" >"$W/out" 2>"$W/err"
+}
+
+# NAME R G FLAGS...: flat, then hier over pseudo-hosts of G ranks: the same bytes
+same() {
+  local name=$1 R=$2 G=$3
+  shift 3
+  if ! run_np "$R" "$W/flat" --a2a flat "$@"; then
+    bad "$name: flat: exit $?: $(tail -n 2 "$W/err")"
+    return
+  fi
+  if ! run_np "$R" "$W/hier" --a2a hier --ranks-per-host "$G" "$@"; then
+    bad "$name: hier: exit $?: $(tail -n 2 "$W/err")"
+    return
+  fi
+  cmp -s "$W/flat" "$W/hier" && ok "$name: hier gives flat's bytes" ||
+    bad "$name: hier differs from flat"
+}
+
+# the runs say how their All2Alls went (the trace's facts): hier in two levels over the
+# pseudo-hosts, flat in one; auto takes hier when hosts are declared
+levels() { # NAME WANT_A2A WANT_G FLAGS...
+  local name=$1 want=$2 g=$3
+  shift 3
+  if ! run_np 4 "$W/p" --trace "$W/t.json" "$@"; then
+    bad "$name: exit $?: $(tail -n 2 "$W/err")"
+    return
+  fi
+  local got
+  got=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["otherData"]["run"]; print(r["a2a"], r["a2a_host_ranks"])' "$W/t.json" 2>&1)
+  [[ $got == "$want $g" ]] && ok "$name: the trace says $got" || bad "$name: the trace says '$got', not '$want $g'"
+}
+levels "4 ranks, --a2a hier --ranks-per-host 2" hier 2 --a2a hier --ranks-per-host 2
+levels "4 ranks, --a2a auto --ranks-per-host 2" hier 2 --ranks-per-host 2
+levels "4 ranks, one real host, --a2a auto" flat 1
+levels "4 ranks, --a2a flat --ranks-per-host 2" flat 1 --a2a flat --ranks-per-host 2
+
+if [[ $MODE == many ]]; then
+  for RG in "8 2" "8 4" "16 4"; do
+    read -r R G <<<"$RG"
+    same "R=$R G=$G sequential" "$R" "$G" --pipeline sequential
+    same "R=$R G=$G dbp" "$R" "$G" --pipeline dbp
+    same "R=$R G=$G fwp, 2 windows, table-wise, pooled" "$R" "$G" --pipeline fwp --windows 2 \
+      --shard table --exchange pooled
+    same "R=$R G=$G nestpipe, 2 windows, rows" "$R" "$G" --pipeline nestpipe --windows 2 \
+      --exchange rows
+  done
+else
+  same "R=2 G=1 sequential" 2 1 --pipeline sequential
+  same "R=2 G=2 nestpipe, 2 windows" 2 2 --pipeline nestpipe --windows 2
+  same "R=3 G=1 dbp" 3 1 --pipeline dbp
+  same "R=3 G=3 fwp, 2 windows, table-wise, pooled" 3 3 --pipeline fwp --windows 2 \
+    --shard table --exchange pooled
+  same "R=4 G=2 sequential, rows" 4 2 --pipeline sequential --exchange rows
+  same "R=4 G=2 dbp" 4 2 --pipeline dbp
+  same "R=4 G=2 fwp, 2 windows, pooled" 4 2 --pipeline fwp --windows 2 --exchange pooled
+  same "R=4 G=2 nestpipe, 2 windows, table-wise" 4 2 --pipeline nestpipe --windows 2 --shard table
+  same "R=4 G=4 nestpipe, 2 windows" 4 4 --pipeline nestpipe --windows 2
+  NP_TEST_HOSTS_CYCLIC=1 same "R=4 G=2 ranks round the hosts, dbp" 4 2 --pipeline dbp
+  NP_TEST_HOSTS_CYCLIC=1 same "R=4 G=2 ranks round the hosts, nestpipe" 4 2 --pipeline nestpipe \
+    --windows 2 --exchange pooled
+  # a per-message link latency changes the time, never the bytes
+  NP_LINK_US=50 same "R=4 G=2 dbp, NP_LINK_US=50" 4 2 --pipeline dbp
+fi
+
+# refusals: one line naming the key, a non-zero exit
+refused() { # NAME PATTERN FLAGS...
+  local name=$1 pat=$2
+  shift 2
+  if run_np 4 "$W/p" "$@"; then
+    bad "$name: accepted"
+  elif grep -q -- "$pat" "$W/err"; then
+    ok "$name: refused ($(grep -m1 -- "$pat" "$W/err" | cut -c1-100))"
+  else
+    bad "$name: not the message '$pat': $(tail -n 2 "$W/err")"
+  fi
+}
+refused "--ranks-per-host 3 at 4 ranks" "ranks-per-host: pseudo-hosts of 3 ranks do not divide 4" \
+  --a2a hier --ranks-per-host 3
+NP_LINK_US=abc refused "NP_LINK_US=abc" "NP_LINK_US: 'abc' is not a message latency"
+if "$NP" train --a2a ring --steps 1 >/dev/null 2>"$W/err"; then
+  bad "--a2a ring: accepted"
+else
+  grep -q "a2a" "$W/err" && ok "--a2a ring: refused ($(head -c 100 "$W/err"))" ||
+    bad "--a2a ring: $(cat "$W/err")"
+fi
+
+echo "$pass passed, $failed failed"
+((failed == 0))
