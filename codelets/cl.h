@@ -123,7 +123,9 @@ typedef struct np_cl_xchg_args {
     size_t cap_stage;     /* rows of one window the owner's staging holds */
     size_t cap_recv_keys; /* keys the owner-side key buffers hold (received keys, map) */
     size_t cap_win;       /* rows each window's Rin and grads hold */
-    size_t n;        /* all-reduce: floats */
+    size_t n;        /* all-reduce: floats of its bucket */
+    int layers;      /* all-reduce: layers of its bucket (their gradients, then their sums,
+                        in the task's buffers; 1: as one layer's) */
     /* --comm nccl: the NCCL backend (runtime/comm/backend.h), NULL for mpi. With a device backend
      * the submitters of exchange_rows, exchange_grads and allreduce pick the _nccl
      * codelets (CUDA only); route and a2a_keys stay on the CPU and on MPI. A host backend

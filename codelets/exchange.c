@@ -588,11 +588,26 @@ static void exchange_grads_cpu(void *buffers[], void *cl_arg) {
  * sum as the all-gather form computes, so the bits do not depend on the form; each rank
  * sends 2 (R-1)/R n floats instead of (R-1) n. At 2 ranks both send n, and the all-gather
  * is one collective instead of two (np_xchg_allreduce_rs). */
+/* A bucket of k > 1 layers (buffers: their k gradients, their k sums, the staging) packs
+ * the gradients after the collectives' staging, sums them into the area after, and copies
+ * the sums out: each element is summed as alone, so the bits are the per-layer ones. */
 static void allreduce_cpu(void *buffers[], void *cl_arg) {
     np_cl_xchg_args *a = cl_arg;
+    int k = a->layers > 1 ? a->layers : 1, R = a->R;
+    float *all = NP_BUF(buffers, 2 * k); /* (staging) the collectives' */
     const float *mine = NP_BUF(buffers, 0);
-    float *out = NP_BUF(buffers, 1), *all = NP_BUF(buffers, 2); /* (n), (R, n) */
-    int R = a->R;
+    float *out = NP_BUF(buffers, 1);
+    if (k > 1) { /* pack the bucket's gradients */
+        float *pack = all + np_xchg_allreduce_staging(a->n, R);
+        size_t at = 0;
+        for (int i = 0; i < k; i++) {
+            size_t m = STARPU_VECTOR_GET_NX(buffers[i]);
+            memcpy(pack + at, NP_BUF(buffers, i), m * sizeof *pack);
+            at += m;
+        }
+        mine = pack;
+        out = pack + a->n;
+    }
     np_backend mpi, *be = host_backend(a, &mpi);
     int me = be ? be->rank : 0;
     const float **parts = malloc((size_t)R * sizeof *parts); /* (R) each rank's part */
@@ -625,6 +640,11 @@ static void allreduce_cpu(void *buffers[], void *cl_arg) {
     }
     np_xchg_allreduce_plan_free(&p);
     free(parts);
+    for (size_t i = 0, at = 0; k > 1 && (int)i < k; i++) { /* the sums to their layers */
+        size_t m = STARPU_VECTOR_GET_NX(buffers[k + i]);
+        memcpy(NP_BUF(buffers, k + i), out + at, m * sizeof *out);
+        at += m;
+    }
 }
 
 NP_CODELET(np_cl_route, route_cpu, "route");

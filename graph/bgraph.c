@@ -179,7 +179,8 @@ void np_sg_shape_of(const np_config *cfg, const np_graph_t *layers, np_step_shap
                           * is the machine's; NCCL's exchange always has one */
                          .gpus = cfg->gpus > 0                ? cfg->gpus
                                  : cfg->comm == NP_COMM_NCCL ? 1
-                                                             : 0};
+                                                             : 0,
+                         .bucket = np_config_bucket_floats(cfg)};
     /* the split row exchange, where the engine turns it on (MPI across ranks) */
     if (s->pol.sync && cfg->ranks > 1 && cfg->comm != NP_COMM_NCCL)
         s->pol.split_rows = cfg->split_rows < 0 ? !s->pol.overlap_windows : cfg->split_rows;

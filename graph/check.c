@@ -180,11 +180,13 @@ static void check_params(const np_step_graph_t *g, report *r) {
     }
 }
 
-/* dense isolation: node v's update depends directly on node v's tasks only. */
+/* dense isolation: node v's update depends directly on node v's tasks only, and on the
+ * all-reduce of the bucket that holds v (graph/step.h np_sg_bucket). */
 static void check_dense(const np_step_graph_t *g, report *r) {
     for (int e = 0; e < g->nedge; e++) {
         const np_step_node *to = &g->node[g->edge[e].to].n, *from = &g->node[g->edge[e].from].n;
-        if (to->op == NP_OP_DENSE_UPDATE && from->node != to->node) {
+        int bucket = from->op == NP_OP_ALLREDUCE && from->node >= to->node && from->arg <= to->node;
+        if (to->op == NP_OP_DENSE_UPDATE && from->node != to->node && !bucket) {
             char why[192], name[64];
             np_sg_node_name(g, g->edge[e].from, name, sizeof name);
             snprintf(why, sizeof why, "waits for %s (batch %ld)", name, from->batch);

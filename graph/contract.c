@@ -232,9 +232,12 @@ static void train_buffers(const np_step_shape *s, const np_step_node *n, list *l
             add(&l, CB(NP_B_GD, k, n->node), R);
         add(&l, CB(s->R > 1 ? NP_B_GLOCAL : NP_B_GDENSE, 0, n->node), W);
         break;
-    case NP_OP_ALLREDUCE:
-        add(&l, CB(NP_B_GLOCAL, 0, n->node), R);
-        add(&l, CB(NP_B_GDENSE, 0, n->node), W);
+    case NP_OP_ALLREDUCE: /* its bucket's layers, node down to arg: their gradients, their
+                             sums, the bucket's staging (named by its first layer) */
+        for (int u = n->node; u >= n->arg; u--)
+            if (s->graph->node[u].pn) add(&l, CB(NP_B_GLOCAL, 0, u), R);
+        for (int u = n->node; u >= n->arg; u--)
+            if (s->graph->node[u].pn) add(&l, CB(NP_B_GDENSE, 0, u), W);
         add(&l, CB(NP_B_GALL, 0, n->node), W);
         add(&l, B(NP_B_TOKEN, 0), RW);
         break;

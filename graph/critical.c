@@ -82,7 +82,11 @@ double np_sg_cost_us(const np_step_shape *s, const np_sg_sizes *z, const np_step
         us = x ? (double)x->pn * 4 * s->C / MEM_US : 0;
         break;
     case NP_OP_ALLREDUCE:
-        us = x ? coll_us(2.0 * x->pn * 4, s->R) : 0;
+    {
+        size_t floats = 0;
+        if (x) np_sg_bucket(s, n->node, &floats);
+        us = x ? coll_us(2.0 * (double)floats * 4, s->R) : 0;
+    }
         break;
     case NP_OP_DENSE_UPDATE:
         us = x ? (double)x->pn * 12 / MEM_US : 0;
@@ -210,5 +214,5 @@ int np_sg_prio_fits(const np_sg_prio *p, const np_step_shape *s) {
     const np_step_shape *a = &p->shape;
     return !memcmp(&a->pol, &s->pol, sizeof a->pol) && a->W == s->W && a->C == s->C &&
            a->R == s->R && a->graph == s->graph && a->state == s->state && a->nccl == s->nccl &&
-           a->gpus == s->gpus;
+           a->gpus == s->gpus && a->bucket == s->bucket;
 }

@@ -75,10 +75,13 @@ np_status np_step_graph_trace(const np_step_graph_t *g, int workers, np_trace_t 
         ev.start_us = t0;
         ev.end_us = end[i] = t0 + np_sg_cost_us(comm ? &local : s, &g->sizes, n);
         lane[w] = end[i];
-        if (n->op == NP_OP_ALLREDUCE && n->node >= 0 && s->R > 1) /* its share of the wire:
-            * what a rank sends, 2 (R - 1) / R of its floats (np_replay_dense_floats) */
-            ev.bytes = (uint64_t)((double)s->graph->node[n->node].pn * sizeof(float) * 2 *
-                                  (s->R - 1) / s->R);
+        if (n->op == NP_OP_ALLREDUCE && n->node >= 0 && s->R > 1) { /* its share of the
+            * wire: what a rank sends, 2 (R - 1) / R of its bucket's floats
+            * (np_replay_dense_floats) */
+            size_t floats = 0;
+            np_sg_bucket(s, n->node, &floats);
+            ev.bytes = (uint64_t)((double)floats * sizeof(float) * 2 * (s->R - 1) / s->R);
+        }
         if ((all || n->kind == NP_NODE_LOSS_FWD) && end[i] > wait[x->step]) wait[x->step] = end[i];
         int bad = np_trace_record(tr, &ev);
         np_trace_event_release(&ev);

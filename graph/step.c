@@ -179,12 +179,43 @@ static np_status chunk(walk *k, long b, int w, int ci) {
     return put(k, NP_OP_POOL_BWD, b, w, ci, -1, boost);
 }
 
+/* ---- the dense all-reduce's buckets: pure functions of the layer graph and s->bucket */
+
+int np_sg_bucket(const np_step_shape *s, int v, size_t *floats) {
+    const np_graph_t *g = s->graph;
+    size_t n = 0;
+    int last = v, layers = 0;
+    for (int u = v; u >= 0; u--) {
+        if (!g->node[u].pn) continue;
+        if (u != v && (s->bucket <= 0 || n >= (size_t)s->bucket || layers == NP_SG_BUCKET_LAYERS))
+            break; /* v's is full */
+        n += g->node[u].pn;
+        last = u;
+        layers++;
+    }
+    if (floats) *floats = n;
+    return last;
+}
+
+int np_sg_bucket_first(const np_step_shape *s, int v) {
+    const np_graph_t *g = s->graph;
+    if (v < 0 || v >= g->n || !g->node[v].pn) return 0;
+    for (int u = g->n - 1; u >= 0; u--) { /* the buckets from the top: is v one's start? */
+        if (!g->node[u].pn) continue;
+        if (u == v) return 1;
+        u = np_sg_bucket(s, u, NULL); /* the bucket's end; the loop steps past it */
+        if (u <= v) return 0;
+    }
+    return 0;
+}
+
 /* After the last window w: node by node in backward order, the chunks' dense gradients
- * summed and (several ranks) all-reduced; the last window's row gradients go once the
- * backward is past the pooled embeddings' first reader; then the updates. */
+ * summed and (several ranks) all-reduced, a bucket of layers at a time once its last
+ * layer is summed; the last window's row gradients go once the backward is past the pooled
+ * embeddings' first reader; then the updates. */
 static np_status dense_reduce(walk *k, long b, int w) {
     const np_graph_t *g = k->s->graph;
-    int sent = 0, first_reader = g->pooled_out[0].node;
+    int sent = 0, first_reader = g->pooled_out[0].node, first = -1;
     for (int v = g->n - 1; v >= 0; v--) {
         if (!g->node[v].pn) continue;
         if (!sent && v < first_reader) {
@@ -192,7 +223,18 @@ static np_status dense_reduce(walk *k, long b, int w) {
             sent = 1;
         }
         TRY(put(k, NP_OP_SUM_DENSE, b, -1, -1, v, 0));
-        if (k->s->R > 1) TRY(put(k, NP_OP_ALLREDUCE, b, -1, -1, v, 0));
+        if (first < 0) first = v; /* a bucket begins */
+        if (k->s->R > 1 && np_sg_bucket(k->s, first, NULL) == v) {
+            np_step_node n = {.op = NP_OP_ALLREDUCE,
+                              .kind = ops[NP_OP_ALLREDUCE].kind,
+                              .batch = b,
+                              .window = -1,
+                              .chunk = -1,
+                              .node = first,
+                              .arg = v};
+            TRY(k->emit(k->ctx, &n, k->err));
+        }
+        if (np_sg_bucket(k->s, first, NULL) == v) first = -1;
     }
     if (!sent) TRY(put(k, NP_OP_EXCHANGE_GRADS, b, w, -1, -1, 0));
     for (int v = 0; v < g->n; v++)

@@ -101,7 +101,22 @@ typedef struct np_step_shape {
     int state;               /* the sparse optimizer keeps per-row state (Adagrad) */
     int nccl;                /* the exchanges are NCCL's: rows only, no key buffer */
     int gpus;                /* CUDA workers: h2d reads the slot for them */
+    long bucket;             /* dense all-reduce: layers' gradients together in buckets of
+                                at least this many floats, in backward order; 0: one
+                                all-reduce a layer (np_sg_bucket) */
 } np_step_shape;
+
+/* The most layers in one all-reduce bucket: its task lists two buffers a layer and two
+ * more (NP_STEP_MAX_BUFS). */
+#define NP_SG_BUCKET_LAYERS 32
+/* The bucket of the dense all-reduce that begins at layer node v (the highest of it: the
+ * walk goes backward): its lowest layer node, and in *floats (NULL-safe) its gradients'
+ * floats. Buckets take layers with parameters from the last node down, each closed once
+ * it holds s->bucket floats or NP_SG_BUCKET_LAYERS layers (every layer alone when
+ * s->bucket is 0), the last one with what remains; v must begin one (np_sg_bucket_first). */
+int np_sg_bucket(const np_step_shape *s, int v, size_t *floats);
+/* 1 when layer node v begins a bucket. */
+int np_sg_bucket_first(const np_step_shape *s, int v);
 
 /* What a node's cost depends on besides the graph: the rank's batch, the tables, their
  * dimension, the keys a bag (mean) and the dense features. */
@@ -119,7 +134,8 @@ typedef struct np_step_node {
     int chunk;  /* window * C + c of a chunk's task, -1 otherwise */
     int node;   /* layer node of a layer task (and its gradient sums), -1 otherwise */
     int boost;  /* added to the kind's priority: a batch's earlier windows go first */
-    int arg;    /* the layer node whose edges a SUM_EDGES adds (NP_IN_POOLED: pooling's) */
+    int arg;    /* the layer node whose edges a SUM_EDGES adds (NP_IN_POOLED: pooling's);
+                   an ALLREDUCE's bucket, from `node` down to this one (np_sg_bucket) */
 } np_step_node;
 
 /* Where the walker is between steps: the next batch of each early stage and the batch

@@ -4,7 +4,8 @@
 # ranks placed host after host and round the hosts (NP_TEST_HOSTS_CYCLIC), under every
 # pipeline, the row and the pooled exchange, row- and table-wise, the trained model of a
 # hier run is the flat run's, byte for byte (cmp), and its trace says it went in two
-# levels. Bad host counts and link settings are refused in one line. With `many` (the
+# levels. The dense all-reduce in buckets of layers (--allreduce-bucket) gives the bytes of
+# one a layer. Bad host counts and link settings are refused in one line. With `many` (the
 # extended tier): 8 and 16 oversubscribed ranks with pseudo-hosts of 2 and 4.
 # usage: test_a2a.sh PATH/TO/nestpipe [many]
 set -u
@@ -46,6 +47,27 @@ same() {
   fi
   cmp -s "$W/flat" "$W/hier" && ok "$name: hier gives flat's bytes" ||
     bad "$name: hier differs from flat"
+}
+
+# NAME R FLAGS...: one all-reduce a layer (--allreduce-bucket 0), the default's one bucket
+# and buckets of 1 KB (several, on these layers of 65 to 272 floats): the same bytes
+buckets() {
+  local name=$1 R=$2
+  shift 2
+  if ! run_np "$R" "$W/layer" --allreduce-bucket 0 "$@"; then
+    bad "$name: a layer at a time: exit $?: $(tail -n 2 "$W/err")"
+    return
+  fi
+  local kb
+  for kb in 25600 1; do
+    if ! run_np "$R" "$W/fused" --allreduce-bucket $kb "$@"; then
+      bad "$name: buckets of $kb KB: exit $?: $(tail -n 2 "$W/err")"
+    elif cmp -s "$W/layer" "$W/fused"; then
+      ok "$name: buckets of $kb KB give the bytes of a layer at a time"
+    else
+      bad "$name: buckets of $kb KB differ from a layer at a time"
+    fi
+  done
 }
 
 # the runs say how their All2Alls went (the trace's facts): hier in two levels over the
@@ -90,6 +112,10 @@ else
   NP_TEST_HOSTS_CYCLIC=1 same "R=4 G=2 ranks round the hosts, dbp" 4 2 --pipeline dbp
   NP_TEST_HOSTS_CYCLIC=1 same "R=4 G=2 ranks round the hosts, nestpipe" 4 2 --pipeline nestpipe \
     --windows 2 --exchange pooled
+  buckets "R=2 sequential" 2 --pipeline sequential
+  buckets "R=3 dbp, hier over 3 hosts" 3 --pipeline dbp --a2a hier --ranks-per-host 1
+  buckets "R=4 nestpipe, 2 windows, hier over 2 hosts" 4 --pipeline nestpipe --windows 2 \
+    --a2a hier --ranks-per-host 2
   # a per-message link latency changes the time, never the bytes
   NP_LINK_US=50 same "R=4 G=2 dbp, NP_LINK_US=50" 4 2 --pipeline dbp
 fi

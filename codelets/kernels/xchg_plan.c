@@ -327,6 +327,10 @@ size_t np_xchg_allreduce_staging(size_t n, int R) {
     return ((n + (size_t)R - 1) / (size_t)R) * (size_t)R; /* R slices of ceil(n / R) */
 }
 
+size_t np_xchg_allreduce_room(size_t n, int R, int k) {
+    return np_xchg_allreduce_staging(n, R) + (k > 1 ? 2 * n : 0);
+}
+
 /* ---------------------------------------------------------------- buffer sizing */
 
 int np_xchg_caps_grow(np_xchg_caps *cap, const np_xchg_caps *need) {

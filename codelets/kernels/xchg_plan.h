@@ -189,6 +189,9 @@ void np_xchg_allreduce_plan_free(np_xchg_allreduce_plan *p);
  * holds for n floats over R ranks: R x n in the all-gather form, R slices of at most
  * ceil(n / R) in the reduce-scatter form, so about n, whatever R. */
 size_t np_xchg_allreduce_staging(size_t n, int R);
+/* The staging of a bucket of k layers' n floats: the above, then for k > 1 the gradients
+ * packed layer after layer (n) and their sums (n), which the collectives need contiguous. */
+size_t np_xchg_allreduce_room(size_t n, int R, int k);
 
 /* ---- What a rank's buffers must hold (docs/engine.md "Memory per rank"). Sized from
  * what a rank sends and receives, never from the rank count times its own batch. */

@@ -334,6 +334,8 @@ typedef struct np_config {
     np_a2a_mode a2a;    /* key "a2a": auto | flat | hier */
     int ranks_per_host; /* key "ranks-per-host": pseudo-hosts of G consecutive ranks for
                            the two-level All2All and the emulated link; 0: the real hosts */
+    long allreduce_bucket; /* key "allreduce-bucket": KB of dense gradients all-reduced
+                              together, in backward order; 0: one all-reduce a layer */
 } np_config;
 
 /* Fills cfg with the documented defaults (docs/cli.md). Never fails. */
@@ -416,6 +418,9 @@ NP_API int np_config_windows(const np_config *cfg);
 /* The pipeline a config runs: "auto" resolved by where the ranks are (dbp when they share
  * one host, nestpipe across hosts); sequential for the reference trainer, which has none. */
 NP_API np_pipeline np_config_pipeline(const np_config *cfg);
+/* The floats of a dense all-reduce bucket ("allreduce-bucket" in floats; 0 under comm nccl,
+ * whose all-reduce goes a layer at a time). Added in 0.8. */
+NP_API long np_config_bucket_floats(const np_config *cfg);
 
 /* Where this rank's StarPU workers, its collectives and its driver thread run, chosen from
  * the host's topology (hwloc) and the ranks sharing the host (the rules: docs/engine.md

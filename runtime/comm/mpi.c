@@ -31,22 +31,25 @@
  * not that). Pessimistic by the memcpy's own time. The control channel (agreements,
  * checkpoints, the final gather) is not paced, nor are a failed collective or NCCL's. Off
  * unless set. */
-static np_status link_env(const char *name, double lo, double *out, np_error *err) {
+static np_status link_env(const char *name, double lo, const char *what, double *out,
+                          np_error *err) {
     const char *v = getenv(name);
     if (!v) return NP_OK;
     char *end;
     double g = strtod(v, &end);
     if (end == v || *end || !(g >= lo) || !isfinite(g) || g > 1e9)
-        return np_err(err, NP_STATUS_BAD_INPUT, "%s: '%s' is not a %s (%g or more)", name, v,
-                      lo > 0 ? "link rate in Gbit/s" : "message latency in microseconds", lo);
+        return np_err(err, NP_STATUS_BAD_INPUT, "%s: '%s' is not a %s", name, v, what);
     *out = g;
     return NP_OK;
 }
 
 static np_status link_rate(np_comm *c, np_error *err) {
     double g = 0;
-    np_status st = link_env("NP_LINK_GBIT", 1e-6, &g, err); /* 1e-6: a sleep stays in range */
-    if (!st) st = link_env("NP_LINK_US", 0, &c->link_msg_us, err);
+    /* 1e-6: a sleep stays in range */
+    np_status st = link_env("NP_LINK_GBIT", 1e-6, "link rate in Gbit/s (1e-6 or more)", &g, err);
+    if (!st)
+        st = link_env("NP_LINK_US", 0, "message latency in microseconds (0 or more)",
+                      &c->link_msg_us, err);
     c->link_bytes_s = g * 1e9 / 8;
     return st;
 }

@@ -9,6 +9,21 @@
 
 #include "runtime/core/util.h"
 
+/* What the rank count must divide: the batch, into pseudo-hosts. */
+static np_status check_ranks(const np_config *c, np_error *err) {
+    if (c->ranks > 1 && c->batch % c->ranks)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "batch: the global batch %ld is not divisible by %d ranks (each rank "
+                      "takes batch/ranks samples); use a multiple of %d",
+                      c->batch, c->ranks, c->ranks);
+    if (c->ranks > 1 && c->ranks_per_host > 0 && c->ranks % c->ranks_per_host)
+        return np_err(err, NP_STATUS_BAD_INPUT,
+                      "ranks-per-host: pseudo-hosts of %d ranks do not divide %d ranks; use a "
+                      "divisor of %d (or 0 for the real hosts)",
+                      c->ranks_per_host, c->ranks, c->ranks);
+    return NP_OK;
+}
+
 np_status np_config_check(const np_config *cfg, np_error *err) {
     const np_config *c = cfg;
     if (c->n_rows != 1 && c->n_rows != c->tables)
@@ -84,16 +99,8 @@ np_status np_config_check(const np_config *cfg, np_error *err) {
                           "exchange: pooled runs on the MPI exchanges; with comm nccl use "
                           "exchange rows or auto (which then exchanges rows)");
     }
-    if (c->ranks > 1 && c->batch % c->ranks)
-        return np_err(err, NP_STATUS_BAD_INPUT,
-                      "batch: the global batch %ld is not divisible by %d ranks (each rank "
-                      "takes batch/ranks samples); use a multiple of %d",
-                      c->batch, c->ranks, c->ranks);
-    if (c->ranks > 1 && c->ranks_per_host > 0 && c->ranks % c->ranks_per_host)
-        return np_err(err, NP_STATUS_BAD_INPUT,
-                      "ranks-per-host: pseudo-hosts of %d ranks do not divide %d ranks; use a "
-                      "divisor of %d (or 0 for the real hosts)",
-                      c->ranks_per_host, c->ranks, c->ranks);
+    np_status st = check_ranks(c, err);
+    if (st) return st;
     long local = c->batch / c->ranks;
     /* MPI counts are ints: a rank's keys go in one All2All (what it receives, make_room
      * checks once the ranks' batches are known) */

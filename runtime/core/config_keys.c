@@ -44,6 +44,10 @@ int np_config_windows(const np_config *cfg) {
     return w;
 }
 
+long np_config_bucket_floats(const np_config *cfg) {
+    return cfg->comm == NP_COMM_NCCL ? 0 : cfg->allreduce_bucket * (1024 / (long)sizeof(float));
+}
+
 int np_config_dense(const np_config *cfg) {
     return cfg->dense_features > 0 ? cfg->dense_features : cfg->bottom[0];
 }
@@ -240,6 +244,10 @@ const key_def np_cfg_keys[] = {
             "declare pseudo-hosts of G consecutive ranks (tests, benches,\n"
             "the emulated link); 0 = the real hosts",
             "ranks_per_host", ranks_per_host, 0, 1 << 20, "an integer in [0, 1048576]", 0),
+    INT_KEY("allreduce-bucket", "training", "KB", "25600",
+            "dense gradients all-reduced together in buckets of at least KB\n"
+            "kilobytes, in backward order; 0 = one all-reduce a layer",
+            "allreduce_bucket", allreduce_bucket, 0, 1L << 30, "an integer in [0, 2^30]", 0),
     ENUM_KEY("comm", "training", "mpi|nccl", "mpi",
              "backend of the row, gradient and dense exchanges; nccl: one GPU\n"
              "per rank, the CUDA flavour",

@@ -442,15 +442,24 @@ static np_status register_batch_buffers(np_sp_engine *e, np_error *err) {
                         sizeof(int64_t), "batch counts", err);
     if (!st) st = np_buf_reg(&e->token, 1, sizeof(int64_t), "comm token", err);
     const np_graph_t *g = e->m->graph;
+    np_step_shape shape;
+    np_engine_shape(e, &shape);
     for (int v = 0; v < g->n && !st; v++) {
         size_t n = g->node[v].pn;
         if (!n) continue;
         st = np_buf_reg(&e->glocal[v], n, sizeof(float), "dense grads", err);
         if (!st) st = np_buf_reg(&e->gdense[v], n, sizeof(float), "summed dense grads", err);
-        if (!st)
-            st = np_buf_reg(&e->gall[v], np_xchg_allreduce_staging(n, e->R), sizeof(float),
-                            "all-reduce staging", err);
-        e->fixed_bytes += (2 * n + np_xchg_allreduce_staging(n, e->R)) * sizeof(float);
+        e->fixed_bytes += 2 * n * sizeof(float);
+        if (st || !np_sg_bucket_first(&shape, v)) continue;
+        /* a bucket's staging, named by its first layer: the collectives' and, for several
+         * layers, the packed gradients and their packed sums (np_xchg_allreduce_room) */
+        size_t floats = 0;
+        int k = 1;
+        for (int u = np_sg_bucket(&shape, v, &floats); u < v; u++)
+            k += g->node[u].pn > 0;
+        size_t room = np_xchg_allreduce_room(floats, e->R, k);
+        st = np_buf_reg(&e->gall[v], room, sizeof(float), "all-reduce staging", err);
+        e->fixed_bytes += room * sizeof(float);
     }
     size_t nd = (size_t)np_config_dense(cfg);
     e->fixed_bytes += NP_SLOTS * (nb * nd + nb + (size_t)T * (nb + 1)) * sizeof(float) +

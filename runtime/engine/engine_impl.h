@@ -121,7 +121,8 @@ struct np_sp_engine {
      * soon as the last window's backward is past it */
     np_buf glocal[NP_MAX_NODES]; /* (pn) this rank's, summed over chunks */
     np_buf gdense[NP_MAX_NODES]; /* (pn) summed over ranks */
-    np_buf gall[NP_MAX_NODES];   /* (np_xchg_allreduce_staging(pn, R)) all-reduce staging */
+    np_buf gall[NP_MAX_NODES];   /* all-reduce staging of the bucket node v begins
+                                    (np_xchg_allreduce_room; none for other nodes) */
     np_chunk *ch;                /* (W * C) window after window */
     uint32_t part_dense[64];     /* (W * C) floats of each chunk's dense rows */
     uint32_t part_label[64];     /* (W * C) each chunk's labels */

@@ -97,7 +97,8 @@ void np_engine_shape(const np_sp_engine *e, np_step_shape *s) {
                          .graph = e->m->graph,
                          .state = e->m->cfg.sparse_optim == NP_SPARSE_ROWWISE_ADAGRAD,
                          .nccl = e->nccl && e->nccl->ops->on_device,
-                         .gpus = e->dev.ncuda};
+                         .gpus = e->dev.ncuda,
+                         .bucket = np_config_bucket_floats(&e->cfg)};
 }
 
 np_status np_engine_submit(np_sp_engine *e, const np_batch *const *b, int n, np_error *err) {

@@ -177,9 +177,16 @@ static np_status submit_task(np_sp_engine *e, np_batch_args *a, const np_step_no
         return np_submit_rows_shared(c, &a->xa, b, err);
     case NP_OP_EXCHANGE_GRADS:
         return np_submit_exchange_grads(c, &a->xa, b, err);
-    case NP_OP_ALLREDUCE:
-        a->xa.n = g->node[n->node].pn;
+    case NP_OP_ALLREDUCE: {
+        np_step_shape s;
+        np_engine_shape(e, &s);
+        a->xa.layers = 0;
+        if (np_sg_bucket(&s, n->node, &a->xa.n) != n->arg)
+            return np_err(err, NP_STATUS_INTERNAL, "all-reduce bucket from node %d", n->node);
+        for (int u = n->node; u >= n->arg; u--)
+            a->xa.layers += g->node[u].pn > 0;
         return np_submit_allreduce(c, &a->xa, b, err);
+    }
     case NP_OP_POOL_FWD:
     case NP_OP_POOL_BWD: {
         np_cl_emb_args ea = emb_args(e, n->chunk);
