@@ -39,7 +39,8 @@ static const char *help =
     "                      host's uplink of G x the NIC into a fabric oversubscribed\n"
     "                      --oversub times) [1: flat]\n"
     "  --intra-gbit G      [2400]   --intra-latency-us L [1]   --oversub X [1]\n"
-    "  --a2a ALGO          direct | pairwise | bruck: an All2All's latency steps [direct]\n"
+    "  --a2a ALGO          direct | pairwise | bruck | hier: an All2All's latency steps;\n"
+    "                      hier: the engine's --a2a hier over --host-ranks [direct]\n"
     "  --msg-us O          a message's own overhead at the sender [1]\n"
     "  --allreduce ALGO    direct | ring | rhd: the dense all-reduce's latency steps [direct]\n"
     "  --device-speed X    compute durations divided by X (a GPU's measured ratio) [1]\n"
@@ -165,7 +166,8 @@ static int parse(sim *s, int argc, char **argv, char **pass, int *n_pass) {
             if (!strcmp(v, "direct")) s->plat.algo = NP_A2A_DIRECT;
             else if (!strcmp(v, "pairwise")) s->plat.algo = NP_A2A_PAIRWISE;
             else if (!strcmp(v, "bruck")) s->plat.algo = NP_A2A_BRUCK;
-            else return bad("--a2a takes direct, pairwise or bruck, not ", v);
+            else if (!strcmp(v, "hier")) s->plat.algo = NP_A2A_HIER;
+            else return bad("--a2a takes direct, pairwise, bruck or hier, not ", v);
             break;
         case 19: rc = number(a, v, 0, &s->plat.msg_us); break;
         case 20: rc = number(a, v, 1e-3, &s->cores_per_rank); break;
@@ -225,7 +227,13 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
             ar[(size_t)i * N + j] = i == j ? 0 : each;
         }
     double rounds = N > 1 ? np_alltoall_latency_us(p) : 0; /* the latency part alone */
-    r->wire_ab[NP_COLL_KEYS] = np_alltoall_us(p, keys);
+    /* the keys go in two collectives: their counts (a fixed-size All2All, whose sizes need
+     * no first round in two levels), then the keys */
+    int g = p->host_ranks > 1 ? p->host_ranks : 1;
+    double counts = rounds - (p->algo == NP_A2A_HIER && g > 1
+                                  ? p->intra_latency_us + (g - 1) * p->msg_us
+                                  : 0);
+    r->wire_ab[NP_COLL_KEYS] = np_alltoall_us(p, keys) + counts;
     r->wire_ab[NP_COLL_ROWS] = np_alltoall_us(p, rows);
     r->wire_ab[NP_COLL_GRADS] = np_alltoall_us(p, grads);
     /* reduce-scatter then all-gather: twice the uniform exchange of n/N floats a pair; its
@@ -241,6 +249,7 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
             rc = 1;
         } else {
             r->have_sg = 1;
+            r->wire_sg[NP_COLL_KEYS] += counts;
             r->wire_sg[NP_COLL_ALLREDUCE] = 2 * (r->wire_sg[NP_COLL_ALLREDUCE] - rounds) / factor;
         }
     }

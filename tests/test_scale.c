@@ -64,6 +64,19 @@ static void test_alltoall_two_tiers(void **state) {
     for (int i = 0; i < 16; i++)
         m[i] = i % 5 ? 1e6 : 0;
     assert_float_equal(np_alltoall_us(&p, m), 2000 + 11, 1e-6);
+    /* two levels (--a2a hier): sizes and blocks within the host (2 x 1 us), then one
+     * exchange across (5 us); each rank's blocks for the other index (2 MB) cross its
+     * intra-host link first (0.2 ms), then the uplink as before (2 ms) */
+    p.algo = NP_A2A_HIER;
+    assert_int_equal(np_platform_check(&p, &err), NP_OK);
+    assert_float_equal(np_alltoall_latency_us(&p), 2 * 1 + 5, 1e-9);
+    assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 2200 + 7, 1e-6);
+    assert_float_equal(np_alltoall_us(&p, m), 2200 + 7, 1e-6);
+    assert_float_equal(np_allreduce_latency_us(&p), 2 * 7, 1e-9); /* its two collectives */
+    p.msg_us = 1; /* a message each within the host and across */
+    assert_float_equal(np_alltoall_latency_us(&p), 2 * (1 + 1) + (5 + 1), 1e-9);
+    p.msg_us = 0;
+    p.algo = NP_A2A_PAIRWISE;
     p.oversub = 2; /* the fabric halves: its bisection takes 4 ms */
     assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 4000 + 11, 1e-6);
     assert_float_equal(np_alltoall_us(&p, m), 4000 + 11, 1e-6);

@@ -72,6 +72,9 @@ typedef enum np_a2a_algo {
                         per-message overhead for each peer */
     NP_A2A_PAIRWISE, /* ranks - 1 rounds, each a latency and a message */
     NP_A2A_BRUCK,    /* ceil(log2 ranks) rounds; each byte travels about half of them */
+    NP_A2A_HIER,     /* the engine's two-level form (--a2a hier): within the host (the
+                        blocks' sizes, then the blocks, each every message at once), then
+                        between hosts among the ranks of equal index; added in 0.8 */
 } np_a2a_algo;
 
 typedef enum np_allreduce_algo {
@@ -106,7 +109,9 @@ NP_API double np_alltoall_uniform_us(const np_platform *p, double each);
 /* An All2All's latency part on p: direct, the longest latency once and ranks - 1 message
  * overheads; pairwise, ranks - 1 rounds of a latency and a message (on two tiers the
  * host_ranks - 1 rounds within a host take the intra-host latency); Bruck, ceil(log2
- * ranks) rounds of the longest latency and a message. 0 on one rank. */
+ * ranks) rounds of the longest latency and a message; hier, twice the intra-host latency
+ * and host_ranks - 1 messages, then the latency once and hosts - 1 messages. 0 on one
+ * rank. */
 NP_API double np_alltoall_latency_us(const np_platform *p);
 /* How many times the algorithm moves each byte over the bottleneck: 1, or for Bruck half
  * its rounds (at least 1). */

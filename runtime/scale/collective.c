@@ -16,10 +16,10 @@ np_status np_platform_check(const np_platform *p, np_error *err) {
     if (p->host_ranks < 1 || p->ranks % p->host_ranks)
         return np_err(err, NP_STATUS_BAD_INPUT,
                       "platform: %d ranks a host does not divide %d ranks", p->host_ranks, p->ranks);
-    if (p->algo < NP_A2A_DIRECT || p->algo > NP_A2A_BRUCK || p->allreduce < NP_ALLREDUCE_DIRECT ||
+    if (p->algo < NP_A2A_DIRECT || p->algo > NP_A2A_HIER || p->allreduce < NP_ALLREDUCE_DIRECT ||
         p->allreduce > NP_ALLREDUCE_RHD || !(p->msg_us >= 0) || !isfinite(p->msg_us))
         return np_err(err, NP_STATUS_BAD_INPUT,
-                      "platform: an All2All algorithm of the three and a message overhead of 0 or more");
+                      "platform: an All2All algorithm of the four and a message overhead of 0 or more");
     if (p->host_ranks > 1 && (!(p->intra_gbit > 0) || !isfinite(p->intra_gbit) ||
                               !(p->intra_latency_us >= 0) || !(p->oversub >= 1) || !isfinite(p->oversub)))
         return np_err(err, NP_STATUS_BAD_INPUT,
@@ -49,6 +49,11 @@ double np_alltoall_latency_us(const np_platform *p) {
         return (g - 1) * (p->intra_latency_us + p->msg_us) + (n - g) * (p->latency_us + p->msg_us);
     case NP_A2A_BRUCK:
         return log2_ceil(n) * (far + p->msg_us);
+    case NP_A2A_HIER: { /* sizes and blocks within the host, then one exchange across */
+        int hosts = n / g;
+        return (g > 1 ? 2 * (p->intra_latency_us + (g - 1) * p->msg_us) : 0) +
+               (hosts > 1 ? p->latency_us + (hosts - 1) * p->msg_us : 0);
+    }
     default:
         return far + (n - 1) * p->msg_us;
     }
@@ -63,9 +68,10 @@ double np_allreduce_latency_us(const np_platform *p) {
         return (n == 2 ? 1 : 2 * (n - 1)) * (far + p->msg_us);
     case NP_ALLREDUCE_RHD:
         return (n == 2 ? 1 : 2 * log2_ceil(n)) * (far + p->msg_us);
-    default: { /* the All2All's direct latency part, once at 2 ranks, twice above */
+    default: { /* the All2All's direct (or two-level) latency part, once at 2 ranks, twice
+                * above: the engine's reduce-scatter and all-gather go as its All2All */
         np_platform q = *p;
-        q.algo = NP_A2A_DIRECT;
+        q.algo = p->algo == NP_A2A_HIER ? NP_A2A_HIER : NP_A2A_DIRECT;
         return (n == 2 ? 1 : 2) * np_alltoall_latency_us(&q);
     }
     }
@@ -83,11 +89,16 @@ double np_alltoall_us(const np_platform *p, const double *bytes) {
     double *sent = calloc(2 * (size_t)n + 2 * (size_t)hosts, sizeof *sent);
     if (!sent) return NAN;
     double *recv = sent + n, *hout = recv + n, *hin = hout + hosts;
-    double nic = 0, intra = 0, fabric = 0;
+    double nic = 0, intra = 0, fabric = 0, hier = p->algo == NP_A2A_HIER && g > 1;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             double b = i == j ? 0 : bytes[(size_t)i * n + j];
-            if (g > 1 && i / g == j / g) { /* within a host: the intra-host links */
+            if (hier && i % g != j % g) { /* the first level: to the rank of j's index */
+                sent[i] += b;
+                recv[i - i % g + j % g] += b;
+            }
+            if (hier && i / g == j / g) continue; /* within a host: the first level only */
+            if (!hier && g > 1 && i / g == j / g) { /* within a host: the intra-host links */
                 sent[i] += b;
                 recv[j] += b;
                 continue;
@@ -112,8 +123,9 @@ double np_alltoall_us(const np_platform *p, const double *bytes) {
         double up = nic / bytes_s(p->nic_gbit * g), in = intra / bytes_s(p->intra_gbit);
         /* the fabric: half the hosts talk to the other half through its bisection */
         double bis = fabric / 2 / (bytes_s(p->nic_gbit * g) * hosts / 2 / p->oversub);
-        t = up > in ? up : in;
-        if (bis > t) t = bis;
+        t = bis > up ? bis : up;
+        /* flat: the host's links and the uplink at once; hier: the first level, then */
+        t = hier ? in + t : (in > t ? in : t);
     }
     return np_alltoall_latency_us(p) + t * np_alltoall_bytes_factor(p) * 1e6;
 }
@@ -125,11 +137,12 @@ double np_alltoall_uniform_us(const np_platform *p, double each) {
     if (g == 1) {
         t = each * (n - 1) / bytes_s(p->nic_gbit);
     } else {
+        int hier = p->algo == NP_A2A_HIER;
         double up = each * (double)g * (n - g) / bytes_s(p->nic_gbit * g),
-               in = each * (g - 1) / bytes_s(p->intra_gbit),
+               in = each * (hier ? n - hosts : g - 1) / bytes_s(p->intra_gbit),
                bis = each * (double)n * (n - g) / 2 / (bytes_s(p->nic_gbit * g) * hosts / 2 / p->oversub);
-        t = up > in ? up : in;
-        if (bis > t) t = bis;
+        t = bis > up ? bis : up;
+        t = hier ? in + t : (in > t ? in : t); /* as np_alltoall_us */
     }
     return np_alltoall_latency_us(p) + t * np_alltoall_bytes_factor(p) * 1e6;
 }
