@@ -34,7 +34,7 @@ static void print_table(const np_route_stats *s, const np_config *cfg) {
     printf("route-stats: %d ranks, %ld steps of %ld samples (%ld a rank), %d windows, "
            "sharding %s, exchange %s (bytes a step, to other ranks)\n",
            R, s->steps, cfg->batch, cfg->batch / R, s->windows,
-           cfg->shard == NP_SHARD_ROW ? "row" : "table",
+           cfg->shard == NP_SHARD_ROW ? "row" : cfg->shard == NP_SHARD_TABLE ? "table" : "spread",
            cfg->exchange == NP_EXCHANGE_AUTO ? "auto" : cfg->exchange == NP_EXCHANGE_ROWS ? "rows" : "pooled");
     printf("%-8s %14s %14s %14s %14s\n", "rank", "keys sent", "rows sent", "grads sent", "rows recvd");
     uint64_t tk = 0, tr = 0, mx = 0;

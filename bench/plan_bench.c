@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
                 size_t a = o[nb * w / W], e = o[nb * (w + 1) / W], nu = 0;
                 if (np_keys_dedup(b.keys + a, e - a, uniq, &nu, pos)) return 1;
                 for (size_t u = 0; u < nu; u++)
-                    cnt[((size_t)np_shard_owner_in(NP_SHARD_ROW, R, t, uniq[u]) * W + w) * T + t]++;
+                    cnt[((size_t)np_shard_owner_in(NP_SHARD_ROW, R, T, t, uniq[u]) * W + w) * T + t]++;
             }
         for (int w = 0; w < W; w++)
             for (int t = 0; t < T; t++) {

@@ -171,12 +171,12 @@ static void route_forms(route *q) {
     for (int w = 0; w < W; w++)
         for (int t = 0; t < T; t++) {
             for (int64_t u = q->tbase[w * T + t]; u < q->tbase[w * T + t + 1]; u++)
-                q->cu[SEG(np_shard_owner_in(a->shard, R, t, q->uniq[u]), w, t)]++;
+                q->cu[SEG(np_shard_owner_in(a->shard, R, T, t, q->uniq[u]), w, t)]++;
             const uint32_t *o = q->off + (size_t)t * (a->nb + 1);
             for (long s = a->nb * w / W; may_pool && s < a->nb * (w + 1) / W; s++) {
                 int64_t bag = (int64_t)t * a->nb + s + 1;
                 for (uint32_t k = o[s]; k < o[s + 1]; k++) {
-                    int ow = np_shard_owner_in(a->shard, R, t, q->keys[k]);
+                    int ow = np_shard_owner_in(a->shard, R, T, t, q->keys[k]);
                     q->cn[SEG(ow, w, t)]++;
                     q->cg[SEG(ow, w, t)] += q->bag_at[ow] != bag;
                     q->bag_at[ow] = bag;
@@ -234,7 +234,7 @@ static void route_rows(route *q) {
     for (int w = 0; w < q->W; w++)
         for (int t = 0; t < q->T; t++)
             for (int64_t u = q->tbase[w * q->T + t]; u < q->tbase[w * q->T + t + 1]; u++) {
-                int o = np_shard_owner_in(a->shard, q->R, t, q->uniq[u]);
+                int o = np_shard_owner_in(a->shard, q->R, q->T, t, q->uniq[u]);
                 if (q->pooled[SEG(o, w, t)]) continue;
                 q->sendkeys[q->scur[SEG(o, w, t)]++] =
                     -np_shard_local_in(a->shard, q->R, q->uniq[u]) - 1;
@@ -263,7 +263,7 @@ static void route_positions(route *q) {
                 /* negative numbers: apart from the counting pass's */
                 int64_t bag = -((int64_t)t * a->nb + s + 1);
                 for (uint32_t k = o[s]; k < o[s + 1]; k++) {
-                    int ow = np_shard_owner_in(a->shard, q->R, t, q->keys[k]);
+                    int ow = np_shard_owner_in(a->shard, q->R, q->T, t, q->keys[k]);
                     size_t g = SEG(ow, w, t);
                     if (!q->pooled[g]) {
                         q->pos[k] = q->uniq[q->pos[k]];

@@ -5,7 +5,9 @@
 # pipeline, the row and the pooled exchange, row- and table-wise, the trained model of a
 # hier run is the flat run's, byte for byte (cmp), and its trace says it went in two
 # levels. The dense all-reduce in buckets of layers (--allreduce-bucket) gives the bytes of
-# one a layer. Bad host counts and link settings are refused in one line. With `many` (the
+# one a layer. The spread layout (--shard spread) matches the reference, gives row-wise's
+# bytes with the rows exchange, and reshards from a checkpoint. Bad host counts and link
+# settings are refused in one line. With `many` (the
 # extended tier): 8 and 16 oversubscribed ranks with pseudo-hosts of 2 and 4.
 # usage: test_a2a.sh PATH/TO/nestpipe [many]
 set -u
@@ -118,6 +120,47 @@ else
     --a2a hier --ranks-per-host 2
   # a per-message link latency changes the time, never the bytes
   NP_LINK_US=50 same "R=4 G=2 dbp, NP_LINK_US=50" 4 2 --pipeline dbp
+fi
+
+# ---- the spread layout (--shard spread): the tables' hot rows R / T ranks apart, so it
+# differs from row-wise once R >= 2 T: 4 ranks of 2 tables (offsets 0 and 2)
+SP=(--tables 2 --rows 1000,700)
+if "$NP" train --engine reference "${SM[@]}" "${SP[@]}" --batch 16 --dump-params "$W/spref" \
+  >/dev/null 2>"$W/err"; then
+  if run_np 4 "$W/sp" "${SP[@]}" --shard spread --pipeline sequential &&
+    "$NP" compare "$W/sp" "$W/spref" --rtol 1e-4 --atol 1e-5 >"$W/cmp"; then
+    ok "spread, 4 ranks, sequential: matches the reference"
+    cp "$W/sp" "$W/spseq"
+  else
+    bad "spread, 4 ranks, sequential: $(tail -n 2 "$W/err") $(grep -m2 OUT "$W/cmp")"
+  fi
+  # rows: every owner sums a row's gradients in rank order, whoever it is: row's bytes
+  run_np 4 "$W/a" "${SP[@]}" --shard row --exchange rows --pipeline dbp &&
+    run_np 4 "$W/b" "${SP[@]}" --shard spread --exchange rows --pipeline dbp &&
+    cmp -s "$W/a" "$W/b" && ok "spread, rows exchange: the bytes of row-wise" ||
+    bad "spread, rows exchange: differs from row-wise (or failed: $(tail -n 1 "$W/err"))"
+  run_np 4 "$W/c" "${SP[@]}" --shard spread --pipeline dbp && cmp -s "$W/c" "$W/spseq" &&
+    ok "spread, dbp: the bytes of sequential" || bad "spread, dbp differs from sequential"
+  run_np 4 "$W/d" "${SP[@]}" --shard spread --pipeline dbp --a2a hier --ranks-per-host 2 &&
+    cmp -s "$W/d" "$W/c" && ok "spread, dbp, hier: flat's bytes" || bad "spread, hier differs"
+  # a spread checkpoint at 4 ranks resumed at 2: within tolerance of the reference; at
+  # another layout: refused
+  CK="$W/ck"
+  if run_np 4 "$W/e" "${SP[@]}" --shard spread --steps 2 --checkpoint-dir "$CK" \
+    --checkpoint-every 2 && run_np 2 "$W/f" "${SP[@]}" --shard spread --resume "$CK" \
+    --batch 16 && "$NP" compare "$W/f" "$W/spref" --rtol 1e-4 --atol 1e-5 >"$W/cmp"; then
+    ok "spread, a 4-rank checkpoint resumed at 2 ranks: matches the reference"
+  else
+    bad "spread, resharded: $(tail -n 2 "$W/err") $(grep -m2 OUT "$W/cmp" 2>/dev/null)"
+  fi
+  if run_np 2 "$W/g" "${SP[@]}" --shard row --resume "$CK" --batch 16; then
+    bad "a spread checkpoint resumed row-wise: accepted"
+  else
+    grep -q "shard = spread" "$W/err" && ok "a spread checkpoint resumed row-wise: refused" ||
+      bad "a spread checkpoint resumed row-wise: $(tail -n 1 "$W/err")"
+  fi
+else
+  bad "reference of 2 tables: $(cat "$W/err")"
 fi
 
 # refusals: one line naming the key, a non-zero exit

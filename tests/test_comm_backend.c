@@ -372,7 +372,7 @@ static void check_exchanges(const rank_state *st, int R, np_shard shard) {
             for (int t = 0; t < T; t++) {
                 const uint32_t *o = s->off + t * (NB + 1);
                 for (uint32_t k = o[NB * w / W]; k < o[NB * (w + 1) / W]; k++) {
-                    int own = np_shard_owner_in(shard, R, t, s->keys[k]);
+                    int own = np_shard_owner_in(shard, R, T, t, s->keys[k]);
                     int64_t local = np_shard_local_in(shard, R, s->keys[k]);
                     for (int j = 0; j < D; j++)
                         assert_true(s->Rin[w][s->pos[k] * D + j] == row_val(t, own, local, j));
@@ -395,7 +395,7 @@ static void check_exchanges(const rank_state *st, int R, np_shard shard) {
                 for (int t = 0; t < T; t++) {
                     const uint32_t *of = s->off + t * (NB + 1);
                     for (uint32_t k = of[NB * w / W]; k < of[NB * (w + 1) / W]; k++) {
-                        if (np_shard_owner_in(shard, R, t, s->keys[k]) != r) continue;
+                        if (np_shard_owner_in(shard, R, T, t, s->keys[k]) != r) continue;
                         int64_t u = owner_row(o, shard, R, t, s->keys[k]);
                         assert_true(u >= 0);
                         char *sn = &seen[(u * MAXR + q) * W + w];
@@ -588,7 +588,7 @@ static void check_pooled(const rank_state *st, int R, np_shard shard, np_exchang
                     float got[D], want[D] = {0};
                     np_embbag_fwd_skip(s->Rin[w], o + b, s->pos, 1, D, got, D);
                     for (uint32_t k = o[b]; k < o[b + 1]; k++) {
-                        int own = np_shard_owner_in(shard, R, t, s->keys[k]);
+                        int own = np_shard_owner_in(shard, R, T, t, s->keys[k]);
                         int64_t local = np_shard_local_in(shard, R, s->keys[k]);
                         for (int j = 0; j < D; j++)
                             want[j] += row_val(t, own, local, j);
@@ -607,7 +607,7 @@ static void check_pooled(const rank_state *st, int R, np_shard shard, np_exchang
                 const uint32_t *of = st[q].off + t * (NB + 1);
                 for (int b = 0; b < NB; b++)
                     for (uint32_t k = of[b]; k < of[b + 1]; k++) {
-                        if (np_shard_owner_in(shard, R, t, st[q].keys[k]) != r) continue;
+                        if (np_shard_owner_in(shard, R, T, t, st[q].keys[k]) != r) continue;
                         int64_t u = owner_row(o, shard, R, t, st[q].keys[k]);
                         assert_true(u >= 0);
                         for (int j = 0; j < D; j++)
@@ -665,17 +665,17 @@ static void test_many_ranks(void **state) {
     rows_scale = 40;
     static const int many[] = {67, 130};
     for (size_t i = 0; i < sizeof many / sizeof *many; i++)
-        for (int sh = 0; sh < 2; sh++) {
+        for (int sh = 0; sh < 3; sh++) { /* row, table, spread (its offsets R / T apart) */
             int R = many[i];
             hub h;
-            np_shard shard = sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
+            np_shard shard = sh == 2 ? NP_SHARD_SPREAD : sh ? NP_SHARD_TABLE : NP_SHARD_ROW;
             rank_state *st = run_ranks(R, shard, 1, 0, &h);
             check_exchanges(st, R, shard);
             check_device_order(st, R);
             int asked = 0; /* owners past 64 that served rows */
             for (int o = 64; o < R; o++)
                 asked += st[o].meta[NP_META_UO] > 0;
-            if (shard == NP_SHARD_ROW) assert_true(asked > (R - 64) / 2);
+            if (shard != NP_SHARD_TABLE) assert_true(asked > (R - 64) / 2);
             for (int r = 0; r < R; r++)
                 assert_int_equal(h.calls[r], 2 + 2 * W + (np_xchg_allreduce_rs(R) ? 2 : 1));
             free(st);

@@ -12,6 +12,7 @@
 
 #include "runtime/comm/backend.h"
 #include "codelets/kernels/xchg_plan.h"
+#include "runtime/core/shard.h"
 
 /* Counts and displacements of a plan, by hand: 2 ranks, 1 table, 2 windows. */
 static void test_plan_by_hand(void **state) {
@@ -253,6 +254,55 @@ static void test_owner_bounds(void **state) {
     np_xchg_bound_scratch_free(&x);
 }
 
+/* Every layout is a partition of each table: rank r's local row j is a global row that r
+ * owns at local j, and the ranks' row counts add up. Spread puts at most one of every
+ * table's R / T hottest rows (the small ids) on a rank, where row-wise piles them on the
+ * ranks below T. */
+static void test_shard_layouts(void **state) {
+    (void)state;
+    static const int ranks[] = {1, 2, 5, 26, 64, 130, 1536};
+    static const int tables[] = {3, 26};
+    for (int sh = 0; sh < 3; sh++)
+        for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++)
+            for (size_t ti = 0; ti < 2; ti++) {
+                np_config c = {.shard = (np_shard)sh, .ranks = ranks[i], .tables = tables[ti]};
+                int64_t rows = 3001;
+                for (int t = 0; t < c.tables; t++) {
+                    int64_t total = 0;
+                    for (int r = 0; r < c.ranks; r++) {
+                        int64_t n = np_shard_rows(&c, t, r, rows);
+                        total += n;
+                        for (int64_t j = 0; j < n; j += 1 + n / 7) {
+                            int64_t k = np_shard_global(&c, t, r, j);
+                            assert_true(k >= 0 && k < rows);
+                            assert_int_equal(np_shard_owner(&c, t, k), r);
+                            assert_int_equal(np_shard_local(&c, k), j);
+                        }
+                    }
+                    assert_int_equal(total, rows);
+                }
+            }
+    np_config row = {.shard = NP_SHARD_ROW, .ranks = 1536, .tables = 26};
+    np_config spread = row;
+    spread.shard = NP_SHARD_SPREAD;
+    int *hot_row = calloc(1536, sizeof *hot_row), *hot_spread = calloc(1536, sizeof *hot_spread);
+    assert_non_null(hot_row);
+    assert_non_null(hot_spread);
+    int most_row = 0, most_spread = 0;
+    for (int t = 0; t < 26; t++)
+        for (int64_t k = 0; k < 1536 / 26; k++) {
+            int a = ++hot_row[np_shard_owner(&row, t, k)];
+            int b = ++hot_spread[np_shard_owner(&spread, t, k)];
+            most_row = a > most_row ? a : most_row;
+            most_spread = b > most_spread ? b : most_spread;
+        }
+    assert_int_equal(most_spread, 1);
+    assert_int_equal(most_row, 26);
+    assert_int_equal(np_shard_owner(&spread, 1, 0), 1536 / 26); /* table 1's hottest row */
+    free(hot_row);
+    free(hot_spread);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_by_hand),
@@ -260,6 +310,7 @@ int main(void) {
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_owner_bounds),
         cmocka_unit_test(test_comm_check),
+        cmocka_unit_test(test_shard_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -461,7 +461,7 @@ int np_xchg_owner_bounds(const uint32_t *off, const int64_t *keys, long n, int T
         for (size_t u = 0; u < nu; u++) {
             int64_t k = x->key[x->used[u]], c = x->cnt[x->used[u]];
             if (k < 0 || k >= rows[t]) continue; /* route refuses it */
-            int ow = np_shard_owner_in((np_shard)shard, R, t, k);
+            int ow = np_shard_owner_in((np_shard)shard, R, T, t, k);
             if (!x->m[ow] && !x->raw[ow]) x->touched[nt++] = ow;
             x->m[ow] += c < W ? c : W;
             x->raw[ow] += c;

@@ -160,6 +160,8 @@ typedef enum np_engine { NP_ENGINE_REFERENCE, NP_ENGINE_STARPU } np_engine;
 typedef enum np_shard {
     NP_SHARD_ROW,   /* row k of table t lives on rank (k + t) mod R, as local row k div R */
     NP_SHARD_TABLE, /* table t lives whole on rank t mod R */
+    NP_SHARD_SPREAD, /* row k of table t on rank (k + t floor(R / T)) mod R: the tables' hot
+                        rows apart (added in 0.8) */
 } np_shard;
 /* How a (window, table, owner) segment of the embedding exchange travels (key "exchange",
  * docs/pipeline.md "Rows or pooled sums"). */
@@ -273,7 +275,7 @@ typedef struct np_config {
     char dump_params[NP_PATH_MAX];  /* key "dump-params" */
     char trace[NP_PATH_MAX];        /* key "trace": Chrome trace JSON of every task (starpu) */
     /* distribution */
-    np_shard shard;  /* key "shard": row | table */
+    np_shard shard;  /* key "shard": row | table | spread */
     int rank, ranks; /* this process and the job's size: set from MPI by the
                         launcher (np_comm), not config keys; 0 and 1 alone */
     int local_rank, local_ranks, nodes; /* the same per host, and the hosts: set by the

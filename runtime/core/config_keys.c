@@ -218,7 +218,9 @@ const key_def np_cfg_keys[] = {
     ENUM_KEY("cluster", "training", "keys|none", "keys",
              "samples to windows by key-centric clustering or in order", "cluster", cluster,
              np_cfg_cluster_names, 0),
-    ENUM_KEY("shard", "training", "row|table", "row", "how tables are split over ranks", "shard",
+    ENUM_KEY("shard", "training", "row|table|spread", "row",
+             "how tables are split over ranks; spread: row-wise with the\n"
+             "tables' hot rows R/T ranks apart", "shard",
              shard, np_cfg_shard_names, 0),
     ENUM_KEY("exchange", "training", "auto|rows|pooled", "auto",
              "embedding exchange: distinct rows, owner-pooled bag sums, or per segment\n"

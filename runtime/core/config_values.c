@@ -118,7 +118,7 @@ const char *const np_cfg_pipeline_names[] = {"sequential", "dbp", "async", "fwp"
                                              "nestpipe", "auto", NULL};
 const char *const np_cfg_precision_names[] = {"fp32", "bf16", NULL};
 const char *const np_cfg_cluster_names[] = {"none", "keys", NULL};
-const char *const np_cfg_shard_names[] = {"row", "table", NULL};
+const char *const np_cfg_shard_names[] = {"row", "table", "spread", NULL};
 const char *const np_cfg_exchange_names[] = {"auto", "rows", "pooled", NULL};
 const char *const np_cfg_a2a_names[] = {"auto", "flat", "hier", NULL};
 const char *const np_cfg_priorities_names[] = {"fixed", "critical-path", NULL};

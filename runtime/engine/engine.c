@@ -394,7 +394,8 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
                                          : cfg->model == NP_MODEL_DCNV2 ? "dcnv2"
                                          : cfg->model == NP_MODEL_HSTU  ? "hstu"
                                                                         : "dlrm");
-    np_trace_set_info(e->trace, "shard", cfg->shard == NP_SHARD_TABLE ? "table" : "row");
+    static const char *const shards[] = {"row", "table", "spread"};
+    np_trace_set_info(e->trace, "shard", shards[cfg->shard]);
     const char *link = getenv("NP_LINK_GBIT"); /* runtime/comm/mpi.c checked it */
     if (link && cfg->ranks > 1) np_trace_set_info(e->trace, "link_gbit", link);
     snprintf(n, sizeof n, "%ld", sysconf(_SC_NPROCESSORS_ONLN));

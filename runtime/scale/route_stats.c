@@ -96,7 +96,7 @@ static np_status route_segment(const np_config *cfg, np_route_stats *st, scratch
                       t, (long long)rows_t);
     x->n_touched = 0;
     for (size_t u = 0; u < nu; u++) {
-        int o = np_shard_owner_in(cfg->shard, R, t, x->uniq[u]);
+        int o = np_shard_owner_in(cfg->shard, R, cfg->tables, t, x->uniq[u]);
         touch(x, o);
         x->cu[o]++;
         if (x->first) { /* the row it names, for the owner's distinct rows */
@@ -112,9 +112,9 @@ static np_status route_segment(const np_config *cfg, np_route_stats *st, scratch
     int may_pool = mode == NP_EXCHANGE_POOLED || (mode == NP_EXCHANGE_AUTO && R > 1);
     for (long s = s0; may_pool && s < s1; s++)
         for (uint32_t k = off[s]; k < off[s + 1]; k++) {
-            int o = np_shard_owner_in(cfg->shard, R, t, b->keys[k]), seen = 0;
+            int o = np_shard_owner_in(cfg->shard, R, cfg->tables, t, b->keys[k]), seen = 0;
             for (uint32_t j = off[s]; j < k && !seen; j++) /* bags hold a few keys */
-                seen = np_shard_owner_in(cfg->shard, R, t, b->keys[j]) == o;
+                seen = np_shard_owner_in(cfg->shard, R, cfg->tables, t, b->keys[j]) == o;
             x->cn[o]++;
             x->cg[o] += !seen;
         }

@@ -65,7 +65,9 @@ static void config_text(const np_config *c, sbuf *b, int own_graph) {
     ck_sb_printf(b, "config chunks %d\nconfig windows %d\nconfig cluster %s\n", c->chunks,
               np_config_windows(c), c->cluster ? "keys" : "none");
     ck_sb_printf(b, "config precision %s\n", c->precision == NP_PRECISION_BF16 ? "bf16" : "fp32");
-    ck_sb_printf(b, "config shard %s\n", c->shard == NP_SHARD_TABLE ? "table" : "row");
+    ck_sb_printf(b, "config shard %s\n", c->shard == NP_SHARD_TABLE    ? "table"
+                                          : c->shard == NP_SHARD_SPREAD ? "spread"
+                                                                        : "row");
     ck_sb_printf(b, "config data %s%s%s\n", data[c->data], c->data == NP_DATA_SYNTHETIC ? "" : ":",
               c->data == NP_DATA_SYNTHETIC ? "" : c->data_path);
     ck_sb_printf(b, "config eval-every %ld\nconfig skip-bad-lines %d\n", c->eval_every,
