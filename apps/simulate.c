@@ -236,10 +236,11 @@ static int wire_times(const sim *s, const np_platform *p, const np_route_stats *
     r->wire_ab[NP_COLL_KEYS] = np_alltoall_us(p, keys) + counts;
     r->wire_ab[NP_COLL_ROWS] = np_alltoall_us(p, rows);
     r->wire_ab[NP_COLL_GRADS] = np_alltoall_us(p, grads);
-    /* reduce-scatter then all-gather: twice the uniform exchange of n/N floats a pair; its
-     * bytes move once whatever --a2a says (the all-reduce's algorithm is --allreduce) */
+    /* reduce-scatter then all-gather of n/N floats a pair, its bytes moved once whatever
+     * --a2a says (the all-reduce's algorithm is --allreduce), the all-gather's across
+     * hosts a slice a host under hier */
     double factor = np_alltoall_bytes_factor(p);
-    r->wire_ab[NP_COLL_ALLREDUCE] = 2 * (np_alltoall_uniform_us(p, each) - rounds) / factor;
+    r->wire_ab[NP_COLL_ALLREDUCE] = np_allreduce_bytes_us(p, each);
     int rc = 0;
     if (strcmp(s->model, "alpha-beta")) {
         const double *mats[4] = {keys, rows, grads, ar};
@@ -381,7 +382,9 @@ static int one_collective(const sim *s) {
         /* an all-reduce: its bytes as the exchanges above, its latency by --allreduce */
         double lat = np_alltoall_latency_us(&p), ar_lat = np_allreduce_latency_us(&p);
         double bf = np_alltoall_bytes_factor(&p); /* an all-reduce's bytes move once */
-        double ab = ar ? times * (np_alltoall_us(&p, m) - lat) / bf + ar_lat : np_alltoall_us(&p, m), sg = NAN;
+        double ab = ar ? np_allreduce_bytes_us(&p, N < 2 ? 0 : s->coll_bytes / N) + ar_lat
+                       : np_alltoall_us(&p, m),
+               sg = NAN;
         if (strcmp(s->model, "alpha-beta")) {
             char why[256];
             const double *mats[1] = {m};

@@ -72,7 +72,11 @@ static void test_alltoall_two_tiers(void **state) {
     assert_float_equal(np_alltoall_latency_us(&p), 2 * 1 + 5, 1e-9);
     assert_float_equal(np_alltoall_uniform_us(&p, 1e6), 2200 + 7, 1e-6);
     assert_float_equal(np_alltoall_us(&p, m), 2200 + 7, 1e-6);
-    assert_float_equal(np_allreduce_latency_us(&p), 2 * 7, 1e-9); /* its two collectives */
+    /* its reduce-scatter as the All2All (7 us), its all-gather across (5) and within (1) */
+    assert_float_equal(np_allreduce_latency_us(&p), 7 + 5 + 1, 1e-9);
+    /* 1 MB a pair: the reduce-scatter as above (2.2 ms); the all-gather sends 1 MB to the
+     * other host (1 ms at 1e9 B/s), then 2 MB within (0.2 ms) */
+    assert_float_equal(np_allreduce_bytes_us(&p, 1e6), 2200 + 1000 + 200, 1e-6);
     p.msg_us = 1; /* a message each within the host and across */
     assert_float_equal(np_alltoall_latency_us(&p), 2 * (1 + 1) + (5 + 1), 1e-9);
     p.msg_us = 0;

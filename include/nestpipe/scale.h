@@ -118,8 +118,14 @@ NP_API double np_alltoall_latency_us(const np_platform *p);
 NP_API double np_alltoall_bytes_factor(const np_platform *p);
 /* The dense all-reduce's latency part on p by p->allreduce (its bytes: a reduce-scatter and
  * an all-gather of 1/ranks each, 2 (ranks - 1) / ranks of the floats a rank, whatever the
- * algorithm). 0 on one rank. */
+ * algorithm; np_allreduce_bytes_us). direct under --a2a hier: the two-level All2All's part
+ * and the all-gather's (one latency across and one within, no sizes). 0 on one rank. */
 NP_API double np_allreduce_latency_us(const np_platform *p);
+/* The dense all-reduce's bandwidth part on p with `each` bytes a pair (a rank's floats x 4 /
+ * ranks): the engine's reduce-scatter and all-gather as two uniform exchanges; under
+ * hier the all-gather's bytes cross between hosts once a slice a host (ranks_a_host
+ * times fewer) and within the host after. Microseconds; 0 on one rank. Added in 0.8. */
+NP_API double np_allreduce_bytes_us(const np_platform *p, double each);
 
 /* ---- the replay of a traced step at another scale (runtime/scale/replay.c) */
 typedef enum np_coll {

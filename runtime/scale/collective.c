@@ -68,13 +68,35 @@ double np_allreduce_latency_us(const np_platform *p) {
         return (n == 2 ? 1 : 2 * (n - 1)) * (far + p->msg_us);
     case NP_ALLREDUCE_RHD:
         return (n == 2 ? 1 : 2 * log2_ceil(n)) * (far + p->msg_us);
-    default: { /* the All2All's direct (or two-level) latency part, once at 2 ranks, twice
-                * above: the engine's reduce-scatter and all-gather go as its All2All */
+    default: { /* the All2All's direct latency part, once at 2 ranks, twice above (the
+                * engine's reduce-scatter and all-gather); two-level: the reduce-scatter
+                * as the All2All, the all-gather across hosts then within, no sizes */
         np_platform q = *p;
         q.algo = p->algo == NP_A2A_HIER ? NP_A2A_HIER : NP_A2A_DIRECT;
-        return (n == 2 ? 1 : 2) * np_alltoall_latency_us(&q);
+        double a2a = np_alltoall_latency_us(&q);
+        if (q.algo != NP_A2A_HIER) return (n == 2 ? 1 : 2) * a2a;
+        int g = p->host_ranks > 1 ? p->host_ranks : 1, hosts = n / g;
+        double ag = (hosts > 1 ? p->latency_us + (hosts - 1) * p->msg_us : 0) +
+                    (g > 1 ? p->intra_latency_us + (g - 1) * p->msg_us : 0);
+        return n == 2 ? ag : a2a + ag;
     }
     }
+}
+
+double np_allreduce_bytes_us(const np_platform *p, double each) {
+    int n = p->ranks, g = p->host_ranks > 1 ? p->host_ranks : 1, hosts = n / g;
+    if (n <= 1) return 0;
+    double lat = np_alltoall_latency_us(p);
+    if (p->algo != NP_A2A_HIER || g == 1) /* as two uniform exchanges, bytes moved once */
+        return 2 * (np_alltoall_uniform_us(p, each) - lat) / np_alltoall_bytes_factor(p);
+    /* the reduce-scatter as the two-level All2All; the all-gather sends a rank's slice to
+     * its index on each other host (its host's uplink, the bisection), then what it
+     * gathered, a slice a host, to the G - 1 others within */
+    double rs = np_alltoall_uniform_us(p, each) - lat;
+    double up = each * (hosts - 1) / bytes_s(p->nic_gbit),
+           bis = each * (double)n * (hosts - 1) / 2 / (bytes_s(p->nic_gbit * g) * hosts / 2 / p->oversub),
+           in = each * hosts * (g - 1) / bytes_s(p->intra_gbit);
+    return rs + ((bis > up ? bis : up) + in) * 1e6;
 }
 
 double np_alltoall_bytes_factor(const np_platform *p) {
