@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The two-level All2All (--a2a hier, docs/scale.md "A two-level All2All") gives the flat
-# one's bytes: on 2, 3 and 4 ranks with pseudo-hosts (--ranks-per-host) of 1 to 4 ranks,
+# one's bytes: on 2, 3, 4 and 6 ranks with pseudo-hosts (--ranks-per-host) of 1 to 4 ranks,
 # ranks placed host after host and round the hosts (NP_TEST_HOSTS_CYCLIC), under every
 # pipeline, the row and the pooled exchange, row- and table-wise, the trained model of a
 # hier run is the flat run's, byte for byte (cmp), and its trace says it went in two
-# levels. The dense all-reduce in buckets of layers (--allreduce-bucket) gives the bytes of
+# levels (auto: across hosts of 4 ranks or more, checked on 8). The dense all-reduce in buckets of layers (--allreduce-bucket) gives the bytes of
 # one a layer. The spread layout (--shard spread) matches the reference, gives row-wise's
 # bytes with the rows exchange, and reshards from a checkpoint. Bad host counts and link
 # settings are refused in one line. With `many` (the
@@ -73,11 +73,11 @@ buckets() {
 }
 
 # the runs say how their All2Alls went (the trace's facts): hier in two levels over the
-# pseudo-hosts, flat in one; auto takes hier when hosts are declared
-levels() { # NAME WANT_A2A WANT_G FLAGS...
-  local name=$1 want=$2 g=$3
-  shift 3
-  if ! run_np 4 "$W/p" --trace "$W/t.json" "$@"; then
+# pseudo-hosts, flat in one; auto takes hier across hosts of 4 ranks or more
+levels() { # NAME R WANT_A2A WANT_G FLAGS...
+  local name=$1 R=$2 want=$3 g=$4
+  shift 4
+  if ! run_np "$R" "$W/p" --trace "$W/t.json" "$@"; then
     bad "$name: exit $?: $(tail -n 2 "$W/err")"
     return
   fi
@@ -85,10 +85,11 @@ levels() { # NAME WANT_A2A WANT_G FLAGS...
   got=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["otherData"]["run"]; print(r["a2a"], r["a2a_host_ranks"])' "$W/t.json" 2>&1)
   [[ $got == "$want $g" ]] && ok "$name: the trace says $got" || bad "$name: the trace says '$got', not '$want $g'"
 }
-levels "4 ranks, --a2a hier --ranks-per-host 2" hier 2 --a2a hier --ranks-per-host 2
-levels "4 ranks, --a2a auto --ranks-per-host 2" hier 2 --ranks-per-host 2
-levels "4 ranks, one real host, --a2a auto" flat 1
-levels "4 ranks, --a2a flat --ranks-per-host 2" flat 1 --a2a flat --ranks-per-host 2
+levels "4 ranks, --a2a hier --ranks-per-host 2" 4 hier 2 --a2a hier --ranks-per-host 2
+levels "4 ranks, --a2a auto --ranks-per-host 2 (under 4 a host)" 4 flat 1 --ranks-per-host 2
+levels "8 ranks, --a2a auto --ranks-per-host 4" 8 hier 4 --ranks-per-host 4
+levels "4 ranks, one real host, --a2a auto" 4 flat 1
+levels "4 ranks, --a2a flat --ranks-per-host 2" 4 flat 1 --a2a flat --ranks-per-host 2
 
 if [[ $MODE == many ]]; then
   for RG in "8 2" "8 4" "16 4"; do
@@ -114,6 +115,10 @@ else
   NP_TEST_HOSTS_CYCLIC=1 same "R=4 G=2 ranks round the hosts, dbp" 4 2 --pipeline dbp
   NP_TEST_HOSTS_CYCLIC=1 same "R=4 G=2 ranks round the hosts, nestpipe" 4 2 --pipeline nestpipe \
     --windows 2 --exchange pooled
+  # G != H off block placement: an index swapped between the two levels shows here
+  NP_TEST_HOSTS_CYCLIC=1 same "R=6 G=2 (3 hosts) round the hosts, dbp" 6 2 --pipeline dbp
+  NP_TEST_HOSTS_CYCLIC=1 same "R=6 G=3 (2 hosts) round the hosts, nestpipe" 6 3 \
+    --pipeline nestpipe --windows 2
   buckets "R=2 sequential" 2 --pipeline sequential
   buckets "R=3 dbp, hier over 3 hosts" 3 --pipeline dbp --a2a hier --ranks-per-host 1
   buckets "R=4 nestpipe, 2 windows, hier over 2 hosts" 4 --pipeline nestpipe --windows 2 \

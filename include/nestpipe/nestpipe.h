@@ -174,7 +174,8 @@ typedef enum np_exchange {
 /* How the data channel's All2Alls (keys, rows, gradients) go across hosts (key "a2a",
  * docs/scale.md "A two-level All2All"); every form moves the same bytes. Added in 0.8. */
 typedef enum np_a2a_mode {
-    NP_A2A_MODE_AUTO, /* hier when the ranks span hosts (or declared pseudo-hosts) */
+    NP_A2A_MODE_AUTO, /* hier when the ranks span two hosts or more (real or declared
+                         pseudo-hosts) of 4 ranks or more each */
     NP_A2A_MODE_FLAT, /* one All2All over every rank */
     NP_A2A_MODE_HIER, /* within each host, then between hosts */
 } np_a2a_mode;

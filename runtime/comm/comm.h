@@ -47,7 +47,8 @@ void np_comm_host(const np_comm *c, int *local_rank, int *local_size, int *nodes
  * All2All"): per_host > 0 declares pseudo-hosts of per_host consecutive ranks (it must
  * divide the ranks; the emulated link then paces only bytes between them), 0 takes the
  * real hosts; a2a (np_a2a_mode) flat, hier (a one-line error when hosts hold different
- * numbers of ranks) or auto (hier when the ranks span hosts of equal size). Collective
+ * numbers of ranks) or auto (hier when the ranks span hosts of equal size, 4 ranks or
+ * more each: NP_A2A_AUTO_HOST_RANKS). Collective
  * over every rank (the engine calls it with the config, the same on all); again with the
  * same arguments it does nothing. A no-op without MPI or with one rank. */
 NP_NODISCARD np_status np_comm_set_topology(np_comm *c, int a2a, int per_host, np_error *err);

@@ -23,8 +23,9 @@
  * data-channel collective has completed (over shared memory: just after the last rank
  * joined it), the calling thread sleeps for its bytes to or from other hosts (the larger
  * of the two: a full-duplex NIC per rank) at G Gbit/s, as if they only then crossed the
- * wire; with NP_LINK_US=U, also U microseconds for each other host it exchanged a message
- * with (the latency of each message, paid one after another). Every rank is its own host
+ * wire; with NP_LINK_US=U, also U microseconds for each message it exchanged with another
+ * host (flat: one a rank there with a block either way; two levels: one a host), the
+ * latency of each message, paid one after another. Every rank is its own host
  * unless hosts were declared (--ranks-per-host) or the All2All goes in two levels, whose
  * hosts are the topology's (np_comm_set_topology). The host's cores stay free meanwhile,
  * as with a NIC that moves the bytes by itself (a shaped TCP loopback on the same cores is

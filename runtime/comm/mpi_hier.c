@@ -46,10 +46,10 @@ static int real_hosts(const np_comm *c, int *h, int *l, int *G, int *H) {
     rc |= MPI_Exscan(&leader, &before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
     if (c->rank == 0) before = 0; /* MPI_Exscan leaves rank 0's undefined */
     rc |= MPI_Bcast(&before, 1, MPI_INT, 0, node) != MPI_SUCCESS; /* the leader's count */
+    rc |= MPI_Allreduce(&leader, H, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
     MPI_Comm_free(&node);
     *h = before;
-    *G = lo == hi ? g : 0;
-    *H = c->nodes;
+    *G = lo == hi && (int64_t)g * *H == c->size ? g : 0;
     return rc ? -1 : 0;
 }
 
@@ -77,7 +77,12 @@ np_status np_comm_set_topology(np_comm *c, int a2a, int per_host, np_error *err)
                       "a2a: hier needs the same number of ranks on every host, and these hosts "
                       "hold different numbers; start as many on each, declare pseudo-hosts "
                       "with --ranks-per-host G, or use --a2a flat");
-    int hier = a2a == NP_A2A_MODE_HIER || (a2a == NP_A2A_MODE_AUTO && G > 1 && H > 1);
+    /* auto: where it cuts each rank's messages between hosts by 4 or more (G - 1 of every G
+     * go); with 2 a host it saves one message a collective for two more rounds within
+     * the host, which cost more on 4 ranks of 2 pseudo-hosts here (bench/results,
+     * 2026-12-04, collectives: hier 0.84-1.07x of flat with the same all-reduce bucket,
+     * slower in 3 of 4 settings) */
+    int hier = a2a == NP_A2A_MODE_HIER || (a2a == NP_A2A_MODE_AUTO && G >= NP_A2A_AUTO_HOST_RANKS && H > 1);
     int R = c->size, me[2] = {h, l};
     int *pairs = malloc(2 * (size_t)R * sizeof *pairs);
     t->host_of = malloc((2 * (size_t)R + 1) * sizeof *t->host_of);

@@ -11,6 +11,9 @@
 
 #include "runtime/comm/comm.h"
 
+/* --a2a auto goes in two levels on hosts of at least this many ranks (mpi_hier.c) */
+#define NP_A2A_AUTO_HOST_RANKS 4
+
 /* The hosts as the data channel's collectives see them (np_comm_set_topology): the real
  * hosts (MPI_COMM_TYPE_SHARED) or pseudo-hosts of G consecutive ranks (--ranks-per-host). */
 typedef struct np_topo {

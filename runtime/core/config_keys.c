@@ -240,7 +240,7 @@ const key_def np_cfg_keys[] = {
                NULL, NP_KEY_TEXT, split_rows, "auto, on or off", 0),
     ENUM_KEY("a2a", "training", "auto|flat|hier", "auto",
              "the key, row and gradient All2Alls: within each host, then\n"
-             "between hosts (hier), or flat; auto: hier when ranks span hosts",
+             "between hosts (hier), or flat; auto: hier across hosts of 4+ ranks",
              "a2a", a2a, np_cfg_a2a_names, 0),
     INT_KEY("ranks-per-host", "training", "G", "0",
             "declare pseudo-hosts of G consecutive ranks (tests, benches,\n"

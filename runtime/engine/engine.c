@@ -398,6 +398,8 @@ static np_status set_up_collective(np_sp_engine *e, np_error *err) {
     np_trace_set_info(e->trace, "shard", shards[cfg->shard]);
     const char *link = getenv("NP_LINK_GBIT"); /* runtime/comm/mpi.c checked it */
     if (link && cfg->ranks > 1) np_trace_set_info(e->trace, "link_gbit", link);
+    const char *link_us = getenv("NP_LINK_US"); /* the same */
+    if (link_us && cfg->ranks > 1) np_trace_set_info(e->trace, "link_us", link_us);
     snprintf(n, sizeof n, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     np_trace_set_info(e->trace, "cores", n);
     np_trace_set_info(e->trace, "version", NP_LIB_VERSION);
