@@ -28,14 +28,7 @@ done
 [[ $STEPS =~ ^[1-9][0-9]*$ && $REPEATS =~ ^[1-9][0-9]*$ ]] ||
   { echo "collectives.sh: --steps and --repeats take a count" >&2; exit 2; }
 [[ $RATE =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "collectives.sh: --rate takes Gbit/s, e.g. 2" >&2; exit 2; }
-NP=${NESTPIPE:-build/nestpipe}
-[[ -x $NP ]] || { echo "collectives.sh: $NP not found; build first: bash .ci/build" >&2; exit 2; }
-export STARPU_SILENT=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-W=$(mktemp -d /tmp/np_collectives_XXXXXX)
-trap 'rm -rf "$W"' EXIT
-machine_facts
-TORCH_LINES=() TORCH_MISSING="not measured here" NPROC=$(nproc)
-ab_result_path collectives
+own_bench_setup collectives
 LATS=(5 50)
 PIPES=(nestpipe dbp)
 if [[ $QUICK == 1 ]]; then STEPS=4 REPEATS=1 LATS=(5) PIPES=(nestpipe); fi

@@ -408,6 +408,22 @@ ab_setup() {
   trap "rm -rf '$W'" EXIT
 }
 
+# own_bench_setup NAME: for a bench of this build alone on its own flags (no PyTorch side):
+# NP (this build's binary, `realpath`ed; exits 2 naming NAME when it is not built), the
+# environment MPI runs need, W (a work folder, removed at exit), the machine's facts, STAMP
+# and OUT (ab_result_path NAME).
+own_bench_setup() {
+  NP=$(realpath "${NESTPIPE:-build/nestpipe}")
+  [[ -x $NP ]] || { echo "$1.sh: $NP not found; build first: bash .ci/build" >&2; exit 2; }
+  export STARPU_SILENT=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  W=$(mktemp -d "/tmp/np_$1_XXXXXX")
+  # shellcheck disable=SC2064 # the folder is known now
+  trap "rm -rf '$W'" EXIT
+  machine_facts
+  TORCH_LINES=() TORCH_MISSING="not measured here" NPROC=$(nproc)
+  ab_result_path "$1"
+}
+
 # ab_result_path NAME: STAMP (today) and OUT, bench/results/<date>-<cpu>-NAME.md, for a
 # bench of ab_setup's kind (after base_bench_facts, which names the CPU)
 ab_result_path() {
