@@ -53,15 +53,16 @@ same() {
 
 # NAME R FLAGS...: one all-reduce a layer (--allreduce-bucket 0), the default's one bucket
 # and buckets of 1 KB (several, on these layers of 65 to 272 floats): the same bytes
-buckets() {
-  local name=$1 R=$2
+buckets() { # NAME R KB... FLAGS...: one a layer against buckets of each KB
+  local name=$1 R=$2 kbs=()
   shift 2
+  while [[ $1 =~ ^[0-9]+$ ]]; do kbs+=("$1"); shift; done
   if ! run_np "$R" "$W/layer" --allreduce-bucket 0 "$@"; then
     bad "$name: a layer at a time: exit $?: $(tail -n 2 "$W/err")"
     return
   fi
   local kb
-  for kb in 25600 1; do
+  for kb in "${kbs[@]}"; do
     if ! run_np "$R" "$W/fused" --allreduce-bucket $kb "$@"; then
       bad "$name: buckets of $kb KB: exit $?: $(tail -n 2 "$W/err")"
     elif cmp -s "$W/layer" "$W/fused"; then
@@ -102,14 +103,11 @@ if [[ $MODE == many ]]; then
       --exchange rows
   done
 else
-  same "R=2 G=1 sequential" 2 1 --pipeline sequential
   same "R=2 G=2 nestpipe, 2 windows" 2 2 --pipeline nestpipe --windows 2
-  same "R=3 G=1 dbp" 3 1 --pipeline dbp
-  same "R=3 G=3 fwp, 2 windows, table-wise, pooled" 3 3 --pipeline fwp --windows 2 \
+  same "R=3 G=1 fwp, 2 windows, table-wise, pooled" 3 1 --pipeline fwp --windows 2 \
     --shard table --exchange pooled
   same "R=4 G=2 sequential, rows" 4 2 --pipeline sequential --exchange rows
   same "R=4 G=2 dbp" 4 2 --pipeline dbp
-  same "R=4 G=2 fwp, 2 windows, pooled" 4 2 --pipeline fwp --windows 2 --exchange pooled
   same "R=4 G=2 nestpipe, 2 windows, table-wise" 4 2 --pipeline nestpipe --windows 2 --shard table
   same "R=4 G=4 nestpipe, 2 windows" 4 4 --pipeline nestpipe --windows 2
   NP_TEST_HOSTS_CYCLIC=1 same "R=4 G=2 ranks round the hosts, dbp" 4 2 --pipeline dbp
@@ -119,12 +117,11 @@ else
   NP_TEST_HOSTS_CYCLIC=1 same "R=6 G=2 (3 hosts) round the hosts, dbp" 6 2 --pipeline dbp
   NP_TEST_HOSTS_CYCLIC=1 same "R=6 G=3 (2 hosts) round the hosts, nestpipe" 6 3 \
     --pipeline nestpipe --windows 2
-  buckets "R=2 sequential" 2 --pipeline sequential
-  buckets "R=3 dbp, hier over 3 hosts" 3 --pipeline dbp --a2a hier --ranks-per-host 1
-  buckets "R=4 nestpipe, 2 windows, hier over 2 hosts" 4 --pipeline nestpipe --windows 2 \
-    --a2a hier --ranks-per-host 2
-  # a per-message link latency changes the time, never the bytes
-  NP_LINK_US=50 same "R=4 G=2 dbp, NP_LINK_US=50" 4 2 --pipeline dbp
+  buckets "R=2 sequential" 2 25600 --pipeline sequential
+  buckets "R=3 dbp, hier over 3 hosts" 3 25600 --pipeline dbp --a2a hier --ranks-per-host 1
+  # several buckets; a per-message link latency changes the time, never the bytes
+  NP_LINK_US=50 buckets "R=4 nestpipe, 2 windows, hier over 2 hosts, NP_LINK_US=50" 4 25600 1 \
+    --pipeline nestpipe --windows 2 --a2a hier --ranks-per-host 2
 fi
 
 # ---- the spread layout (--shard spread): the tables' hot rows R / T ranks apart, so it
