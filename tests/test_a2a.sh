@@ -92,16 +92,16 @@ levels "8 ranks, --a2a auto --ranks-per-host 4" 8 hier 4 --ranks-per-host 4
 levels "4 ranks, one real host, --a2a auto" 4 flat 1
 levels "4 ranks, --a2a flat --ranks-per-host 2" 4 flat 1 --a2a flat --ranks-per-host 2
 
-if [[ $MODE == many ]]; then
-  for RG in "8 2" "8 4" "16 4"; do
-    read -r R G <<<"$RG"
-    same "R=$R G=$G sequential" "$R" "$G" --pipeline sequential
-    same "R=$R G=$G dbp" "$R" "$G" --pipeline dbp
-    same "R=$R G=$G fwp, 2 windows, table-wise, pooled" "$R" "$G" --pipeline fwp --windows 2 \
-      --shard table --exchange pooled
-    same "R=$R G=$G nestpipe, 2 windows, rows" "$R" "$G" --pipeline nestpipe --windows 2 \
-      --exchange rows
-  done
+if [[ $MODE == many ]]; then # every pipeline at 8 ranks, two at 16; hosts of 2 and 4
+  same "R=8 G=2 sequential" 8 2 --pipeline sequential
+  same "R=8 G=4 dbp" 8 4 --pipeline dbp
+  same "R=8 G=2 fwp, 2 windows, table-wise, pooled" 8 2 --pipeline fwp --windows 2 \
+    --shard table --exchange pooled
+  same "R=8 G=4 nestpipe, 2 windows, rows, spread" 8 4 --pipeline nestpipe --windows 2 \
+    --exchange rows --shard spread
+  same "R=16 G=4 dbp, spread" 16 4 --pipeline dbp --shard spread
+  same "R=16 G=2 nestpipe, 2 windows, pooled" 16 2 --pipeline nestpipe --windows 2 \
+    --exchange pooled
 else
   same "R=2 G=2 nestpipe, 2 windows" 2 2 --pipeline nestpipe --windows 2
   same "R=3 G=1 fwp, 2 windows, table-wise, pooled" 3 1 --pipeline fwp --windows 2 \
