@@ -15,10 +15,8 @@ NP=$1
 MODE=${2:-}
 W=$(mktemp -d /tmp/np_a2a_XXXXXX)
 trap 'rm -rf "$W"' EXIT
-pass=0
-failed=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 export STARPU_NCPU=1 STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
